@@ -1,0 +1,22 @@
+"""cvxdp: constrained, differentially private, distributed convex optimization on CVXPY.
+
+    import cvxdp
+    agent = cvxdp.Agent(name, objective, constraints, shared={key: expr}, sensitivity=cvxdp.Sensitivity(l2=...))
+    result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1, eta=1, local_updates=1, rounds=100),
+                         privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=0)
+"""
+
+from . import errors, schedules
+from .agent import Agent, Sensitivity
+from .algorithms import ADMM, LinearizedADMM
+from .central import solve_central
+from .engine import solve
+from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
+from .results import Result, load_result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ADMM", "Agent", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
+    "PrivacyLedger", "Result", "Sensitivity", "errors", "load_result", "schedules", "solve", "solve_central",
+]

@@ -1,0 +1,315 @@
+"""Declaring agents: a local objective and feasible set in CVXPY over private data (SPEC §1, §8).
+
+An :class:`Agent` only stores what it is given and runs the cheap structural checks. The flat layout of
+its local vector ``u`` (all variables of its problem, each flattened in column-major order, in the order
+CVXPY lists them) is computed once by :meth:`Agent.layout`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import cvxpy as cp
+import numpy as np
+from cvxpy.atoms.affine.index import index as _index_atom
+from cvxpy.atoms.affine.index import special_index as _special_index_atom
+
+from ._validation import fail
+from .errors import DeclarationError, InfeasibleAgentError
+
+GradientFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Gradient sensitivity of an agent's objective under a declared neighbouring relation (SPEC §2.1).
+
+    Parameters
+    ----------
+    l1, l2 : float or None
+        ``sup_{u in W, D ~ D'} ||grad f(u; D) - grad f(u; D')||_q`` for q = 1 (Laplace) and q = 2 (Gaussian).
+    relation : str
+        Words naming the neighbouring relation these bounds hold for, e.g. ``"add/remove one sample"``.
+    alpha : float or None
+        The adjacency size used by the "paper" calibration preset (Delta = alpha for OutPert and
+        2 alpha for ObjPert, Ryu & Kim §6.1.1).
+    """
+
+    l1: float | None = None
+    l2: float | None = None
+    relation: str = "unspecified"
+    alpha: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("l1", "l2", "alpha"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value <= 0):
+                raise fail(name, "Sensitivity", "a float in (0, inf) or None", value)
+
+    def norm(self, q: int) -> float | None:
+        """The l_q bound (q = 1 or 2)."""
+        return self.l1 if q == 1 else self.l2
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each variable and each shared block sits in an agent's flat local vector ``u``."""
+
+    variables: tuple[cp.Variable, ...]
+    offsets: tuple[int, ...]
+    size: int
+    shared: Mapping[str, np.ndarray]  # key -> indices into u (column-major order of the expression)
+    shared_mask: np.ndarray = field(repr=False)  # bool, True where the coordinate is shared
+
+    @property
+    def shared_indices(self) -> np.ndarray:
+        """All shared coordinates of u, key by key in sorted key order."""
+        keys = sorted(self.shared)
+        return np.concatenate([self.shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+
+    def split(self, u: np.ndarray) -> dict[cp.Variable, np.ndarray]:
+        """Cut a flat vector into per-variable arrays of the variables' shapes."""
+        out = {}
+        for var, off in zip(self.variables, self.offsets):
+            out[var] = np.reshape(u[off:off + var.size], var.shape, order="F")
+        return out
+
+    def flatten(self, values: Mapping[cp.Variable, np.ndarray]) -> np.ndarray:
+        """Inverse of :meth:`split`."""
+        u = np.zeros(self.size)
+        for var, off in zip(self.variables, self.offsets):
+            u[off:off + var.size] = np.ravel(np.asarray(values[var], dtype=float), order="F")
+        return u
+
+
+def _all_finite(value) -> bool:
+    data = value.data if hasattr(value, "tocoo") else np.asarray(value)
+    return bool(np.all(~np.isnan(data)))
+
+
+def _is_selection(expr: cp.Expression) -> bool:
+    if isinstance(expr, cp.Variable):
+        return True
+    if isinstance(expr, (_index_atom, _special_index_atom)):
+        return _is_selection(expr.args[0])
+    return False
+
+
+class Agent:
+    """One agent: a convex objective and feasible set over private data, and its shared blocks.
+
+    Parameters
+    ----------
+    name : str
+        Unique agent name (used in every error message and in the ledger).
+    objective : cvxpy.Expression
+        Scalar convex objective ``f_p``; private data enter as :class:`cvxpy.Parameter` values.
+    constraints : sequence of cvxpy.Constraint
+        The local feasible set ``W_p`` (should be compact).
+    shared : mapping str -> cvxpy.Expression
+        Global key -> a variable of this problem or a slice of one. Agents sharing a key agree on it.
+    gradient : callable, optional
+        ``gradient(u) -> ndarray`` of the objective at the flat local vector ``u`` (see :meth:`layout`).
+        Defaults to CVXPY's ``Expression.grad`` (correct but slow, about a millisecond a call).
+    sensitivity : Sensitivity, optional
+        Gradient sensitivity under the declared neighbouring relation; required for private runs.
+    initial : mapping cvxpy.Variable -> array, optional
+        Starting point of the local copy; defaults to the projection of 0 onto ``W_p``.
+    """
+
+    def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
+                 *, shared: Mapping[str, cp.Expression] | None = None, gradient: GradientFn | None = None,
+                 sensitivity: Sensitivity | None = None,
+                 initial: Mapping[cp.Variable, np.ndarray] | None = None) -> None:
+        self.name = name
+        self.objective = objective
+        self.constraints = list(constraints)
+        self.shared = dict(shared or {})
+        self.gradient = gradient
+        self.sensitivity = sensitivity
+        self.initial = initial
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, shared={sorted(self.shared)})"
+
+    # ------------------------------------------------------------------ checks
+    def _fail(self, message: str) -> DeclarationError:
+        return DeclarationError(f"Agent {self.name!r}: {message}")
+
+    def check(self) -> None:
+        """Structural checks: types, DCP, shared blocks, finite data. Raises :class:`DeclarationError`."""
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "Agent", "a non-empty str", self.name)
+        if not isinstance(self.objective, cp.Expression):
+            raise self._fail(f"the objective must be a cvxpy Expression. Got {type(self.objective).__name__}.")
+        if not self.objective.is_scalar():
+            raise self._fail(f"the objective must be scalar. Got shape {self.objective.shape}.")
+        if not self.objective.is_convex():
+            raise self._fail("the objective is not convex under CVXPY's DCP rules "
+                             f"(curvature {self.objective.curvature}).")
+        for k, con in enumerate(self.constraints):
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
+            if not con.is_dcp():
+                raise self._fail(f"constraint {k} ({con}) does not follow CVXPY's DCP rules.")
+        if not isinstance(self.shared, dict) or not self.shared:
+            raise self._fail("'shared' must map at least one key to a variable or a slice of one.")
+        variables = set(self.problem.variables())
+        for key, expr in self.shared.items():
+            if not isinstance(key, str):
+                raise self._fail(f"shared key {key!r} must be a str.")
+            if not isinstance(expr, cp.Expression) or not _is_selection(expr):
+                raise self._fail(f"shared[{key!r}] must be a cvxpy Variable or a slice of one. Got {expr}.")
+            if not set(expr.variables()) <= variables:
+                raise self._fail(f"shared[{key!r}] uses a variable that appears in neither the objective "
+                                 "nor the constraints.")
+        for param in self.problem.parameters():
+            value = param.value
+            if value is None:
+                raise self._fail(f"data parameter {param.name()!r} has no value.")
+            if not np.all(np.isfinite(value)):
+                raise self._fail(f"data parameter {param.name()!r} holds NaN or infinite values.")
+        for const in self.problem.constants():
+            value = const.value
+            if np.issubdtype(np.asarray(value).dtype, np.number) and not _all_finite(value):
+                raise self._fail("a data constant of the objective or constraints holds NaN values.")
+        if self.gradient is not None and not callable(self.gradient):
+            raise self._fail(f"'gradient' must be callable. Got {type(self.gradient).__name__}.")
+        if self.sensitivity is not None and not isinstance(self.sensitivity, Sensitivity):
+            raise self._fail(f"'sensitivity' must be a cvxdp.Sensitivity. Got {type(self.sensitivity).__name__}.")
+        # overlapping shared blocks inside one agent would double-count consensus
+        idx = self.layout.shared_indices
+        if len(np.unique(idx)) != len(idx):
+            raise self._fail("two shared blocks overlap; each coordinate may belong to one key only.")
+
+    def check_feasible(self) -> None:
+        """Solve the feasibility problem; raise :class:`InfeasibleAgentError` if ``W_p`` is empty."""
+        prob = cp.Problem(cp.Minimize(0), self.constraints)
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.SolverError:
+            prob.solve(solver=cp.ECOS)
+        if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty "
+                                       f"(feasibility solve status {prob.status!r}).")
+        bounded = cp.Problem(cp.Minimize(cp.sum(cp.abs(self._u_expr))), self.constraints)
+        for sign in (1.0, -1.0):
+            probe = cp.Problem(cp.Maximize(sign * cp.sum(self._u_expr)), self.constraints)
+            try:
+                probe.solve(solver=cp.CLARABEL)
+            except cp.SolverError:
+                continue
+            if probe.status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
+                warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                              "and privacy analysis assume a compact set.", stacklevel=3)
+                break
+        del bounded
+
+    # ------------------------------------------------------------------ structure
+    @cached_property
+    def problem(self) -> cp.Problem:
+        """The agent's own problem ``min f_p s.t. W_p`` (used for checks and the central reference)."""
+        return cp.Problem(cp.Minimize(self.objective), self.constraints)
+
+    @cached_property
+    def layout(self) -> Layout:
+        """The flat layout of the local vector and the indices of each shared block."""
+        variables = tuple(sorted(self.problem.variables(), key=lambda v: v.id))
+        offsets, off = [], 0
+        for var in variables:
+            offsets.append(off)
+            off += var.size
+        saved = [var.value for var in variables]
+        try:
+            for var, o in zip(variables, offsets):
+                var.value = np.reshape(np.arange(o, o + var.size, dtype=float), var.shape, order="F")
+            shared = {key: np.rint(np.ravel(np.asarray(expr.value, dtype=float), order="F")).astype(int)
+                      for key, expr in self.shared.items()}
+        finally:
+            for var, val in zip(variables, saved):
+                var.value = val
+        mask = np.zeros(off, dtype=bool)
+        for idx in shared.values():
+            mask[idx] = True
+        return Layout(variables, tuple(offsets), off, shared, mask)
+
+    @cached_property
+    def _u_expr(self) -> cp.Expression:
+        parts = [v if v.ndim <= 1 else cp.vec(v, order="F") for v in self.layout.variables]
+        return parts[0] if len(parts) == 1 else cp.hstack(parts)
+
+    def u_expression(self) -> cp.Expression:
+        """The CVXPY expression of the flat local vector ``u``."""
+        return self._u_expr
+
+    # ------------------------------------------------------------------ evaluation
+    def _set(self, u: np.ndarray) -> None:
+        for var, value in self.layout.split(u).items():
+            var.value = value
+
+    def objective_value(self, u: np.ndarray) -> float:
+        """``f_p(u)``."""
+        self._set(u)
+        return float(self.objective.value)
+
+    def violation(self, u: np.ndarray) -> float:
+        """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""
+        self._set(u)
+        worst = 0.0
+        for con in self.constraints:
+            v = con.violation()
+            worst = max(worst, float(np.max(v)) if np.size(v) else 0.0)
+        return worst
+
+    def grad(self, u: np.ndarray) -> np.ndarray:
+        """Gradient of the objective at ``u``: the user's callable, else CVXPY's ``Expression.grad``."""
+        if self.gradient is not None:
+            g = np.asarray(self.gradient(u), dtype=float).ravel()
+            if g.shape != (self.layout.size,):
+                raise self._fail(f"gradient returned shape {g.shape}; expected ({self.layout.size},).")
+            return g
+        self._set(u)
+        grads = self.objective.grad
+        g = np.zeros(self.layout.size)
+        for var, off in zip(self.layout.variables, self.layout.offsets):
+            gv = grads.get(var)
+            if gv is None:
+                raise self._fail("CVXPY cannot differentiate the objective here; pass gradient=.")
+            gv = gv.toarray() if hasattr(gv, "toarray") else np.asarray(gv)
+            g[off:off + var.size] = np.ravel(gv)
+        return g
+
+
+def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = None) -> dict[str, int]:
+    """Checks across agents: non-empty, unique names, each key the same size everywhere.
+
+    Returns the size of every shared key.
+    """
+    if not isinstance(agents, (list, tuple)) or len(agents) == 0:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
+    names: set[str] = set()
+    sizes: dict[str, tuple[int, str]] = {}
+    for agent in agents:
+        if not isinstance(agent, Agent):
+            raise fail("agents", "solve", "a list of cvxdp.Agent", type(agent).__name__)
+        agent.check()
+        if agent.name in names:
+            raise DeclarationError(f"Agent name {agent.name!r} is used twice; names must be unique.")
+        names.add(agent.name)
+        for key, idx in agent.layout.shared.items():
+            if key in sizes and sizes[key][0] != len(idx):
+                other_size, other = sizes[key]
+                raise DeclarationError(f"Shared key {key!r} has size {len(idx)} in agent {agent.name!r} but "
+                                       f"size {other_size} in agent {other!r}.")
+            sizes.setdefault(key, (len(idx), agent.name))
+        if private:
+            q = 1 if noise == "laplace" else 2
+            if agent.sensitivity is None or agent.sensitivity.norm(q) is None:
+                raise DeclarationError(f"Agent {agent.name!r}: a private run with {noise} noise needs "
+                                       f"sensitivity=cvxdp.Sensitivity(l{q}=...).")
+    return {k: v[0] for k, v in sizes.items()}

@@ -1,0 +1,168 @@
+"""The ``cvxdp`` command line: cases, run, central, study, privacy (SPEC §8).
+
+Every command takes ``--json`` and then prints exactly one JSON object as the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import CvxdpError
+from ..results import _jsonable
+
+
+def _emit(payload: dict, as_json: bool, human: str) -> None:
+    if as_json:
+        click.echo(json.dumps(_jsonable(payload)))
+    else:
+        click.echo(human)
+
+
+def friendly_errors(func):
+    """Turn cvxdp's own errors (and missing files) into one clear line and exit status 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (CvxdpError, FileNotFoundError) as exc:
+            raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cvxdp")
+def cli() -> None:
+    """cvxdp: constrained, differentially private, distributed convex optimization."""
+
+
+@cli.command("cases")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@friendly_errors
+def cases_cmd(as_json: bool) -> None:
+    """List the shipped cases and studies."""
+    from ..config import load_toml, shipped_cases_dir
+
+    folder = shipped_cases_dir()
+    entries = []
+    for path in sorted(folder.glob("*.toml")) if folder else []:
+        raw = load_toml(path)
+        kind = "study" if "study" in raw else "case"
+        desc = raw.get("case", raw.get("study", {})).get("description", "")
+        entries.append({"name": path.stem, "kind": kind, "path": str(path), "description": desc})
+    human = "\n".join(f"{e['kind']:5s}  {e['name']:24s} {e['description']}" for e in entries) or "no shipped cases"
+    _emit({"cases": entries}, as_json, human)
+
+
+@cli.command("run")
+@click.argument("case_file")
+@click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG"]), default=None,
+              help="Privacy mechanism (overrides [privacy] mechanism).")
+@click.option("--epsilon", type=float, default=None, help="Per-step epsilon (or total with budget='total').")
+@click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise.")
+@click.option("--rounds", type=int, default=None, help="Number of rounds T.")
+@click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
+@click.option("--algorithm", type=click.Choice(["ladmm", "admm"]), default=None)
+@click.option("--seed", type=int, default=None)
+@click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for the history (default runs/<case>-<mechanism>-<seed>).")
+@click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
+def run_cmd(case_file, mechanism, epsilon, delta, rounds, local_updates, algorithm, seed, accountant, out,
+            progress, as_json) -> None:
+    """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
+    from ..config import load_case
+    from ..runs import run_case
+
+    case = load_case(case_file).with_overrides(
+        algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
+        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta},
+        run={"seed": seed, "accountant": accountant})
+    outcome = run_case(case, progress=progress and sys.stderr.isatty())
+    mech = case.privacy.get("mechanism", "none")
+    out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
+    outcome.result.save(out)
+    summary = {**outcome.summary, "history": str(out)}
+    priv = summary.get("privacy") or {}
+    human = "\n".join([f"case {case.name}: {summary['rounds']} rounds ({summary['stop_reason']}), "
+                       f"{summary['elapsed_s']:.1f} s",
+                       f"  objective           {summary['objective']:.6g}",
+                       f"  consensus residual  {summary['consensus_residual']:.3e}",
+                       f"  max violation       {summary['max_violation']:.3e}",
+                       f"  noise magnitude     {summary['noise_magnitude']:.4g}",
+                       *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
+                         if k in ("train_cost", "test_error") and v is not None),
+                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       f"  history saved to {out}"])
+    _emit(summary, as_json, human)
+
+
+@cli.command("central")
+@click.argument("case_file")
+@click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
+              help="Power cases: the objective of the reference solve.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
+def central_cmd(case_file, objective, as_json) -> None:
+    """Centralized reference solve of CASE_FILE (optimal value, solver, time)."""
+    from ..central import solve_central
+    from ..config import load_case
+    from ..runs import build_instance
+
+    case = load_case(case_file)
+    if objective is not None:
+        case.model["objective"] = objective
+    instance = build_instance(case)
+    if instance.central is not None:
+        info = instance.central()
+    else:
+        ref = solve_central(instance.agents)
+        info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
+    info = {"case": case.name, **info}
+    human = "\n".join(f"{k:12s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)))
+    _emit(info, as_json, human)
+
+
+@cli.command("study")
+@click.argument("study_file")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Output directory (results table, ledger, figures, report). Re-running resumes.")
+@click.option("--rounds", type=int, default=None, help="Override the study's rounds (e.g. a quick look).")
+@click.option("--progress/--no-progress", default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
+def study_cmd(study_file, out, rounds, progress, as_json) -> None:
+    """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report."""
+    from ..study import run_study
+
+    info = run_study(study_file, out, rounds=rounds, progress=progress)
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    _emit(info, as_json, human)
+
+
+def _register_optional() -> None:
+    try:
+        from .privacy_cmd import privacy
+    except ImportError:  # pragma: no cover
+        return
+    cli.add_command(privacy)
+
+
+_register_optional()
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,147 @@
+"""Case files (TOML): loading, schema checks with clear errors, and turning tables into cvxdp objects."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .algorithms import ADMM, LinearizedADMM
+from .algorithms.base import Algorithm
+from .errors import ConfigError, CvxdpError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
+_CASE_KEYS = {"name", "template", "description"}
+_ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual"}
+_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "budget"}
+_RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
+_SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
+             "run": _RUN_KEYS}
+
+
+def shipped_cases_dir() -> Path | None:
+    """The repository's ``cases/`` folder (next to the installed package), if present."""
+    candidate = Path(__file__).resolve().parents[1] / "cases"
+    return candidate if candidate.is_dir() else None
+
+
+def resolve_case_path(name: str | Path) -> Path:
+    """A path as given, else a shipped case by file name or stem (``case14_3zones``)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    shipped = shipped_cases_dir()
+    if shipped is not None:
+        for candidate in (shipped / path.name, shipped / f"{path.name}.toml"):
+            if candidate.is_file():
+                return candidate
+    known = ", ".join(sorted(p.stem for p in shipped.glob("*.toml"))) if shipped else "none found"
+    raise ConfigError(f"Case file {str(name)!r} does not exist. Shipped cases: {known}.")
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; a malformed file raises :class:`ConfigError` with the parser's position."""
+    path = resolve_case_path(path)
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}.") from None
+
+
+def _check_keys(table: dict, allowed: set[str], section: str, path: Path) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [{section}]. "
+                          f"Allowed: {', '.join(sorted(allowed))}.")
+
+
+@dataclass
+class Case:
+    """A validated case file."""
+
+    path: Path
+    name: str
+    template: str
+    model: dict[str, Any]
+    algorithm: dict[str, Any] = field(default_factory=dict)
+    privacy: dict[str, Any] = field(default_factory=dict)
+    run: dict[str, Any] = field(default_factory=dict)
+
+    def with_overrides(self, *, algorithm: dict | None = None, privacy: dict | None = None,
+                       run: dict | None = None) -> Case:
+        """A copy with the given entries replaced (None values are ignored)."""
+        new = copy.deepcopy(self)
+        for table, extra in ((new.algorithm, algorithm), (new.privacy, privacy), (new.run, run)):
+            table.update({k: v for k, v in (extra or {}).items() if v is not None})
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path), "case": {"name": self.name, "template": self.template},
+                "model": self.model, "algorithm": self.algorithm, "privacy": self.privacy, "run": self.run}
+
+
+def load_case(path: str | Path) -> Case:
+    """Load and check a case file (sections [case], [model], [algorithm], [privacy], [run])."""
+    path = resolve_case_path(path)
+    raw = load_toml(path)
+    unknown = sorted(set(raw) - set(_SECTIONS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{u}]' for u in unknown)}. "
+                          f"Allowed: {', '.join(f'[{s}]' for s in _SECTIONS)}.")
+    for section, allowed in _SECTIONS.items():
+        if section in raw and not isinstance(raw[section], dict):
+            raise ConfigError(f"{path}: [{section}] must be a table.")
+        if allowed is not None and section in raw:
+            _check_keys(raw[section], allowed, section, path)
+    case = raw.get("case", {})
+    if "template" not in case:
+        raise ConfigError(f"{path}: [case] needs a 'template' entry (e.g. \"power\" or \"logistic\").")
+    mech = raw.get("privacy", {}).get("mechanism", "none")
+    if mech not in MECHANISMS:
+        raise ConfigError(f"{path}: the 'mechanism' entry of [privacy] must be one of "
+                          f"{', '.join(map(repr, MECHANISMS))}. Got {mech!r} instead.")
+    return Case(path=path, name=str(case.get("name", path.stem)), template=str(case["template"]),
+                model=dict(raw.get("model", {})), algorithm=dict(raw.get("algorithm", {})),
+                privacy=dict(raw.get("privacy", {})), run=dict(raw.get("run", {})))
+
+
+def make_algorithm(table: dict[str, Any]) -> Algorithm:
+    """Build the algorithm of an [algorithm] table."""
+    params = dict(table)
+    name = params.pop("name", "ladmm")
+    try:
+        if name == "ladmm":
+            return LinearizedADMM(**params)
+        if name == "admm":
+            params.pop("eta", None)
+            params.pop("local_updates", None)
+            return ADMM(**params)
+    except TypeError as exc:
+        raise ConfigError(f"[algorithm]: {exc}.") from None
+    raise ConfigError(f"The 'name' entry of [algorithm] must be one of 'ladmm', 'admm'. Got {name!r} instead.")
+
+
+def make_privacy(table: dict[str, Any]) -> Any:
+    """Build the mechanism of a [privacy] table (None for mechanism = "none")."""
+    from .privacy import make_mechanism
+
+    params = dict(table)
+    mechanism = params.pop("mechanism", "none")
+    if mechanism == "none":
+        return None
+    try:
+        mech = make_mechanism(mechanism, **params)
+        mech.validate()
+    except TypeError as exc:
+        raise ConfigError(f"[privacy]: {exc}.") from None
+    except CvxdpError as exc:
+        raise ConfigError(f"[privacy]: {exc}") from None
+    return mech

@@ -1,0 +1,216 @@
+"""The front door: :func:`solve` runs the round loop of SPEC §2 over a backend and accounts for privacy."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ._validation import check_choice, check_float, check_int, fail
+from .agent import Agent, check_agents
+from .algorithms.base import Algorithm, dual_update, global_update
+from .algorithms.ladmm import LinearizedADMM
+from .backends import Backend, get_backend
+from .errors import InvalidParameterError
+from .local_solver import DEFAULT_SOLVERS
+from .results import Result
+
+ACCOUNTANTS = ("basic", "rdp", "pld")
+
+
+def _check_privacy(privacy: Any, algorithm: Algorithm) -> None:
+    from .privacy import ObjectivePerturbation, OutputPerturbation
+
+    if privacy is None:
+        return
+    if not isinstance(privacy, (ObjectivePerturbation, OutputPerturbation)):
+        raise fail("privacy", "solve", "None, cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
+                   type(privacy).__name__)
+    privacy.validate()
+    if not algorithm.private_ok:
+        raise InvalidParameterError(f"{type(algorithm).__name__} is the non-private baseline; use "
+                                    "cvxdp.LinearizedADMM for a private run, or privacy=None.")
+
+
+def _check_budget(budget: Any) -> tuple[float, float] | None:
+    if budget is None:
+        return None
+    if not isinstance(budget, (tuple, list)) or len(budget) != 2:
+        raise fail("budget", "solve", "None or a pair (epsilon, delta)", budget)
+    eps = check_float(budget[0], "budget epsilon", "solve", 0.0, math.inf)
+    delta = check_float(budget[1], "budget delta", "solve", 0.0, 1.0, closed="left")
+    return eps, delta
+
+
+def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, steps: int) -> float:
+    if budget is not None and budget[1] > 0:
+        return budget[1]
+    delta = getattr(privacy, "delta", None)
+    if delta:
+        return float(min(delta if privacy.budget == "total" else delta * steps, 0.5))
+    return 1e-6
+
+
+def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privacy: Any = None,
+          accountant: str = "pld", budget: tuple[float, float] | None = None,
+          backend: str | Backend = "serial", seed: int = 0, target_delta: float | None = None,
+          solvers: tuple[str, ...] = DEFAULT_SOLVERS, progress: bool = False,
+          callback: Callable[[int, dict], None] | None = None) -> Result:
+    """Run a distributed (optionally differentially private) ADMM over ``agents``.
+
+    Parameters
+    ----------
+    agents : list of Agent
+        The declared agents (unique names, consistent shared keys).
+    algorithm : LinearizedADMM or ADMM, default LinearizedADMM()
+        The algorithm and its parameters (rounds, rho, eta, local updates, tolerances).
+    privacy : ObjectivePerturbation, OutputPerturbation or None
+        The mechanism applied to every local update; None runs without noise.
+    accountant : {"pld", "rdp", "basic"}
+        Accountant used for the budget guard, total-budget calibration and the per-round privacy column.
+        The final ledger always reports all three.
+    budget : (epsilon, delta), optional
+        Per-agent total; the run stops before a round that would exceed it (``stop_reason == "budget"``).
+    backend : "serial" or a Backend
+        Where the agents run. Same seed, same numbers.
+    seed : int
+        Root of the agents' SeedSequence (one generator per agent).
+    target_delta : float, optional
+        Delta at which RDP/PLD totals are reported; default: the budget's delta, else T*J*delta_step
+        for Gaussian noise, else 1e-6.
+    solvers : tuple of str
+        Fallback chain of the local conic solves.
+    progress : bool
+        Show a progress bar.
+    callback : callable(round, row), optional
+        Called after every round with the history row.
+
+    Returns
+    -------
+    Result
+    """
+    algorithm = LinearizedADMM() if algorithm is None else algorithm
+    if not isinstance(algorithm, Algorithm):
+        raise fail("algorithm", "solve", "a cvxdp.LinearizedADMM or cvxdp.ADMM", type(algorithm).__name__)
+    algorithm.validate()
+    _check_privacy(privacy, algorithm)
+    check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
+    budget = _check_budget(budget)
+    seed = check_int(seed, "seed", "solve", 0)
+    backend = get_backend(backend)
+    sizes = check_agents(agents, private=False)
+    if privacy is not None:
+        for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing
+            privacy.noise_plan(agent, min_weight=1.0, separable=True, steps=1, accountant=accountant)
+    for agent in agents:
+        agent.check_feasible()
+
+    from .privacy import PrivacyLedger
+
+    keys = sorted(sizes)
+    offsets = dict(zip(keys, np.cumsum([0] + [sizes[k] for k in keys])[:-1].tolist()))
+    n_global = int(sum(sizes.values()))
+    gidx = [np.concatenate([offsets[k] + np.arange(len(a.layout.shared[k])) for k in sorted(a.layout.shared)])
+            for a in agents]
+    names = [a.name for a in agents]
+    J = algorithm.local_updates
+    T = algorithm.rounds
+    steps = T * J
+    target_delta = _default_target_delta(privacy, budget, steps) if target_delta is None else \
+        check_float(target_delta, "target_delta", "solve", 0.0, 1.0)
+    ledger = PrivacyLedger(names, target_delta=target_delta)
+    config = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
+              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "backend": type(backend).__name__, "solvers": list(solvers), "target_delta": target_delta,
+              "agents": names, "shared_sizes": sizes}
+
+    infos = backend.start(agents, algorithm, np.random.SeedSequence(seed).spawn(len(agents)), tuple(solvers))
+    try:
+        ez = backend.initial_shared()
+        lam = [np.zeros(len(g)) for g in gidx]
+        rows, agent_rows = [], []
+        stop_reason = "rounds"
+        rho_prev, primal, dual, w_prev = None, 0.0, 0.0, None
+        bar = tqdm(total=T, disable=not progress, desc="cvxdp", unit="round", leave=False)
+        for t in range(1, T + 1):
+            start = time.perf_counter()
+            rho = algorithm.rho_schedule(t, rho_prev, primal, dual)
+            eta = algorithm.eta_at(t)
+            w = global_update(ez, lam, gidx, n_global, rho)
+            plans = [None] * len(agents)
+            if privacy is not None:
+                for p, (agent, info) in enumerate(zip(agents, infos)):
+                    min_c = eta if info.size > info.shared_size else eta + rho
+                    plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info.is_box, steps=steps,
+                                                  accountant=accountant)
+                if budget is not None and any(ledger.would_exceed(n, plan, count=J, budget=budget, accountant=accountant)
+                                              for n, plan in zip(names, plans)):
+                    stop_reason = "budget"
+                    break
+            messages = [_message(t, w[g], rho, eta, plan, privacy) for g, plan in zip(gidx, plans)]
+            reports = backend.step(messages)
+            res_sq, consensus, noise_norms = 0.0, 0.0, []
+            for p, rep in enumerate(reports):
+                bw = w[gidx[p]]
+                r = bw - rep.ez
+                consensus += float(np.linalg.norm(r))
+                res_sq += float(r @ r)
+                lam[p] = dual_update(lam[p], rho, bw, rep.ez)
+                if plans[p] is not None:
+                    ledger.record(names[p], plans[p], count=J)
+                noise_norms.extend(rep.noise_norms)
+                agent_rows.append({"round": t, "agent": rep.name, "objective": rep.objective,
+                                   "violation": rep.violation, "residual": float(np.linalg.norm(r)),
+                                   "noise_magnitude": float(np.mean(rep.noise_norms)) if rep.noise_norms else 0.0,
+                                   "solver_time": rep.solver_time, "compute_time": rep.compute_time,
+                                   "solver": "+".join(rep.solvers), "fallbacks": ";".join(rep.fallbacks)})
+            ez = [rep.ez for rep in reports]
+            primal = math.sqrt(res_sq)
+            dual = rho * float(np.linalg.norm(np.concatenate([(w - w_prev)[g] for g in gidx]))) \
+                if w_prev is not None else math.inf
+            w_prev, rho_prev = w, rho
+            row = {"round": t, "objective": sum(r.objective for r in reports), "consensus_residual": consensus,
+                   "primal_residual": primal, "dual_residual": dual,
+                   "max_violation": max(r.violation for r in reports),
+                   "noise_magnitude": float(np.mean(noise_norms)) if noise_norms else 0.0, "rho": rho, "eta": eta,
+                   "solver_time": sum(r.solver_time for r in reports), "fallbacks": sum(len(r.fallbacks) for r in reports)}
+            if privacy is not None:
+                row["eps_basic"] = max(ledger.spent(n, "basic")[0] for n in names)
+                if accountant != "basic":
+                    row[f"eps_{accountant}"] = max(ledger.spent(n, accountant)[0] for n in names)
+            row["wall_time"] = time.perf_counter() - start
+            rows.append(row)
+            bar.update(1)
+            bar.set_postfix(residual=f"{primal:.2e}", objective=f"{row['objective']:.4g}")
+            if callback is not None:
+                callback(t, row)
+            if (algorithm.tol_primal is not None and algorithm.tol_dual is not None
+                    and primal <= algorithm.tol_primal and dual <= algorithm.tol_dual):
+                stop_reason = "tolerance"
+                break
+        bar.close()
+        rho_final = rho_prev if rho_prev is not None else algorithm.rho_schedule(1)
+        w_final = global_update(ez, lam, gidx, n_global, rho_final)
+        local = dict(zip(names, backend.local_solutions()))
+    finally:
+        backend.close()
+    solution = {k: w_final[offsets[k]:offsets[k] + sizes[k]] for k in keys}
+    history = pd.DataFrame(rows, columns=None if rows else ["round", "objective", "consensus_residual",
+                                                            "primal_residual", "dual_residual", "max_violation",
+                                                            "noise_magnitude", "rho", "eta", "solver_time",
+                                                            "fallbacks", "wall_time"])
+    return Result(history=history, agent_history=pd.DataFrame(agent_rows), solution=solution, local=local,
+                  privacy=ledger.summary(), config=config, stop_reason=stop_reason, ledger=ledger,
+                  agents=list(agents))
+
+
+def _message(t: int, bw: np.ndarray, rho: float, eta: float, plan: Any, privacy: Any):
+    from .worker import RoundMessage
+
+    return RoundMessage(round=t, bw=bw, rho=rho, eta=eta, plan=plan,
+                        placement=privacy.placement if privacy is not None else None)

@@ -1,0 +1,38 @@
+"""Error classes: one per kind of mistake, all deriving from :class:`CvxdpError`."""
+
+from __future__ import annotations
+
+
+class CvxdpError(Exception):
+    """Base class of every error cvxdp raises on purpose."""
+
+
+class InvalidParameterError(CvxdpError, ValueError):
+    """A parameter of a cvxdp object or function has a bad type or value."""
+
+
+class DeclarationError(CvxdpError, ValueError):
+    """An agent's CVXPY declaration cannot be used (non-convex, bad shared block, bad data, ...)."""
+
+
+class InfeasibleAgentError(DeclarationError):
+    """An agent's local feasible set is empty."""
+
+
+class SolverFailedError(CvxdpError, RuntimeError):
+    """Every solver of the fallback chain failed on a local subproblem."""
+
+    def __init__(self, message: str, *, agent: str | None = None, round: int | None = None,
+                 status: str | None = None):
+        super().__init__(message)
+        self.agent = agent
+        self.round = round
+        self.status = status
+
+
+class ConfigError(CvxdpError, ValueError):
+    """A case or study file is malformed or names something unknown."""
+
+
+class OptionalDependencyError(CvxdpError, ImportError):
+    """An optional extra (e.g. ray, pandapower) is needed but not installed."""

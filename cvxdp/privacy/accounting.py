@@ -1,0 +1,413 @@
+"""Privacy accounting: basic composition, RDP and PLD over the mechanism calls of a run (SPEC §2.2).
+
+The functions take *entries*, an iterable of ``(item, count)`` pairs where ``item`` is a
+:class:`~cvxdp.privacy.noise.NoisePlan` (which carries its per-step (epsilon, delta) claim), a
+``dp_accounting`` ``LaplaceDpEvent``/``GaussianDpEvent`` (for RDP/PLD; a Laplace event also implies its
+pure claim) or, for :func:`basic_composition` only, a per-step claim ``(epsilon, delta)``.
+
+Identical events are grouped and composed once with ``SelfComposedDpEvent`` (never one by one), and
+results are cached, so asking a :class:`PrivacyLedger` for its totals every round costs milliseconds.
+Accounting uses ``NeighboringRelation.ADD_OR_REMOVE_ONE`` with ``noise_multiplier = scale / sensitivity``
+for the model's own neighbouring relation (SPEC §2.2 pitfalls).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import dp_accounting
+from dp_accounting import privacy_accountant
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+
+from .._validation import check_choice, check_float, check_int, fail
+from ..errors import InvalidParameterError
+from .noise import NoisePlan
+
+ACCOUNTANTS = ("basic", "rdp", "pld")
+NEIGHBORING = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+
+#: PLD discretisation: the interval is this fraction of a quick (RDP) estimate of the total epsilon,
+#: clamped to [PLD_MIN_INTERVAL, PLD_MAX_INTERVAL]. It keeps every PLD a few thousand points wide (a few
+#: milliseconds) while the pessimistic estimate stays within ~1e-3 relative of the exact epsilon.
+PLD_RELATIVE_INTERVAL = 2e-4
+PLD_MIN_INTERVAL = 1e-5
+PLD_MAX_INTERVAL = 0.5
+
+Event = dp_accounting.DpEvent
+Claim = tuple[float, float]
+Grouped = tuple[tuple[Event, int], ...]
+
+
+# --------------------------------------------------------------------------- events
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """JSON-able form of a Laplace or Gaussian event: ``{"type": ..., "noise_multiplier": ...}``."""
+    if isinstance(event, dp_accounting.LaplaceDpEvent):
+        return {"type": "laplace", "noise_multiplier": float(event.noise_multiplier)}
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return {"type": "gaussian", "noise_multiplier": float(event.noise_multiplier)}
+    raise fail("event", "event_to_dict", "a LaplaceDpEvent or GaussianDpEvent", event)
+
+
+def event_from_dict(d: Mapping[str, Any]) -> Event:
+    """Inverse of :func:`event_to_dict`."""
+    kind = check_choice(d.get("type"), "type", "event_from_dict", ("laplace", "gaussian"))
+    nm = check_float(d.get("noise_multiplier"), "noise_multiplier", "event_from_dict", 0.0, math.inf)
+    if kind == "laplace":
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=nm)
+    return dp_accounting.GaussianDpEvent(noise_multiplier=nm)
+
+
+def _check_event(event: object, owner: str) -> Event:
+    if not isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
+        raise fail("event", owner, "a NoisePlan, LaplaceDpEvent or GaussianDpEvent", event)
+    nm = event.noise_multiplier
+    if not (isinstance(nm, (int, float)) and math.isfinite(nm) and nm > 0):
+        raise fail("noise_multiplier", owner, "a float in (0, inf)", nm)
+    return event
+
+
+def _event_of(item: object, owner: str) -> Event:
+    if isinstance(item, NoisePlan):
+        return item.dp_event()
+    return _check_event(item, owner)
+
+
+def _claim_of(item: object, owner: str) -> Claim:
+    if isinstance(item, NoisePlan):
+        return (item.epsilon, item.delta)
+    if isinstance(item, dp_accounting.LaplaceDpEvent):
+        return (1.0 / _check_event(item, owner).noise_multiplier, 0.0)
+    if isinstance(item, dp_accounting.GaussianDpEvent):
+        raise InvalidParameterError(
+            f"{owner}: a bare GaussianDpEvent carries no per-step (epsilon, delta) claim for basic "
+            "composition; pass the NoisePlan or an explicit claim=(epsilon, delta).")
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        eps = check_float(item[0], "epsilon", owner, 0.0, math.inf, closed="left")
+        dl = check_float(item[1], "delta", owner, 0.0, 1.0, closed="both")
+        return (eps, dl)
+    raise fail("entry", owner, "a NoisePlan, a dp_accounting event or an (epsilon, delta) claim", item)
+
+
+def _count(count: object, owner: str) -> int:
+    return check_int(count, "count", owner, 0)
+
+
+#: Events of one kind whose noise multipliers agree to this relative tolerance are merged into one, with
+#: the smallest multiplier (the conservative choice). It absorbs last-bit differences of ``scale /
+#: sensitivity`` between rounds, so a run is composed exactly as its total-budget calibration was.
+MERGE_RTOL = 1e-9
+
+
+def group_events(entries: Iterable[tuple[object, int]], owner: str = "group_events") -> Grouped:
+    """Merge identical events, summing counts; a canonical (sorted, hashable) tuple of (event, count).
+
+    Events of the same kind whose multipliers differ by at most ``MERGE_RTOL`` (relative) count as one,
+    carrying the smallest multiplier of the cluster.
+    """
+    counts: dict[Event, int] = {}
+    for item, count in entries:
+        event = _event_of(item, owner)
+        n = _count(count, owner)
+        if n:
+            counts[event] = counts.get(event, 0) + n
+    ordered = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, kv[0].noise_multiplier))
+    merged: list[tuple[Event, int]] = []
+    for event, n in ordered:
+        if merged:
+            head, m = merged[-1]
+            if (type(head) is type(event)
+                    and event.noise_multiplier <= head.noise_multiplier * (1.0 + MERGE_RTOL)):
+                merged[-1] = (head, m + n)
+                continue
+        merged.append((event, n))
+    return tuple(merged)
+
+
+# --------------------------------------------------------------------------- composition
+def basic_composition(entries: Iterable[tuple[object, int]]) -> Claim:
+    """Basic composition (paper Thm 4.8): the sums of the per-step epsilons and deltas, times counts.
+
+    Parameters
+    ----------
+    entries : iterable of (item, count)
+        ``item`` is a NoisePlan, a LaplaceDpEvent or an (epsilon, delta) claim.
+
+    Returns
+    -------
+    (float, float)
+        Total epsilon and total delta (delta capped at 1).
+    """
+    eps = dl = 0.0
+    for item, count in entries:
+        e, d = _claim_of(item, "basic_composition")
+        n = _count(count, "basic_composition")
+        eps += n * e
+        dl += n * d
+    return eps, min(dl, 1.0)
+
+
+def rdp_accountant() -> RdpAccountant:
+    """A fresh RDP accountant (default orders, ADD_OR_REMOVE_ONE)."""
+    return RdpAccountant(neighboring_relation=NEIGHBORING)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rdp_cached(grouped: Grouped, delta: float) -> float:
+    acc = rdp_accountant()
+    for event, count in grouped:
+        acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
+    return float(acc.get_epsilon(delta))
+
+
+def pld_interval(grouped: Grouped, delta: float) -> float:
+    """The PLD value-discretisation interval used for these events (see ``PLD_RELATIVE_INTERVAL``)."""
+    estimate = _rdp_cached(grouped, max(delta, 1e-12))
+    if not math.isfinite(estimate):  # pragma: no cover - RDP is finite for positive multipliers
+        estimate = sum(c / e.noise_multiplier for e, c in grouped)
+    return min(max(estimate * PLD_RELATIVE_INTERVAL, PLD_MIN_INTERVAL), PLD_MAX_INTERVAL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pld_cached(grouped: Grouped, delta: float) -> float:
+    if delta == 0.0:
+        # dp-accounting's pessimistic PLD puts the truncated tail at infinity, so its epsilon at delta = 0 is
+        # always inf. For pure (Laplace) mechanisms the exact answer is the sum of the per-call epsilons
+        # (the privacy losses add up and their maximum is attained); Gaussian noise has none.
+        if all(isinstance(e, dp_accounting.LaplaceDpEvent) for e, _ in grouped):
+            return float(sum(c / e.noise_multiplier for e, c in grouped))
+        return math.inf
+    acc = PLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
+    for event, count in grouped:
+        acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
+    return float(acc.get_epsilon(delta))
+
+
+def composed_epsilon(grouped: Sequence[tuple[object, int]], delta: float, accountant: str) -> float:
+    """Epsilon at ``delta`` of the composition of ``grouped`` under "rdp" or "pld" (cached)."""
+    check_choice(accountant, "accountant", "composed_epsilon", ("rdp", "pld"))
+    dl = check_float(delta, "delta", "composed_epsilon", 0.0, 1.0, closed="left")
+    key = group_events(grouped, "composed_epsilon")
+    if not key:
+        return 0.0
+    return _rdp_cached(key, dl) if accountant == "rdp" else _pld_cached(key, dl)
+
+
+def rdp_epsilon(entries: Iterable[tuple[object, int]], delta: float) -> float:
+    """Epsilon at ``delta`` under the RDP (moments) accountant, ``dp_accounting.rdp.RdpAccountant``.
+
+    Infinite when ``delta == 0``. Laplace events use dp-accounting's exact Laplace RDP curve.
+    """
+    return composed_epsilon(tuple(entries), delta, "rdp")
+
+
+def pld_epsilon(entries: Iterable[tuple[object, int]], delta: float) -> float:
+    """Epsilon at ``delta`` under the PLD accountant, ``dp_accounting.pld.PLDAccountant``.
+
+    Pessimistic estimate (an upper bound) with the discretisation interval of :func:`pld_interval`.
+    """
+    return composed_epsilon(tuple(entries), delta, "pld")
+
+
+class AdaptivePLDAccountant(privacy_accountant.PrivacyAccountant):
+    """A ``dp_accounting`` accountant that evaluates exactly like :func:`pld_epsilon`.
+
+    Used by :func:`~cvxdp.privacy.calibration.calibrate_to_total`, so that the calibrated noise meets the
+    target under the very computation the ledger later performs.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(NEIGHBORING)
+        self._entries: list[tuple[Event, int]] = []
+
+    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
+        if isinstance(event, dp_accounting.NoOpDpEvent):
+            return None
+        if isinstance(event, dp_accounting.SelfComposedDpEvent):
+            return self._maybe_compose(event.event, event.count * count, do_compose)
+        if isinstance(event, dp_accounting.ComposedDpEvent):
+            for e in event.events:
+                err = self._maybe_compose(e, count, do_compose)
+                if err is not None:
+                    return err
+            return None
+        if isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
+            if do_compose:
+                self._entries.append((event, count))
+            return None
+        return self.CompositionErrorDetails(invalid_event=event, error_message="Unsupported event.")
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return pld_epsilon(self._entries, target_delta)
+
+
+def accountant_factory(accountant: str) -> Callable[[], privacy_accountant.PrivacyAccountant]:
+    """A zero-argument factory of fresh ``dp_accounting`` accountants for "rdp" or "pld"."""
+    check_choice(accountant, "accountant", "accountant_factory", ("rdp", "pld"))
+    return rdp_accountant if accountant == "rdp" else AdaptivePLDAccountant
+
+
+# --------------------------------------------------------------------------- ledger
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+class PrivacyLedger:
+    """Per-agent record of the mechanism calls of a run and their composed privacy cost.
+
+    Each agent's data are protected separately, so totals are per agent; the summary also reports the
+    worst agent. Events are stored grouped (identical event and claim -> one count).
+
+    Parameters
+    ----------
+    agent_names : iterable of str
+        The agents whose calls are recorded (unique names).
+    target_delta : float
+        The delta at which RDP and PLD epsilons are reported, in [0, 1).
+    """
+
+    def __init__(self, agent_names: Iterable[str], *, target_delta: float) -> None:
+        names = list(agent_names)
+        if not names or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+            raise fail("agent_names", "PrivacyLedger", "a non-empty list of unique str", names)
+        self.target_delta = check_float(target_delta, "target_delta", "PrivacyLedger", 0.0, 1.0, "left")
+        self._entries: dict[str, dict[tuple[Event, Claim], int]] = {n: {} for n in names}
+
+    def __repr__(self) -> str:
+        return f"PrivacyLedger(agents={list(self._entries)}, target_delta={self.target_delta!r})"
+
+    @property
+    def agent_names(self) -> list[str]:
+        """The agents of this ledger, in the order given."""
+        return list(self._entries)
+
+    def _name(self, agent: object) -> str:
+        name = getattr(agent, "name", agent)
+        if name not in self._entries:
+            raise fail("agent", "PrivacyLedger", "one of " + ", ".join(map(repr, self._entries)), name)
+        return name
+
+    @staticmethod
+    def _item(plan_or_event: object, claim: Claim | None) -> tuple[Event, Claim]:
+        event = _event_of(plan_or_event, "PrivacyLedger.record")
+        c = _claim_of(plan_or_event if claim is None else tuple(claim), "PrivacyLedger.record")
+        return event, c
+
+    def record(self, agent: object, plan_or_event: object, count: int = 1, *,
+               claim: Claim | None = None) -> None:
+        """Record ``count`` calls of a mechanism by ``agent`` (a name or an object with ``.name``).
+
+        ``plan_or_event`` is a NoisePlan (its per-step claim is used for basic composition) or a Laplace /
+        Gaussian DpEvent; a Gaussian event needs ``claim=(epsilon, delta)``.
+        """
+        name = self._name(agent)
+        key = self._item(plan_or_event, claim)
+        n = _count(count, "PrivacyLedger.record")
+        if n:
+            self._entries[name][key] = self._entries[name].get(key, 0) + n
+
+    def steps(self, agent: object) -> int:
+        """Number of mechanism calls recorded for ``agent``."""
+        return sum(self._entries[self._name(agent)].values())
+
+    def entries(self, agent: object) -> list[tuple[Event, Claim, int]]:
+        """The grouped records of ``agent``: (event, per-step claim, count)."""
+        return [(e, c, n) for (e, c), n in self._entries[self._name(agent)].items()]
+
+    @staticmethod
+    def _spent(entries: Mapping[tuple[Event, Claim], int], accountant: str, delta: float) -> Claim:
+        if accountant == "basic":
+            return basic_composition((c, n) for (_, c), n in entries.items())
+        grouped = [(e, n) for (e, _), n in entries.items()]
+        return composed_epsilon(grouped, delta, accountant), delta
+
+    def spent(self, agent: object, accountant: str) -> Claim:
+        """Privacy spent by ``agent`` so far: (epsilon, delta).
+
+        "basic" sums the per-step claims; "rdp"/"pld" give epsilon at ``target_delta`` (and
+        ``target_delta``). An agent with no records has spent (0, 0).
+        """
+        check_choice(accountant, "accountant", "PrivacyLedger.spent", ACCOUNTANTS)
+        entries = self._entries[self._name(agent)]
+        if not entries:
+            return 0.0, 0.0
+        return self._spent(entries, accountant, self.target_delta)
+
+    def would_exceed(self, agent: object, plan: object, count: int = 1, budget: Claim | None = None,
+                     accountant: str = "pld", *, claim: Claim | None = None, rtol: float = 1e-9) -> bool:
+        """Whether recording ``count`` more calls of ``plan`` would take ``agent`` past ``budget``.
+
+        ``budget = (epsilon, delta)``: under "basic" both totals are compared; under "rdp"/"pld" the
+        epsilon at the budget's delta is compared (a relative slack ``rtol`` absorbs rounding).
+        """
+        check_choice(accountant, "accountant", "PrivacyLedger.would_exceed", ACCOUNTANTS)
+        if not (isinstance(budget, (tuple, list)) and len(budget) == 2):
+            raise fail("budget", "PrivacyLedger.would_exceed", "a pair (epsilon, delta)", budget)
+        b_eps = check_float(budget[0], "budget epsilon", "PrivacyLedger.would_exceed", 0.0, math.inf)
+        b_dl = check_float(budget[1], "budget delta", "PrivacyLedger.would_exceed", 0.0, 1.0, "left")
+        entries = dict(self._entries[self._name(agent)])
+        key = self._item(plan, claim)
+        entries[key] = entries.get(key, 0) + _count(count, "PrivacyLedger.would_exceed")
+        eps, dl = self._spent(entries, accountant, b_dl)
+        slack = 1.0 + rtol
+        return eps > b_eps * slack or dl > b_dl * slack
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able totals: per agent and worst agent, for every accountant.
+
+        ``{"per_agent": {name: {"basic": [eps, delta], "rdp": eps, "pld": eps, "steps": n}},
+        "worst": {... same keys, each the max over agents ..., "agent": name with the largest PLD eps},
+        "target_delta": delta}``. Infinite epsilons are written as None (JSON null).
+        """
+        per_agent: dict[str, dict[str, Any]] = {}
+        for name in self._entries:
+            b = self.spent(name, "basic")
+            per_agent[name] = {"basic": [_finite_or_none(b[0]), b[1]],
+                               "rdp": _finite_or_none(self.spent(name, "rdp")[0]),
+                               "pld": _finite_or_none(self.spent(name, "pld")[0]),
+                               "steps": self.steps(name)}
+
+        def worst(key: str) -> float | None:
+            vals = [v[key] for v in per_agent.values()]
+            return None if any(x is None for x in vals) else max(vals)
+
+        basic = [v["basic"] for v in per_agent.values()]
+        worst_eps = None if any(b[0] is None for b in basic) else max(b[0] for b in basic)
+        worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["pld"] is None
+                          else per_agent[n]["pld"])
+        return {"per_agent": per_agent,
+                "worst": {"basic": [worst_eps, max(b[1] for b in basic)], "rdp": worst("rdp"),
+                          "pld": worst("pld"), "steps": max(v["steps"] for v in per_agent.values()),
+                          "agent": worst_agent},
+                "target_delta": self.target_delta}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able full state; :meth:`from_dict` rebuilds an equal ledger."""
+        return {"target_delta": self.target_delta,
+                "agents": {name: [{"event": event_to_dict(e), "claim": [c[0], c[1]], "count": n}
+                                  for (e, c), n in entries.items()]
+                           for name, entries in self._entries.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PrivacyLedger:
+        """Rebuild a ledger saved with :meth:`to_dict`."""
+        try:
+            agents = d["agents"]
+            ledger = cls(list(agents), target_delta=d["target_delta"])
+            for name, rows in agents.items():
+                for row in rows:
+                    ledger.record(name, event_from_dict(row["event"]), row["count"],
+                                  claim=(row["claim"][0], row["claim"][1]))
+        except (KeyError, TypeError, IndexError) as err:
+            raise InvalidParameterError(f"PrivacyLedger.from_dict: malformed ledger dict ({err!r}).") from err
+        return ledger
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PrivacyLedger):
+            return NotImplemented
+        return self.target_delta == other.target_delta and self._entries == other._entries
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,273 @@
+"""The two privacy front doors of linearized ADMM: objective and output perturbation (SPEC §2, §2.1).
+
+Both are scikit-learn style: the constructor only stores its arguments, :meth:`validate` checks them, and
+:meth:`noise_plan` turns them, for one agent, into a :class:`~cvxdp.privacy.noise.NoisePlan` (the noise of
+one local update and its ``dp_accounting`` event).
+
+Short names: ObjL / ObjG (objective perturbation, Laplace / Gaussian) and OutL / OutG (output perturbation).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from .._validation import check_choice, check_float, check_int, fail
+from ..errors import DeclarationError, InvalidParameterError
+from .accounting import ACCOUNTANTS
+from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
+from .noise import NoisePlan
+
+SENSITIVITY_MODES = ("exact", "paper")
+BUDGETS = ("step", "total")
+
+
+class _Perturbation:
+    """Shared parameters and logic of :class:`ObjectivePerturbation` and :class:`OutputPerturbation`.
+
+    Parameters
+    ----------
+    noise : {"laplace", "gaussian"}
+        Laplace noise gives pure epsilon-DP per step (l1 sensitivity); Gaussian gives (epsilon, delta)-DP
+        (l2 sensitivity).
+    epsilon : float
+        Privacy parameter in (0, inf): per local update (``budget="step"``) or for the whole run of each
+        agent (``budget="total"``).
+    delta : float or None
+        Gaussian: required, in (0, 1). Laplace: optional; used only as the total delta at which an
+        "rdp" budget is calibrated (pure Laplace steps have delta 0).
+    calibration : {"analytic", "classic"}
+        Gaussian per-step formula: the analytic Gaussian mechanism (Balle & Wang 2018, any epsilon) or the
+        classic ``sqrt(2 ln(1.25/delta)) / epsilon`` bound (refused for a per-step epsilon >= 1).
+    sensitivity : {"exact", "paper"}
+        "exact": the model's declared gradient sensitivity (``agent.sensitivity.l1``/``l2``), turned into
+        an output sensitivity for OutPert. "paper": the Ryu & Kim §6.1.1 preset, Delta = 2 alpha (ObjPert)
+        or alpha (OutPert) from ``agent.sensitivity.alpha``, used as is.
+    budget : {"step", "total"}
+        "step": epsilon/delta are per local update (the paper's setting). "total": they are each agent's
+        total over the run, and the per-step scale is calibrated with
+        :func:`~cvxdp.privacy.calibration.calibrate_to_total` over the run's steps under its accountant.
+    """
+
+    placement: ClassVar[str] = ""
+    _prefix: ClassVar[str] = ""
+
+    def __init__(self, noise: str, *, epsilon: float, delta: float | None = None,
+                 calibration: str = "analytic", sensitivity: str = "exact", budget: str = "step") -> None:
+        self.noise = noise
+        self.epsilon = epsilon
+        self.delta = delta
+        self.calibration = calibration
+        self.sensitivity = sensitivity
+        self.budget = budget
+
+    # ------------------------------------------------------------------ parameters
+    @property
+    def _owner(self) -> str:
+        return type(self).__name__
+
+    def validate(self) -> _Perturbation:
+        """Check every parameter; raise :class:`~cvxdp.errors.InvalidParameterError` with a uniform message.
+
+        Returns ``self`` so that ``mech.validate().noise_plan(...)`` chains.
+        """
+        owner = self._owner
+        check_choice(self.noise, "noise", owner, NOISES)
+        eps = check_float(self.epsilon, "epsilon", owner, 0.0, math.inf)
+        if self.noise == "gaussian":
+            if self.delta is None:
+                raise fail("delta", owner, "a float in (0, 1) (Gaussian noise needs a delta)", None)
+            check_float(self.delta, "delta", owner, 0.0, 1.0)
+        elif self.delta is not None:
+            check_float(self.delta, "delta", owner, 0.0, 1.0, closed="left")
+        check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
+        check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITY_MODES)
+        check_choice(self.budget, "budget", owner, BUDGETS)
+        if (self.noise == "gaussian" and self.calibration == "classic" and self.budget == "step"
+                and eps >= 1.0):
+            raise InvalidParameterError(
+                f"{owner}: the classic Gaussian calibration is only valid for epsilon < 1 (got "
+                f"epsilon={eps!r}); use calibration=\"analytic\".")
+        return self
+
+    @property
+    def q(self) -> int:
+        """The norm of the sensitivity: 1 for Laplace noise, 2 for Gaussian."""
+        return 1 if self.noise == "laplace" else 2
+
+    @property
+    def short_name(self) -> str:
+        """"ObjL", "ObjG", "OutL" or "OutG"."""
+        return self._prefix + ("L" if self.noise == "laplace" else "G")
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able parameters; ``mechanism_from_dict(mech.describe())`` rebuilds an equal mechanism."""
+        return {"mechanism": self.short_name, "placement": self.placement, "noise": self.noise,
+                "epsilon": self.epsilon, "delta": self.delta, "calibration": self.calibration,
+                "sensitivity": self.sensitivity, "budget": self.budget}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={getattr(self, k)!r}"
+                         for k in ("epsilon", "delta", "calibration", "sensitivity", "budget"))
+        return f"{type(self).__name__}({self.noise!r}, {args})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.describe() == other.describe()  # type: ignore[union-attr]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ calibration
+    def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
+        return DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name}{why} needs "
+                                f"sensitivity=cvxdp.Sensitivity({field}=...).")
+
+    def _declared(self, agent: object, field: str, why: str = "") -> float:
+        sens = getattr(agent, "sensitivity", None)
+        value = getattr(sens, field, None) if sens is not None else None
+        if value is None:
+            raise self._missing(agent, field, why)
+        return float(value)
+
+    def gradient_sensitivity(self, agent: object) -> float:
+        """The declared gradient sensitivity ``Delta_q`` of ``agent`` (DeclarationError if missing)."""
+        return self._declared(agent, f"l{self.q}")
+
+    def calibrated_sensitivity(self, agent: object, *, min_weight: float, separable: bool) -> float:
+        """The sensitivity the noise of this mechanism is calibrated to, for ``agent``."""
+        raise NotImplementedError
+
+    def noise_plan(self, agent: object, *, min_weight: float, separable: bool, steps: int,
+                   accountant: str) -> NoisePlan:
+        """The noise of one local update of ``agent`` and its per-step claim.
+
+        Parameters
+        ----------
+        agent : cvxdp.Agent
+            Reads ``agent.name``, ``agent.sensitivity`` and (OutL on non-box sets) ``agent.layout.size``.
+        min_weight : float
+            ``min(c)`` with ``c = eta + rho [coordinate shared]``, the smallest weight of the projection
+            (OutPert divides the gradient sensitivity by it).
+        separable : bool
+            Whether the agent's feasible set is a box (then the l1 projection bound holds as is).
+        steps : int
+            Mechanism calls per agent over the run (rounds x local updates); used with ``budget="total"``.
+        accountant : {"basic", "rdp", "pld"}
+            The run's accountant; used with ``budget="total"``.
+
+        Returns
+        -------
+        NoisePlan
+        """
+        self.validate()
+        owner = f"{self._owner}.noise_plan"
+        mw = check_float(min_weight, "min_weight", owner, 0.0, math.inf)
+        st = check_int(steps, "steps", owner, 1)
+        check_choice(accountant, "accountant", owner, ACCOUNTANTS)
+        if not isinstance(separable, bool):
+            raise fail("separable", owner, "a bool", separable)
+        delta_s = self.calibrated_sensitivity(agent, min_weight=mw, separable=separable)
+        sens = getattr(agent, "sensitivity", None)
+        relation = getattr(sens, "relation", "unspecified")
+        eps = float(self.epsilon)
+        if self.budget == "step":
+            scale = per_step_scale(self.noise, delta_s, eps, self.delta, self.calibration)
+            claim = (eps, 0.0 if self.noise == "laplace" else float(self.delta))
+        else:
+            scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration)
+            if self.noise == "laplace":
+                claim = (delta_s / scale, 0.0)
+            elif accountant == "basic":
+                claim = (eps / st, float(self.delta) / st)
+            else:
+                d_step = float(self.delta) / st
+                claim = (gaussian_epsilon(delta_s, scale, d_step), d_step)
+        return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation)
+
+
+class ObjectivePerturbation(_Perturbation):
+    """Objective perturbation (ObjL / ObjG): noise on the linearized gradient inside each local update.
+
+    ``u^j = argmin_{u in W} <g^{j-1} + xi^j, u> - <lambda, E u> + rho/2 ||B w - E u||^2 + eta/2 ||u - u^{j-1}||^2``
+    (SPEC §2). The output stays feasible.
+
+    Neighbouring relation: whatever the model declares in ``agent.sensitivity.relation`` (e.g. one bus load
+    differs by at most alpha; add/remove one sample). Sensitivity: the gradient sensitivity
+    ``Delta_q = sup_{u in W, D ~ D'} ||grad f(u; D) - grad f(u; D')||_q`` (q = 1 Laplace, 2 Gaussian),
+    used as is; "paper" mode uses ``2 alpha``. Privacy: the map ``xi -> u^j`` is a bijection with a
+    data-independent Jacobian, so each update costs what the Laplace/Gaussian mechanism on the gradient costs
+    (Ryu & Kim Thm 4.4/4.6). See :class:`_Perturbation` for the parameters.
+    """
+
+    placement: ClassVar[str] = "objective"
+    _prefix: ClassVar[str] = "Obj"
+
+    def calibrated_sensitivity(self, agent: object, *, min_weight: float, separable: bool) -> float:
+        """``Delta_q`` ("exact") or ``2 alpha`` ("paper")."""
+        if self.sensitivity == "paper":
+            return 2.0 * self._declared(agent, "alpha", " with sensitivity=\"paper\"")
+        return self.gradient_sensitivity(agent)
+
+
+class OutputPerturbation(_Perturbation):
+    """Output perturbation (OutL / OutG): noise added to the exact local-update output (may leave W).
+
+    ``u^j = argmin_{u in W} (same as ObjPert without xi) + xi^j`` (SPEC §2).
+
+    Neighbouring relation: whatever the model declares in ``agent.sensitivity.relation``. Sensitivity: the
+    output sensitivity. The update is a c-weighted projection, non-expansive in the c-weighted norm, so
+    ``Delta_out,2 <= Delta_2 / min(c)``; for l1 the same bound ``Delta_1 / min(c)`` holds on separable sets
+    (boxes), otherwise ``sqrt(n) Delta_2 / min(c)`` is used (``Delta_2`` = declared l2, else l1 >= l2).
+    "paper" mode uses ``alpha`` as is (Ryu & Kim §6.1.1). See :class:`_Perturbation` for the parameters.
+    """
+
+    placement: ClassVar[str] = "output"
+    _prefix: ClassVar[str] = "Out"
+
+    def calibrated_sensitivity(self, agent: object, *, min_weight: float, separable: bool) -> float:
+        """``Delta_q / min_weight`` (or ``sqrt(n) Delta_2 / min_weight``), or ``alpha`` ("paper")."""
+        if self.sensitivity == "paper":
+            return self._declared(agent, "alpha", " with sensitivity=\"paper\"")
+        d = self.gradient_sensitivity(agent)
+        if self.q == 2 or separable:
+            return d / min_weight
+        sens = agent.sensitivity  # type: ignore[attr-defined]
+        d2 = sens.l2 if sens.l2 is not None else d
+        n = int(agent.layout.size)  # type: ignore[attr-defined]
+        return math.sqrt(n) * float(d2) / min_weight
+
+
+MECHANISMS: dict[str, tuple[type[_Perturbation], str]] = {
+    "ObjL": (ObjectivePerturbation, "laplace"), "ObjG": (ObjectivePerturbation, "gaussian"),
+    "OutL": (OutputPerturbation, "laplace"), "OutG": (OutputPerturbation, "gaussian"),
+}
+
+
+def make_mechanism(name: str | None, **kwargs: Any) -> _Perturbation | None:
+    """Build a mechanism from its short name ("ObjL", "ObjG", "OutL", "OutG"; case-insensitive).
+
+    ``"none"`` (or None) returns None, the non-private run. Keyword arguments are those of the
+    mechanism (``epsilon``, ``delta``, ``calibration``, ``sensitivity``, ``budget``); the result is
+    validated.
+    """
+    if name is None or (isinstance(name, str) and name.lower() == "none"):
+        return None
+    lookup = {k.lower(): k for k in MECHANISMS}
+    key = lookup.get(name.lower()) if isinstance(name, str) else None
+    if key is None:
+        raise fail("mechanism", "make_mechanism", "one of 'none', " + ", ".join(map(repr, MECHANISMS)), name)
+    cls, noise = MECHANISMS[key]
+    try:
+        mech = cls(noise, **kwargs)
+    except TypeError as err:
+        raise InvalidParameterError(f"make_mechanism({key!r}): {err}") from err
+    return mech.validate()
+
+
+def mechanism_from_dict(d: dict[str, Any] | None) -> _Perturbation | None:
+    """Inverse of :meth:`_Perturbation.describe` (None -> None)."""
+    if d is None:
+        return None
+    kw = {k: v for k, v in d.items() if k not in ("mechanism", "placement", "noise")}
+    return make_mechanism(d.get("mechanism"), **kw)

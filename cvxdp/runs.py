@@ -1,0 +1,47 @@
+"""One run of a case file: template -> agents -> solve -> template metrics (used by the CLI and studies)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Case, make_algorithm, make_privacy
+from .engine import solve
+from .errors import OptionalDependencyError
+from .results import Result
+
+
+def build_instance(case: Case):
+    """Build the template's agents for ``case`` (imports the templates package lazily)."""
+    try:
+        from cvxdp_models import build_model
+    except ImportError as exc:  # pragma: no cover - installed together
+        raise OptionalDependencyError("The templates package 'cvxdp_models' is not installed.") from exc
+    return build_model(case.template, case.model, base_dir=case.path.parent)
+
+
+@dataclass
+class CaseRun:
+    result: Result
+    summary: dict[str, Any]
+
+
+def run_case(case: Case, *, progress: bool = False, instance: Any = None) -> CaseRun:
+    """Run ``case`` once and return its result and a flat summary (final metrics + template metrics)."""
+    instance = build_instance(case) if instance is None else instance
+    run = case.run
+    budget = None
+    if run.get("budget_epsilon") is not None:
+        budget = (run["budget_epsilon"], run.get("budget_delta", 0.0))
+    start = time.perf_counter()
+    result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
+                   accountant=run.get("accountant", "pld"), budget=budget, backend=run.get("backend", "serial"),
+                   seed=run.get("seed", 0), target_delta=run.get("target_delta"), progress=progress)
+    result.config["case"] = case.to_dict()
+    summary = {"case": case.name, "mechanism": case.privacy.get("mechanism", "none"),
+               "epsilon": case.privacy.get("epsilon"), "local_updates": case.algorithm.get("local_updates", 1),
+               "seed": run.get("seed", 0), **result.summary(), "elapsed_s": time.perf_counter() - start}
+    if instance.evaluate is not None:
+        summary.update(instance.evaluate(result))
+    return CaseRun(result, summary)

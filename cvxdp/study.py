@@ -1,0 +1,295 @@
+"""Studies: the grid mechanisms x eps x J x seeds over one case, resumable, with tables, figures, report.
+
+Layout of ``--out DIR``::
+
+    DIR/runs/<cell>/        one saved Result per cell (result.json is written last: a cell is complete iff
+                            it exists, so an interrupted study resumes without redoing finished cells)
+    DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
+    DIR/histories.csv       every round of every cell (tidy)
+    DIR/ledger.json         each cell's privacy ledger summary
+    DIR/*.png, DIR/report.md
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .config import MECHANISMS, load_case, load_toml, resolve_case_path
+from .errors import ConfigError
+from .results import RESULT_FILE, _jsonable, load_result
+from .runs import build_instance, run_case
+
+_STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
+               "delta", "baseline"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    mechanism: str
+    epsilon: float | None
+    local_updates: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        eps = "none" if self.epsilon is None else f"{self.epsilon:g}"
+        return f"{self.mechanism}_eps{eps}_J{self.local_updates}_seed{self.seed}"
+
+
+@dataclass
+class Study:
+    path: Path
+    name: str
+    case_path: Path
+    mechanisms: list[str]
+    epsilons: list[float]
+    local_updates: list[int]
+    seeds: list[int]
+    rounds: int | None
+    delta: float | None
+    baseline: bool
+    overrides: dict[str, dict]
+
+    def cells(self) -> list[Cell]:
+        cells = [Cell(m, float(e), int(j), int(s)) for m, e, j, s in
+                 itertools.product(self.mechanisms, self.epsilons, self.local_updates, self.seeds)]
+        if self.baseline:
+            cells = [Cell("none", None, int(j), self.seeds[0]) for j in self.local_updates] + cells
+        return cells
+
+
+def _list(table: dict, key: str, path: Path, kind: type, positive: bool) -> list:
+    values = table.get(key)
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list. Got {values!r} instead.")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or \
+                (positive and not v > 0) or (not positive and v < 0) or \
+                (isinstance(v, float) and not math.isfinite(v)):
+            what = "positive numbers" if kind is float else ("positive ints" if positive else "non-negative ints")
+            raise ConfigError(f"{path}: the '{key}' entry of [study] must hold {what}. Got {v!r} instead.")
+    return values
+
+
+def load_study(path: str | Path) -> Study:
+    """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
+    path = resolve_case_path(path)
+    raw = load_toml(path)
+    if "study" not in raw:
+        raise ConfigError(f"{path}: a study file needs a [study] table.")
+    table = raw["study"]
+    unknown = sorted(set(table) - _STUDY_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [study]. "
+                          f"Allowed: {', '.join(sorted(_STUDY_KEYS))}.")
+    if "case" not in table:
+        raise ConfigError(f"{path}: [study] needs a 'case' entry naming the case file.")
+    case_path = (path.parent / table["case"]).resolve()
+    if not case_path.is_file():
+        raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
+    mechanisms = table.get("mechanisms", ["ObjL", "ObjG", "OutL", "OutG"])
+    bad = [m for m in mechanisms if m not in MECHANISMS or m == "none"]
+    if bad:
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must hold names from ObjL, ObjG, OutL, "
+                          f"OutG. Got {bad[0]!r} instead.")
+    rounds = table.get("rounds")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise ConfigError(f"{path}: the 'rounds' entry of [study] must be an int in [1, inf). Got {rounds!r} instead.")
+    extra = sorted(set(raw) - {"study", "algorithm", "privacy", "run"})
+    if extra:
+        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{e}]' for e in extra)}.")
+    return Study(path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
+                 epsilons=_list(table, "epsilons", path, float, True),
+                 local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],
+                 seeds=_list(table, "seeds", path, int, False) if "seeds" in table else [0],
+                 rounds=rounds, delta=table.get("delta"), baseline=bool(table.get("baseline", True)),
+                 overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")})
+
+
+def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
+    privacy = {"mechanism": cell.mechanism}
+    if cell.epsilon is not None:
+        privacy["epsilon"] = cell.epsilon
+        if cell.mechanism.endswith("G"):
+            privacy["delta"] = study.delta or base.privacy.get("delta", 1e-6)
+    case = base.with_overrides(algorithm={**study.overrides["algorithm"], "local_updates": cell.local_updates,
+                                          "rounds": rounds or study.rounds},
+                               privacy={**study.overrides["privacy"]},
+                               run={**study.overrides["run"], "seed": cell.seed})
+    case.privacy = {k: v for k, v in case.privacy.items() if k not in ("mechanism", "epsilon", "delta")}
+    if cell.mechanism == "none":
+        case.privacy = {"mechanism": "none"}
+    else:
+        case.privacy.update(privacy)
+    return case
+
+
+def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True) -> dict:
+    """Run (or resume) a study and write its tables, figures and report into ``out``."""
+    study = load_study(path)
+    out = Path(out)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    base = load_case(study.case_path)
+    (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
+                                                          "rounds": rounds or study.rounds}), indent=2))
+    cells = study.cells()
+    instance = None
+    rows, histories, ledgers = [], [], {}
+    computed = reused = 0
+    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
+    for cell in bar:
+        bar.set_postfix_str(cell.key)
+        cell_dir = runs_dir / cell.key
+        if (cell_dir / RESULT_FILE).exists():
+            result = load_result(cell_dir)
+            summary = json.loads((cell_dir / "summary.json").read_text())
+            reused += 1
+        else:
+            if instance is None:
+                instance = build_instance(base)
+            outcome = run_case(_cell_case(study, base, cell, rounds), instance=instance)
+            result, summary = outcome.result, _jsonable(outcome.summary)
+            cell_dir.mkdir(parents=True, exist_ok=True)
+            (cell_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+            result.save(cell_dir)  # writes result.json last
+            computed += 1
+        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                     "local_updates": cell.local_updates, "seed": cell.seed}
+        priv = summary.pop("privacy", None) or {}
+        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+        basic = priv.get("basic")
+        rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                     "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
+                     "eps_pld": priv.get("pld")})
+        histories.append(result.history.assign(**cell_cols))
+        ledgers[cell.key] = result.privacy
+    bar.close()
+    results = pd.DataFrame(rows)
+    history = pd.concat(histories, ignore_index=True)
+    results.to_csv(out / "results.csv", index=False)
+    history.to_csv(out / "histories.csv", index=False)
+    (out / "ledger.json").write_text(json.dumps(_jsonable(ledgers), indent=2))
+    files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
+        + [write_report(results, history, out, study)]
+    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": computed, "reused": reused,
+            "files": files}
+
+
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
+    """The paper's figure layout: noise vs eps, objective vs rounds (J=1 and largest J), ObjG residual vs J."""
+    from .plots import metric_vs_epsilon, metric_vs_rounds
+
+    files = []
+    js = sorted(study.local_updates)
+    metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
+                      title=f"{study.name}: noise magnitude (eq. 29)")
+    files.append("noise_vs_epsilon.png")
+    for J in sorted({js[0], js[-1]}):
+        name = f"objective_vs_rounds_J{J}.png"
+        metric_vs_rounds(history, "objective", out / name, J=J, title=f"{study.name}: objective, J = {J}")
+        files.append(name)
+    for mech in ("ObjG", "ObjL"):
+        if mech in study.mechanisms:
+            name = f"residual_{mech}_by_J.png"
+            metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
+                             title=f"{study.name}: consensus residual of {mech} for J in {js}")
+            files.append(name)
+            break
+    for metric in ("train_cost", "test_error", "objective"):
+        if metric in results.columns and results[metric].notna().any():
+            name = f"{metric}_vs_epsilon.png"
+            metric_vs_epsilon(results, metric, out / name, title=f"{study.name}: final {metric.replace('_', ' ')}",
+                              logy=metric != "test_error")
+            files.append(name)
+    return files
+
+
+def _pairs(study: Study) -> list[tuple[str, str]]:
+    return [(o, p) for o, p in (("ObjL", "OutL"), ("ObjG", "OutG")) if o in study.mechanisms and p in study.mechanisms]
+
+
+def compare_mechanisms(results: pd.DataFrame, study: Study, metric: str = "objective") -> pd.DataFrame:
+    """Mean final ``metric`` over seeds of ObjPert and OutPert per (noise, eps, J), and who was lower."""
+    means = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])[metric].mean()
+    rows = []
+    for obj, outp in _pairs(study):
+        for eps in sorted(study.epsilons):
+            for J in sorted(study.local_updates):
+                a, b = means.get((obj, eps, J)), means.get((outp, eps, J))
+                if a is None or b is None:
+                    continue
+                rows.append({"pair": f"{obj} vs {outp}", "epsilon": eps, "local_updates": J, obj[:3]: a,
+                             "Out": b, "objpert_lower": bool(a < b)})
+    return pd.DataFrame(rows)
+
+
+def residual_by_j(results: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """Mean final consensus residual of the objective-perturbation mechanisms per eps and J."""
+    sub = results[results["mechanism"].isin(["ObjG", "ObjL"])]
+    return sub.groupby(["mechanism", "epsilon", "local_updates"])["consensus_residual"].mean().unstack()
+
+
+def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> str:
+    """A short markdown report that states, with numbers, where ObjPert beat OutPert and where not."""
+    lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
+             f"eps {study.epsilons}; J {study.local_updates}; seeds {study.seeds}.", ""]
+    base = results[results["mechanism"] == "none"]
+    if len(base):
+        lines += ["Non-private reference (final objective): " + ", ".join(
+            f"J={int(r.local_updates)}: {r.objective:.6g}" for r in base.itertuples()), ""]
+    metric = "train_cost" if "train_cost" in results.columns else "objective"
+    cmp = compare_mechanisms(results, study, metric)
+    if len(cmp):
+        lines += [f"## ObjPert vs OutPert (mean final {metric} over seeds; lower is better)", "",
+                  "| pair | eps | J | ObjPert | OutPert | ObjPert lower |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['pair']} | {r['epsilon']:g} | {r['local_updates']} | {r['Obj']:.6g} | {r['Out']:.6g} | "
+                  f"{'yes' if r['objpert_lower'] else 'no'} |" for _, r in cmp.iterrows()]
+        j1 = cmp[cmp["local_updates"] == min(study.local_updates)]
+        wins = j1[j1["objpert_lower"]]
+        losses = j1[~j1["objpert_lower"]]
+        lines += ["", f"At J = {min(study.local_updates)}, ObjPert was lower in {len(wins)} of {len(j1)} "
+                  f"(pair, eps) cells."]
+        if len(losses):
+            lines.append("It was not lower at: " + ", ".join(f"{r['pair']} eps={r['epsilon']:g}"
+                                                             for _, r in losses.iterrows()) + ".")
+        lines.append("")
+    viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
+    if len(viol):
+        lines += ["## Feasibility of the communicated iterates (max violation over the grid)", "",
+                  ", ".join(f"{m}: {v:.3g}" for m, v in viol.items()), ""]
+    if len(study.local_updates) > 1:
+        res = residual_by_j(results, study)
+        if len(res):
+            lines += ["## Consensus residual by J (mean final value)", "", res.to_markdown() if _has_tabulate()
+                      else res.to_string(), ""]
+            lower = []
+            for idx, row in res.iterrows():
+                vals = row.dropna().values
+                if len(vals) > 1:
+                    lower.append(vals[-1] < vals[0])
+            lines.append(f"Largest J had a lower residual than J = {min(study.local_updates)} in {sum(lower)} of "
+                         f"{len(lower)} (mechanism, eps) cells.")
+    lines += ["", "## Privacy (worst agent, whole run)", "",
+              results[["cell", "eps_basic", "eps_rdp", "eps_pld"]].dropna(subset=["eps_basic"]).head(40).to_string(
+                  index=False), ""]
+    (out / "report.md").write_text("\n".join(lines))
+    return "report.md"
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+__all__ = ["Cell", "Study", "load_study", "run_study"]

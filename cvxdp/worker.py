@@ -1,0 +1,113 @@
+"""The agent side of a run: private data, compiled subproblem, random generator and local copies.
+
+A worker lives inside a backend (in-process for the serial backend, a remote actor for Ray). Only the
+shared block ``E_p z_p`` and scalar metrics leave it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .agent import Agent
+from .algorithms.base import Algorithm, dual_update
+from .algorithms.ladmm import linearized_updates
+from .local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
+
+
+@dataclass(frozen=True)
+class RoundMessage:
+    """Server -> agent: the round, the agent's slice of w, the penalty and the noise plan (or None)."""
+
+    round: int
+    bw: np.ndarray
+    rho: float
+    eta: float
+    plan: object | None = None  # cvxdp.privacy.NoisePlan
+    placement: str | None = None
+
+
+@dataclass
+class LocalReport:
+    """Agent -> server: the shared block of z_p and metrics of the round."""
+
+    name: str
+    ez: np.ndarray
+    objective: float
+    violation: float
+    noise_norms: list[float] = field(default_factory=list)
+    solver_time: float = 0.0
+    compute_time: float = 0.0
+    solvers: list[str] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    name: str
+    size: int
+    shared_size: int
+    is_box: bool
+
+
+class AgentWorker:
+    """Holds one agent's state and runs its local step; see :class:`RoundMessage`/:class:`LocalReport`."""
+
+    def __init__(self, agent: Agent, algorithm: Algorithm, seed: np.random.SeedSequence,
+                 solvers: tuple[str, ...] = DEFAULT_SOLVERS) -> None:
+        self.agent = agent
+        self.algorithm = algorithm
+        self.rng = np.random.default_rng(seed)
+        self.sidx = agent.layout.shared_indices
+        self.projection = compile_projection(agent, solvers=solvers)
+        self.prox = ProxSolver(agent, solvers=tuple(s for s in solvers if s != "OSQP")) \
+            if algorithm.name == "admm" else None
+        if agent.initial is not None:
+            self.z = agent.layout.flatten(agent.initial)
+        else:
+            n = agent.layout.size
+            self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
+        self.lam = np.zeros(self.sidx.size)
+
+    def info(self) -> WorkerInfo:
+        return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
+
+    def shared(self) -> np.ndarray:
+        return self.z[self.sidx].copy()
+
+    def step(self, msg: RoundMessage) -> LocalReport:
+        start = time.perf_counter()
+        if self.prox is not None:
+            z, report = self.prox.solve(msg.bw + self.lam / msg.rho, msg.rho, round=msg.round)
+            norms, reports = [], [report]
+        else:
+            noise = None
+            if msg.plan is not None:
+                plan, rng = msg.plan, self.rng
+                noise = lambda n: plan.sample(rng, n)  # noqa: E731 - the agent's own generator, never reseeded
+            project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
+            z, norms, reports = linearized_updates(
+                self.z, grad=self.agent.grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
+                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, noise=noise, placement=msg.placement)
+        self.z = z
+        ez = z[self.sidx].copy()
+        self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
+        return LocalReport(
+            name=self.agent.name, ez=ez, objective=self.agent.objective_value(z), violation=self.agent.violation(z),
+            noise_norms=norms, solver_time=sum(r.seconds for r in reports),
+            compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
+            fallbacks=[f for r in reports for f in r.fallbacks])
+
+    def local(self) -> np.ndarray:
+        return self.z.copy()
+
+    def state(self) -> dict:
+        """Everything needed to resume this worker exactly (local copy, dual, generator state)."""
+        return {"z": self.z.copy(), "lam": self.lam.copy(), "rng": self.rng.bit_generator.state}
+
+    def restore(self, state: dict) -> None:
+        self.z = np.asarray(state["z"], dtype=float).copy()
+        self.lam = np.asarray(state["lam"], dtype=float).copy()
+        self.rng.bit_generator.state = state["rng"]

@@ -1,0 +1,113 @@
+"""Binary l2-regularised logistic ERM over agents (the ERM of papers 000/001/004).
+
+Pooled objective over ``N`` samples with labels ``y in {-1, +1}`` and rows ``||x_i|| <= C`` (``C = 1`` after
+the papers' row normalisation):
+
+    O(f) = (1/N) sum_i log(1 + exp(-y_i f^T x_i)) + (reg/2) ||f||^2
+
+Agent p holds ``I_p`` and gets ``f_p(f) = (1/N) sum_{i in I_p} log(1 + exp(-y_i f^T x_i)) + (reg/(2P)) ||f||^2``,
+so ``sum_p f_p = O`` for any split. ``N`` and ``P`` are public constants, so under add/remove one sample only
+the loss term changes: the per-sample gradient is ``-y x sigma(-y f^T x)`` with ``|sigma| <= s_max <= 1``, hence
+``Delta_2 <= s_max C / N`` and ``Delta_1 <= s_max sqrt(d) C / N``; with a box ``|f_j| <= bound``,
+``s_max = sigma(bound sqrt(d) C)`` (else 1). Optional box ``W = {|f_j| <= bound}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import cvxpy as cp
+import numpy as np
+from scipy.special import expit
+
+import cvxdp
+
+from .data import clip_rows
+
+__all__ = ["BinaryLogistic", "binary_agents", "binary_cost", "binary_sensitivity"]
+
+RELATION = "add/remove one sample"
+
+
+def binary_cost(f: np.ndarray, X: np.ndarray, y: np.ndarray, total: int, reg: float, reg_weight: float = 1.0) -> float:
+    """``(1/total) sum log(1 + exp(-y f^T x)) + reg_weight * reg/2 ||f||^2``."""
+    margins = y * (X @ f)
+    return float(np.logaddexp(0.0, -margins).sum() / total + 0.5 * reg * reg_weight * (f @ f))
+
+
+def binary_sensitivity(features: int, clip: float, total: int, bound: float | None = None) -> cvxdp.Sensitivity:
+    """Gradient sensitivity of the binary ERM under add/remove one sample with ``||x||_2 <= clip``."""
+    s_max = float(expit(bound * math.sqrt(features) * clip)) if bound is not None else 1.0
+    return cvxdp.Sensitivity(l1=s_max * math.sqrt(features) * clip / total, l2=s_max * clip / total,
+                             relation=RELATION)
+
+
+class BinaryLogistic:
+    """One agent's binary logistic ERM: CVXPY declaration plus numpy value and gradient.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Local features with ``||x_i|| <= clip``.
+    y : ndarray, shape (n,)
+        Labels in {-1, +1}.
+    total : int
+        Global sample count ``N``.
+    reg : float
+        Regularisation ``reg`` of the pooled objective.
+    reg_weight : float
+        This agent's share of the regulariser (``1/P`` so that the shares sum to one).
+    bound : float or None
+        Box half-width; ``None`` declares no constraint.
+    name : str
+    clip : float
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, *, total: int, reg: float, reg_weight: float,
+                 bound: float | None, name: str, clip: float) -> None:
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.y = np.asarray(y, dtype=float)
+        if self.X.ndim != 2 or len(self.X) != len(self.y) or len(self.y) == 0:
+            raise ValueError(f"Agent {name!r}: X must be (n, d) with n = len(y) > 0; got X {self.X.shape}, "
+                             f"y {self.y.shape}.")
+        if not np.all(np.isin(self.y, (-1.0, 1.0))):
+            raise ValueError(f"Agent {name!r}: binary labels must be -1 or +1.")
+        self.total, self.reg, self.reg_weight, self.bound = int(total), float(reg), float(reg_weight), bound
+        self.name, self.clip = name, clip
+        n, d = self.X.shape
+        self.shape = (d,)
+        self.A = self.y[:, None] * self.X  # rows y_i x_i
+        self.f = cp.Variable(d, name="theta")
+        self.A_param = cp.Parameter((n, d), value=self.A, name=f"YX_{name}")
+        self.objective = (cp.sum(cp.logistic(-(self.A_param @ self.f))) / self.total
+                          + 0.5 * self.reg * self.reg_weight * cp.sum_squares(self.f))
+        self.constraints = [] if bound is None else [self.f <= bound, self.f >= -bound]
+
+    def value(self, u: np.ndarray) -> float:
+        """``f_p`` at ``u``."""
+        return binary_cost(u, self.X, self.y, self.total, self.reg, self.reg_weight)
+
+    def gradient(self, u: np.ndarray) -> np.ndarray:
+        """``-(1/N) A^T sigma(-A u) + reg_weight * reg * u``."""
+        return -(self.A.T @ expit(-(self.A @ u))) / self.total + self.reg * self.reg_weight * u
+
+    @property
+    def sensitivity(self) -> cvxdp.Sensitivity:
+        return binary_sensitivity(self.shape[0], self.clip, self.total, self.bound)
+
+    def agent(self) -> cvxdp.Agent:
+        """The :class:`cvxdp.Agent` (shared key ``"theta"``)."""
+        return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.f},
+                           gradient=self.gradient, sensitivity=self.sensitivity)
+
+
+def binary_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, reg: float, clip: float = 1.0,
+                  bound: float | None = None, names: Sequence[str] | None = None,
+                  total: int | None = None) -> tuple[list[cvxdp.Agent], list[BinaryLogistic]]:
+    """One agent per ``(X_p, y_p)`` part (rows clipped to ``clip``; regulariser split evenly)."""
+    total = int(total if total is not None else sum(len(y) for _, y in parts))
+    names = list(names) if names is not None else [f"agent{p}" for p in range(len(parts))]
+    models = [BinaryLogistic(clip_rows(X, clip), y, total=total, reg=reg, reg_weight=1.0 / len(parts),
+                             bound=bound, name=nm, clip=clip) for (X, y), nm in zip(parts, names)]
+    return [m.agent() for m in models], models

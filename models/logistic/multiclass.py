@@ -1,0 +1,181 @@
+"""Box-constrained multiclass logistic regression, one agent per data holder (Ryu & Kim §6.2, eq. 30).
+
+Agent p holds samples ``I_p`` and minimises
+
+    f_p(theta) = (1/I) sum_{i in I_p} CE(softmax(theta^T x_i), y_i),     W = {theta : |theta_jk| <= bound}
+
+where ``I`` is the total number of samples over all agents (a public constant, fixed by the federation;
+neighbouring data sets change one agent's ``I_p`` but not the normaliser). ``theta`` is a (features x
+classes) matrix; the agent's flat local vector is ``u = theta.ravel(order="F")`` (class columns contiguous).
+
+The CVXPY objective is DCP and DPP: ``sum(log_sum_exp(X @ theta, axis=1)) - sum(M * theta)`` with the
+private data ``X`` (n x d) and ``M = X^T Y`` (d x K, ``Y`` one-hot) as parameters. The box is declared as
+``theta <= bound, theta >= -bound`` so the engine's projection is a clip.
+
+Sensitivity (add/remove one sample ``(x, y)`` with ``||x||_2 <= C``)
+--------------------------------------------------------------------
+The gradient changes by the per-sample term ``(1/I) x (p - e_y)^T`` with ``p = softmax(theta^T x)``, so
+
+- l2 (Frobenius): ``||x||_2 ||p - e_y||_2 / I``. With ``s = 1 - p_y = sum_{k != y} p_k``,
+  ``||p - e_y||_2^2 = s^2 + sum_{k != y} p_k^2 <= 2 s^2``, hence ``Delta_2 <= sqrt(2) s_max C / I``.
+- l1 (entrywise): ``||x||_1 ||p - e_y||_1 / I = 2 s ||x||_1 / I`` and ``||x||_1 <= sqrt(d) ||x||_2``, hence
+  ``Delta_1 <= 2 sqrt(d) s_max C / I``.
+
+Here ``s_max = 1 - p_min`` where on the box ``|(theta_k - theta_y)^T x| <= 2 bound ||x||_1 <= 2 bound sqrt(d) C``
+gives ``p_y >= p_min = 1 / (1 + (K - 1) exp(2 bound sqrt(d) C))``. ``s_max = 1`` recovers SPEC §6.2's
+``sqrt(2) C / I``; the refinement only matters for small ``bound * C * sqrt(d)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import cvxpy as cp
+import numpy as np
+
+import cvxdp
+
+from .data import clip_rows
+
+__all__ = ["MulticlassLogistic", "multiclass_agents", "multiclass_sensitivity", "one_hot", "softmax_cost",
+           "softmax_gradient"]
+
+RELATION = "add/remove one sample"
+
+
+def one_hot(y: np.ndarray, classes: int) -> np.ndarray:
+    """``Y[i, y_i] = 1`` for integer labels in ``[0, classes)``."""
+    y = np.asarray(y, dtype=int)
+    Y = np.zeros((len(y), classes))
+    Y[np.arange(len(y)), y] = 1.0
+    return Y
+
+
+def _softmax(Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise softmax and log-sum-exp of logits ``Z`` (stable)."""
+    zmax = Z.max(axis=1, keepdims=True)
+    E = np.exp(Z - zmax)
+    s = E.sum(axis=1, keepdims=True)
+    return E / s, (np.log(s) + zmax).ravel()
+
+
+def softmax_cost(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int) -> float:
+    """``(1/total) sum_i CE(softmax(theta^T x_i), y_i)`` for ``theta`` of shape (d, K)."""
+    Z = X @ theta
+    _, lse = _softmax(Z)
+    return float((lse.sum() - Z[np.arange(len(y)), y].sum()) / total)
+
+
+def softmax_gradient(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, total: int) -> np.ndarray:
+    """Gradient ``X^T (softmax(X theta) - Y) / total`` (shape (d, K)) of :func:`softmax_cost`."""
+    P, _ = _softmax(X @ theta)
+    P -= Y
+    return X.T @ P / total
+
+
+def multiclass_sensitivity(features: int, classes: int, clip: float, total: int,
+                           bound: float | None = None) -> cvxdp.Sensitivity:
+    """Gradient sensitivity of eq. (30) under add/remove one sample with ``||x||_2 <= clip``.
+
+    Parameters
+    ----------
+    features, classes : int
+        ``d`` and ``K``.
+    clip : float
+        Row-norm bound ``C``.
+    total : int
+        The normaliser ``I`` (total number of training samples).
+    bound : float, optional
+        Box half-width; tightens ``s_max`` below 1 (see the module docstring). ``None``: ``s_max = 1``.
+
+    Returns
+    -------
+    cvxdp.Sensitivity
+        ``l2 = sqrt(2) s_max C / I``, ``l1 = 2 sqrt(d) s_max C / I``.
+    """
+    s_max = 1.0
+    if bound is not None and classes >= 2:
+        expo = 2.0 * bound * math.sqrt(features) * clip
+        s_max = 1.0 - 1.0 / (1.0 + (classes - 1) * math.exp(expo)) if expo < 700 else 1.0
+    return cvxdp.Sensitivity(l1=2.0 * math.sqrt(features) * s_max * clip / total,
+                             l2=math.sqrt(2.0) * s_max * clip / total, relation=RELATION)
+
+
+class MulticlassLogistic:
+    """One agent's local model of eq. (30): CVXPY declaration plus fast numpy value and gradient.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Local features (already clipped to ``||x_i|| <= clip``).
+    y : ndarray, shape (n,)
+        Local labels in ``[0, classes)``.
+    classes : int
+    total : int
+        The global normaliser ``I``.
+    bound : float
+        Box half-width of ``W``.
+    name : str
+        Agent name.
+    clip : float
+        The row-norm bound the data satisfy (used for the sensitivity only).
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, *, classes: int, total: int, bound: float, name: str,
+                 clip: float) -> None:
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.y = np.asarray(y, dtype=int)
+        if self.X.ndim != 2 or len(self.X) != len(self.y) or len(self.y) == 0:
+            raise ValueError(f"Agent {name!r}: X must be (n, d) with n = len(y) > 0; got X {self.X.shape}, "
+                             f"y {self.y.shape}.")
+        self.Y = one_hot(self.y, classes)
+        self.classes, self.total, self.bound, self.name, self.clip = classes, int(total), float(bound), name, clip
+        n, d = self.X.shape
+        self.shape = (d, classes)
+        self.theta = cp.Variable(self.shape, name="theta")
+        self.X_param = cp.Parameter((n, d), value=self.X, name=f"X_{name}")
+        self.M_param = cp.Parameter(self.shape, value=self.X.T @ self.Y, name=f"XtY_{name}")
+        self.objective = (cp.sum(cp.log_sum_exp(self.X_param @ self.theta, axis=1))
+                          - cp.sum(cp.multiply(self.M_param, self.theta))) / self.total
+        self.constraints = [self.theta <= self.bound, self.theta >= -self.bound]
+
+    # ----------------------------------------------------------------- fast numpy evaluation
+    def unflatten(self, u: np.ndarray) -> np.ndarray:
+        """Flat column-major vector -> (d, K) matrix."""
+        return np.reshape(u, self.shape, order="F")
+
+    def value(self, u: np.ndarray) -> float:
+        """``f_p`` at the flat vector ``u``."""
+        return softmax_cost(self.unflatten(u), self.X, self.y, self.total)
+
+    def gradient(self, u: np.ndarray) -> np.ndarray:
+        """Flat gradient of ``f_p`` at the flat vector ``u`` (column-major, like ``u``)."""
+        return softmax_gradient(self.unflatten(u), self.X, self.Y, self.total).ravel(order="F")
+
+    @property
+    def sensitivity(self) -> cvxdp.Sensitivity:
+        return multiclass_sensitivity(self.shape[0], self.classes, self.clip, self.total, self.bound)
+
+    def agent(self) -> cvxdp.Agent:
+        """The :class:`cvxdp.Agent` (shared key ``"theta"`` = the whole matrix)."""
+        return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.theta},
+                           gradient=self.gradient, sensitivity=self.sensitivity)
+
+
+def multiclass_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, classes: int, bound: float,
+                      clip: float, names: Sequence[str] | None = None,
+                      total: int | None = None) -> tuple[list[cvxdp.Agent], list[MulticlassLogistic]]:
+    """Build one agent per ``(X_p, y_p)`` part; rows are clipped to ``||x|| <= clip`` here.
+
+    Returns
+    -------
+    agents : list of cvxdp.Agent
+    models : list of MulticlassLogistic
+        The per-agent models (``.value``, ``.gradient``, data), in the same order.
+    """
+    total = int(total if total is not None else sum(len(y) for _, y in parts))
+    names = list(names) if names is not None else [f"agent{p}" for p in range(len(parts))]
+    models = [MulticlassLogistic(clip_rows(X, clip), y, classes=classes, total=total, bound=bound, name=nm,
+                                 clip=clip) for (X, y), nm in zip(parts, names)]
+    return [m.agent() for m in models], models

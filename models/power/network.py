@@ -1,0 +1,433 @@
+"""Network data: pandapower's built-in cases as per-unit, MATPOWER-style numpy arrays.
+
+This is the only module of cvxdp that imports pandapower. :func:`load_case` converts a built-in case with
+pandapower's own PYPOWER converter and returns a frozen :class:`PowerCase`; :func:`run_ac_power_flow`
+fixes generator set-points and runs pandapower's Newton-Raphson AC power flow (``runpp``).
+
+Data caveats handled here
+-------------------------
+* pandapower models every MATPOWER branch whose end buses have different base voltages as a transformer,
+  and a transformer's magnetising susceptance is always inductive in pandapower. MATPOWER lines with
+  capacitive charging that became transformers (case118: 4 branches, case300: 12) therefore come out with
+  the wrong sign of ``b``. The original sign survives in the stored ``trafo.i0_percent`` (negative for
+  those branches), which :func:`load_case` reads to restore MATPOWER's ``b`` exactly.
+* pandapower's case300 puts the tap of 16 transformers whose MATPOWER "from" (tap) bus is the
+  lower-voltage bus on the high-voltage side, which changes their admittance (r, x, b and the ratio are
+  right, the side is not). Nothing in pandapower's data reveals this, so a small errata table
+  (:data:`TAP_SIDE_ERRATA`, MATPOWER (from, to) bus numbers) restores MATPOWER's orientation; the AC
+  check moves those taps to the low-voltage side of pandapower's net as well.
+
+With both corrections the admittance matrices of case14, case118 and case300 equal PYPOWER's copies.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from cvxdp.errors import ConfigError, OptionalDependencyError
+
+__all__ = ["PowerCase", "available_cases", "load_case", "case_from_matpower", "make_ybus", "run_ac_power_flow",
+           "AcFlow", "TAP_SIDE_ERRATA"]
+
+#: Transformers of pandapower's built-in cases whose tap pandapower put on the wrong side, as MATPOWER
+#: (from = tap bus, to) bus numbers.
+TAP_SIDE_ERRATA: dict[str, tuple[tuple[int, int], ...]] = {
+    "case300": ((3, 4), (63, 64), (189, 210), (193, 196), (201, 69), (202, 211), (204, 2040), (209, 198),
+                (218, 219), (7062, 62), (7017, 17), (7039, 39), (7057, 57), (7044, 44), (7055, 55), (7071, 71)),
+}
+
+_EXAMPLES = ("case14", "case30", "case57", "case118", "case300", "case1354pegase", "case2869pegase")
+
+
+def _pandapower() -> tuple[Any, Any]:
+    try:
+        import pandapower
+        import pandapower.networks as pn
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise OptionalDependencyError("The power template needs pandapower: pip install 'cvxdp[power]'.") from exc
+    logging.getLogger("pandapower").setLevel(logging.ERROR)
+    return pandapower, pn
+
+
+@dataclass(frozen=True, eq=False)
+class PowerCase:
+    """A power network in per unit (MATPOWER conventions, 0-based positions for bus references).
+
+    Bus arrays have length ``n_bus``, generator arrays ``n_gen`` and branch arrays ``n_branch``. Powers are
+    divided by ``base_mva``; angles are in radians; ``tap`` is the actual ratio (MATPOWER's 0 becomes 1);
+    ``rate_a == 0`` means no thermal limit.
+
+    Attributes
+    ----------
+    name : str
+    base_mva : float
+    bus_number : ndarray of int
+        MATPOWER (1-based, possibly non-consecutive) bus numbers.
+    bus_type : ndarray of int
+        1 PQ, 2 PV, 3 reference, 4 isolated.
+    pd, qd, gs, bs, vmin, vmax, base_kv : ndarray of float
+        Loads and shunts in p.u. (shunts at 1 p.u. voltage), voltage limits in p.u., base voltage in kV.
+    gen_bus : ndarray of int
+        Position (into the bus arrays) of each generator's bus.
+    pmin, pmax, qmin, qmax, vg : ndarray of float
+        Generator limits (p.u.) and voltage set-point (p.u.).
+    gen_status : ndarray of bool
+    gencost : ndarray, shape (n_gen, 3)
+        Polynomial cost ``c2 pg^2 + c1 pg + c0`` (currency/h) with ``pg`` in **per unit**.
+    f_bus, t_bus : ndarray of int
+        Positions of the branch end buses.
+    r, x, b, rate_a, tap, shift, angmin, angmax : ndarray of float
+    branch_status : ndarray of bool
+    gen_element : tuple of (str, int)
+        pandapower element ("ext_grid" or "gen") behind each generator (used by the AC check).
+    """
+
+    name: str
+    base_mva: float
+    bus_number: np.ndarray
+    bus_type: np.ndarray
+    pd: np.ndarray
+    qd: np.ndarray
+    gs: np.ndarray
+    bs: np.ndarray
+    vmin: np.ndarray
+    vmax: np.ndarray
+    base_kv: np.ndarray
+    gen_bus: np.ndarray
+    pmin: np.ndarray
+    pmax: np.ndarray
+    qmin: np.ndarray
+    qmax: np.ndarray
+    vg: np.ndarray
+    gen_status: np.ndarray
+    gencost: np.ndarray
+    f_bus: np.ndarray
+    t_bus: np.ndarray
+    r: np.ndarray
+    x: np.ndarray
+    b: np.ndarray
+    rate_a: np.ndarray
+    tap: np.ndarray
+    shift: np.ndarray
+    angmin: np.ndarray
+    angmax: np.ndarray
+    branch_status: np.ndarray
+    gen_element: tuple[tuple[str, int], ...] = field(repr=False)
+    corrected_b: tuple[int, ...] = field(default=(), repr=False)
+    corrected_tap: tuple[int, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+
+    @property
+    def n_bus(self) -> int:
+        return len(self.bus_number)
+
+    @property
+    def n_gen(self) -> int:
+        return len(self.gen_bus)
+
+    @property
+    def n_branch(self) -> int:
+        return len(self.f_bus)
+
+    def bus_index(self, numbers: Any) -> np.ndarray:
+        """Positions of the given MATPOWER bus numbers; :class:`ConfigError` for an unknown number."""
+        lookup = {int(n): i for i, n in enumerate(self.bus_number)}
+        out = []
+        for n in np.atleast_1d(numbers):
+            if int(n) not in lookup:
+                raise ConfigError(f"Bus {int(n)} is not a bus of {self.name} "
+                                  f"(buses {int(self.bus_number.min())}..{int(self.bus_number.max())}).")
+            out.append(lookup[int(n)])
+        return np.asarray(out, dtype=int)
+
+    def with_loads(self, pd: np.ndarray, qd: np.ndarray) -> PowerCase:
+        """A copy with other loads (p.u.), e.g. scaled ones."""
+        values = dict(vars(self))
+        values["pd"] = np.array(pd, dtype=float)
+        values["qd"] = np.array(qd, dtype=float)
+        return PowerCase(**values)
+
+    def summary(self) -> dict[str, Any]:
+        return {"case": self.name, "base_mva": self.base_mva, "buses": self.n_bus, "generators": self.n_gen,
+                "branches": self.n_branch, "total_load_mw": float(self.pd.sum() * self.base_mva)}
+
+
+def available_cases() -> list[str]:
+    """Names of pandapower's built-in MATPOWER-style cases (``case*`` functions)."""
+    _, pn = _pandapower()
+    return sorted(n for n in dir(pn) if n.startswith("case") and callable(getattr(pn, n)))
+
+
+def _net(name: str) -> Any:
+    if not isinstance(name, str) or not name.startswith("case"):
+        raise ConfigError(f"The network must be the name of a pandapower built-in case such as "
+                          f"{', '.join(map(repr, _EXAMPLES))}. Got {name!r} instead.")
+    _, pn = _pandapower()
+    factory = getattr(pn, name, None)
+    if factory is None or not callable(factory):
+        raise ConfigError(f"Unknown network {name!r}. Valid names include {', '.join(map(repr, _EXAMPLES))} "
+                          f"(all: {', '.join(available_cases())}).")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return factory()
+
+
+def _to_ppc(net: Any) -> dict[str, Any]:
+    from pandapower.converter.pypower import to_ppc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return to_ppc(net, init="flat", trafo_model="pi", take_slack_vm_limits=False, mode="opf",
+                      check_connectivity=False, calculate_voltage_angles=True)
+
+
+def _polycost(gencost: np.ndarray, base: float, name: str) -> np.ndarray:
+    """MATPOWER gencost rows (model 2) -> per-unit [c2, c1, c0]."""
+    out = np.zeros((len(gencost), 3))
+    for k, row in enumerate(gencost):
+        if int(row[0]) != 2:
+            raise ConfigError(f"{name}: generator {k} has a piecewise-linear cost; only polynomial costs "
+                              "are supported.")
+        n = int(row[3])
+        coeffs = np.asarray(row[4:4 + n], dtype=float)[::-1]  # c0, c1, c2, ...
+        if n > 3 and np.any(coeffs[3:] != 0):
+            raise ConfigError(f"{name}: generator {k} has a cost polynomial of degree {n - 1}; at most 2 is "
+                              "supported.")
+        for d in range(min(n, 3)):
+            out[k, 2 - d] = coeffs[d] * base ** d
+    return out
+
+
+def load_case(name: str) -> PowerCase:
+    """Load pandapower's built-in case ``name`` (e.g. ``"case14"``) as a per-unit :class:`PowerCase`.
+
+    Generators are ordered by bus (stably); branches follow pandapower's order (lines, then transformers).
+    Transformer charging susceptances whose sign pandapower lost are restored (see the module docstring).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown case name (the message lists valid ones).
+    """
+    net = _net(name)
+    ppc = _to_ppc(net)
+    base = float(ppc["baseMVA"])
+    bus = np.real(np.asarray(ppc["bus"], dtype=complex)).astype(float)
+    branch = np.real(np.asarray(ppc["branch"], dtype=complex)).astype(float)
+    gen = np.real(np.asarray(ppc["gen"], dtype=complex)).astype(float)
+    n_bus = len(net.bus)
+    if len(bus) != n_bus or not np.array_equal(bus[:, 0], np.arange(n_bus)) or \
+            not np.array_equal(net.bus.index.values, np.arange(n_bus)):
+        raise ConfigError(f"{name}: unexpected bus ordering in pandapower's conversion; cannot map buses.")
+    numbers = np.array([int(n) for n in net.bus.name.values]) if net.bus.name.notna().all() \
+        else np.arange(1, n_bus + 1)
+
+    # --- branches: lines then transformers, in pandapower's order
+    n_line, n_trafo = len(net.line), len(net.trafo)
+    if len(branch) != n_line + n_trafo:
+        raise ConfigError(f"{name}: only lines and two-winding transformers are supported "
+                          f"(found {len(branch) - n_line - n_trafo} other branch elements).")
+    b = branch[:, 4].copy()
+    corrected = []
+    if n_trafo:
+        i0 = net.trafo.i0_percent.to_numpy(dtype=float)
+        rows = n_line + np.flatnonzero((i0 < 0) & (b[n_line:] < 0))
+        b[rows] = -b[rows]  # capacitive charging of a MATPOWER line that pandapower made a transformer
+        corrected = [int(k) for k in rows]
+    tap = branch[:, 8].copy()
+    tap[tap == 0] = 1.0
+    f_bus, t_bus = branch[:, 0].astype(int), branch[:, 1].astype(int)
+    angmin, angmax = branch[:, 11].copy(), branch[:, 12].copy()
+    flipped = []
+    for f_num, t_num in TAP_SIDE_ERRATA.get(name, ()):
+        hits = [k for k in range(n_line, len(branch))
+                if numbers[f_bus[k]] == t_num and numbers[t_bus[k]] == f_num and k not in flipped]
+        if len(hits) != 1:
+            raise ConfigError(f"{name}: the tap-side erratum for transformer {f_num}-{t_num} no longer matches "
+                              "pandapower's data; update TAP_SIDE_ERRATA.")
+        k = hits[0]
+        f_bus[k], t_bus[k] = t_bus[k], f_bus[k]
+        angmin[k], angmax[k] = -angmax[k], -angmin[k]
+        flipped.append(k)
+
+    # --- generators: by bus, stably; remember the pandapower element behind each row
+    elements: list[tuple[str, int]] = []
+    for kind in ("ext_grid", "gen"):
+        table = net[kind]
+        elements += [(kind, int(i)) for i in table.index[table.in_service.to_numpy(dtype=bool)]]
+    elements += [(kind, int(i)) for kind in ("ext_grid", "gen")
+                 for i in net[kind].index[~net[kind].in_service.to_numpy(dtype=bool)]]
+    if len(elements) != len(gen):
+        raise ConfigError(f"{name}: found {len(gen)} generator rows but {len(elements)} generator elements.")
+    gen_bus_raw = gen[:, 0].astype(int)
+    expected = np.array([int(net[kind].bus.at[i]) for kind, i in elements])
+    if not np.array_equal(expected, gen_bus_raw):
+        raise ConfigError(f"{name}: cannot match pandapower's generator rows to its elements.")
+    order = np.argsort(gen_bus_raw, kind="stable")
+    gencost = np.asarray(ppc.get("gencost", np.zeros((len(gen), 7))), dtype=float)
+    if len(gencost) < len(gen):
+        gencost = np.vstack([gencost, np.tile([2, 0, 0, 3, 0, 0, 0], (len(gen) - len(gencost), 1))])
+
+    def deg(col: np.ndarray) -> np.ndarray:
+        return np.deg2rad(col)
+
+    return PowerCase(
+        name=name, base_mva=base, bus_number=numbers, bus_type=bus[:, 1].astype(int),
+        pd=bus[:, 2] / base, qd=bus[:, 3] / base, gs=bus[:, 4] / base, bs=bus[:, 5] / base,
+        vmin=net.bus.min_vm_pu.to_numpy(dtype=float), vmax=net.bus.max_vm_pu.to_numpy(dtype=float),
+        base_kv=bus[:, 9],
+        gen_bus=gen_bus_raw[order], pmin=gen[order, 9] / base, pmax=gen[order, 8] / base,
+        qmin=gen[order, 4] / base, qmax=gen[order, 3] / base, vg=gen[order, 5],
+        gen_status=gen[order, 7] > 0, gencost=_polycost(gencost[order], base, name),
+        f_bus=f_bus, t_bus=t_bus,
+        r=branch[:, 2], x=branch[:, 3], b=b, rate_a=branch[:, 5] / base, tap=tap, shift=deg(branch[:, 9]),
+        angmin=deg(angmin), angmax=deg(angmax), branch_status=branch[:, 10] > 0,
+        gen_element=tuple(elements[k] for k in order), corrected_b=tuple(corrected), corrected_tap=tuple(flipped),
+    )
+
+
+def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
+    """Build a :class:`PowerCase` from a MATPOWER/PYPOWER case dict (MW, MVAr, degrees, bus numbers).
+
+    Keeps MATPOWER's generator and branch order. Cases built this way have no pandapower elements, so
+    :func:`run_ac_power_flow` cannot run on them.
+    """
+    base = float(mpc["baseMVA"])
+    bus = np.asarray(mpc["bus"], dtype=float)
+    gen = np.asarray(mpc["gen"], dtype=float)
+    branch = np.asarray(mpc["branch"], dtype=float)
+    numbers = bus[:, 0].astype(int)
+    pos = {int(n): i for i, n in enumerate(numbers)}
+    gencost = np.asarray(mpc.get("gencost", np.tile([2, 0, 0, 3, 0, 0, 0], (len(gen), 1))), dtype=float)
+    tap = branch[:, 8].copy()
+    tap[tap == 0] = 1.0
+    angmin = branch[:, 11] if branch.shape[1] > 12 else np.full(len(branch), -360.0)
+    angmax = branch[:, 12] if branch.shape[1] > 12 else np.full(len(branch), 360.0)
+    return PowerCase(
+        name=name, base_mva=base, bus_number=numbers, bus_type=bus[:, 1].astype(int),
+        pd=bus[:, 2] / base, qd=bus[:, 3] / base, gs=bus[:, 4] / base, bs=bus[:, 5] / base,
+        vmin=bus[:, 12].copy(), vmax=bus[:, 11].copy(), base_kv=bus[:, 9].copy(),
+        gen_bus=np.array([pos[int(n)] for n in gen[:, 0]], dtype=int), pmin=gen[:, 9] / base,
+        pmax=gen[:, 8] / base, qmin=gen[:, 4] / base, qmax=gen[:, 3] / base, vg=gen[:, 5].copy(),
+        gen_status=gen[:, 7] > 0, gencost=_polycost(gencost[:len(gen)], base, name),
+        f_bus=np.array([pos[int(n)] for n in branch[:, 0]], dtype=int),
+        t_bus=np.array([pos[int(n)] for n in branch[:, 1]], dtype=int),
+        r=branch[:, 2].copy(), x=branch[:, 3].copy(), b=branch[:, 4].copy(), rate_a=branch[:, 5] / base,
+        tap=tap, shift=np.deg2rad(branch[:, 9]), angmin=np.deg2rad(angmin), angmax=np.deg2rad(angmax),
+        branch_status=branch[:, 10] > 0, gen_element=(),
+    )
+
+
+def make_ybus(case: PowerCase) -> sp.csr_matrix:
+    """Bus admittance matrix (p.u.) of the in-service branches and shunts (MATPOWER's ``makeYbus``)."""
+    on = case.branch_status
+    ys = 1.0 / (case.r[on] + 1j * case.x[on])
+    tau = case.tap[on] * np.exp(1j * case.shift[on])
+    bc = case.b[on]
+    ytt = ys + 0.5j * bc
+    yff = ytt / (tau * np.conj(tau))
+    yft = -ys / np.conj(tau)
+    ytf = -ys / tau
+    f, t = case.f_bus[on], case.t_bus[on]
+    n = case.n_bus
+    rows = np.concatenate([f, f, t, t, np.arange(n)])
+    cols = np.concatenate([f, t, f, t, np.arange(n)])
+    vals = np.concatenate([yff, yft, ytf, ytt, case.gs + 1j * case.bs])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+
+
+@dataclass(frozen=True)
+class AcFlow:
+    """Result of :func:`run_ac_power_flow` (p.u., radians; generator order of the case)."""
+
+    converged: bool
+    vm: np.ndarray
+    va: np.ndarray
+    pg: np.ndarray
+    qg: np.ndarray
+    branch_s_from: np.ndarray
+    branch_s_to: np.ndarray
+
+
+def _corrected_net(case: PowerCase) -> Any:
+    """pandapower's net of the case with its data errors corrected.
+
+    Restored charging susceptances are added back as shunts; erroneous tap sides move to the low-voltage
+    side (a tap ``tau`` on the lv side with unchanged ``vk_percent`` equals MATPOWER's branch lv -> hv).
+    """
+    pandapower, _ = _pandapower()
+    net = _net(case.name)
+    n_line = len(net.line)
+    for k in case.corrected_tap:
+        net.trafo.at[k - n_line, "tap_side"] = "lv"
+    for k in case.corrected_b:
+        # the pi-model trafo carries -|b|/2 at each end; MATPOWER's line carries +|b|/2: add |b| per end
+        for end in (case.f_bus[k], case.t_bus[k]):
+            pandapower.create_shunt(net, bus=int(end), q_mvar=-abs(case.b[k]) * case.base_mva, p_mw=0.0,
+                                    name=f"cvxdp charging fix trafo {k - n_line}")
+    return net
+
+
+def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = None) -> AcFlow:
+    """Fix generator set-points and run pandapower's AC power flow (``runpp``, pi transformer model).
+
+    Parameters
+    ----------
+    case : PowerCase
+        As returned by :func:`load_case` (loads are taken from ``case.pd``/``case.qd``).
+    pg : ndarray (n_gen,)
+        Active generation (p.u.); the reference generator's value is what the power flow balances.
+    vm : ndarray (n_bus,), optional
+        Voltage magnitudes (p.u.) whose values at generator buses become the voltage set-points;
+        defaults to the case's set-points ``vg``.
+    """
+    pandapower, _ = _pandapower()
+    net = _corrected_net(case)
+    pg = np.asarray(pg, dtype=float)
+    # loads: replace by one load per bus carrying the case's (possibly scaled) demand
+    net.load.drop(net.load.index, inplace=True)
+    if "sgen" in net and len(net.sgen):
+        net.sgen.drop(net.sgen.index, inplace=True)
+    for i in range(case.n_bus):
+        if case.pd[i] != 0 or case.qd[i] != 0:
+            pandapower.create_load(net, bus=i, p_mw=case.pd[i] * case.base_mva, q_mvar=case.qd[i] * case.base_mva)
+    for k, (kind, idx) in enumerate(case.gen_element):
+        vset = float(vm[case.gen_bus[k]]) if vm is not None else float(case.vg[k])
+        net[kind].at[idx, "vm_pu"] = vset
+        if kind == "gen":
+            net.gen.at[idx, "p_mw"] = pg[k] * case.base_mva
+    converged = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pandapower.runpp(net, trafo_model="pi", calculate_voltage_angles=True, init="dc",
+                             enforce_q_lims=False, numba=False, max_iteration=30)
+    except Exception:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
+        converged = False
+    if not converged:
+        nan_b = np.full(case.n_bus, np.nan)
+        return AcFlow(False, nan_b, nan_b, np.full(case.n_gen, np.nan), np.full(case.n_gen, np.nan),
+                      np.full(case.n_branch, np.nan), np.full(case.n_branch, np.nan))
+    p_out, q_out = np.zeros(case.n_gen), np.zeros(case.n_gen)
+    for k, (kind, idx) in enumerate(case.gen_element):
+        res = net[f"res_{kind}"]
+        p_out[k] = res.at[idx, "p_mw"] / case.base_mva
+        q_out[k] = res.at[idx, "q_mvar"] / case.base_mva
+    s_from = np.concatenate([np.hypot(net.res_line.p_from_mw, net.res_line.q_from_mvar),
+                             np.hypot(net.res_trafo.p_hv_mw, net.res_trafo.q_hv_mvar)]) / case.base_mva
+    s_to = np.concatenate([np.hypot(net.res_line.p_to_mw, net.res_line.q_to_mvar),
+                           np.hypot(net.res_trafo.p_lv_mw, net.res_trafo.q_lv_mvar)]) / case.base_mva
+    flip = np.asarray(case.corrected_tap, dtype=int)
+    s_from[flip], s_to[flip] = s_to[flip].copy(), s_from[flip].copy()
+    return AcFlow(True, net.res_bus.vm_pu.to_numpy(dtype=float), np.deg2rad(net.res_bus.va_degree.to_numpy(dtype=float)),
+                  p_out, q_out, s_from, s_to)

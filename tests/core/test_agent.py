@@ -1,0 +1,132 @@
+"""Declaration: layout of the flat local vector and clear errors for bad declarations."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.agent import check_agents
+from cvxdp.errors import DeclarationError, InfeasibleAgentError, InvalidParameterError
+
+
+def test_layout_indexes_slices_and_matrices_column_major():
+    x = cp.Variable(4)
+    y = cp.Variable((2, 3))
+    agent = cvxdp.Agent("a", cp.sum_squares(x) + cp.sum(y), [x <= 1, x >= -1, y >= 0, y <= 1],
+                        shared={"k": x[1:3], "m": y[:, 0]})
+
+    layout = agent.layout
+
+    assert layout.size == 10
+    assert list(layout.shared["k"]) == [1, 2]
+    assert list(layout.shared["m"]) == [4, 5]  # first column of y, column-major after x
+    u = np.arange(10.0)
+    parts = layout.split(u)
+    assert np.array_equal(parts[y], np.arange(4.0, 10.0).reshape((2, 3), order="F"))
+    assert np.array_equal(layout.flatten(parts), u)
+
+
+def test_cvxpy_gradient_fallback_matches_hand_gradient():
+    x = cp.Variable(3)
+    d = cp.Parameter(3, value=np.array([1.0, -2.0, 0.5]))
+    agent = cvxdp.Agent("a", cp.sum_squares(x - d), [cp.norm(x) <= 5], shared={"x": x})
+
+    g = agent.grad(np.array([0.2, 0.1, -0.3]))
+
+    assert np.allclose(g, 2 * (np.array([0.2, 0.1, -0.3]) - d.value))
+
+
+def _agent(name="a", **overrides):
+    x = cp.Variable(2)
+    kw = {"objective": cp.sum_squares(x), "constraints": [x <= 1, x >= -1], "shared": {"x": x}}
+    kw.update(overrides)
+    return cvxdp.Agent(name, kw["objective"], kw["constraints"], shared=kw["shared"],
+                       gradient=kw.get("gradient"), sensitivity=kw.get("sensitivity")), x
+
+
+@pytest.mark.parametrize("case, match", [
+    ("nonconvex", "not convex"),
+    ("nondcp_constraint", "DCP"),
+    ("shared_expression", "Variable or a slice"),
+    ("shared_foreign", "appears in neither"),
+    ("nan_data", "NaN"),
+    ("no_value", "has no value"),
+    ("nonscalar", "scalar"),
+    ("empty_shared", "at least one key"),
+    ("overlap", "overlap"),
+])
+def test_bad_declarations_name_the_agent(case, match):
+    x = cp.Variable(2)
+    other = cp.Variable(2)
+    d = cp.Parameter(2)
+    objective, constraints, shared = cp.sum_squares(x), [x <= 1, x >= -1], {"x": x}
+    if case == "nonconvex":
+        objective = -cp.sum_squares(x)
+    elif case == "nondcp_constraint":
+        constraints = [cp.sum_squares(x) >= 1]
+    elif case == "shared_expression":
+        shared = {"x": 2 * x}
+    elif case == "shared_foreign":
+        shared = {"x": other}
+    elif case == "nan_data":
+        objective = cp.sum_squares(x - np.array([np.nan, 1.0]))  # CVXPY refuses NaN Parameter values itself
+    elif case == "no_value":
+        objective = cp.sum_squares(x - d)
+    elif case == "nonscalar":
+        objective = cp.square(x)
+    elif case == "empty_shared":
+        shared = {}
+    elif case == "overlap":
+        shared = {"x": x, "y": x[0]}
+    agent = cvxdp.Agent("zone7", objective, constraints, shared=shared)
+
+    with pytest.raises(DeclarationError, match=match) as info:
+        agent.check()
+
+    assert "zone7" in str(info.value)
+
+
+def test_infeasible_agent_is_named():
+    x = cp.Variable(2)
+    agent = cvxdp.Agent("zone3", cp.sum_squares(x), [x >= 2, x <= 1], shared={"x": x})
+
+    with pytest.raises(InfeasibleAgentError, match="zone3"):
+        agent.check_feasible()
+
+
+def test_unbounded_set_is_warned_about():
+    x = cp.Variable(2)
+    agent = cvxdp.Agent("open", cp.sum_squares(x), [x >= 0], shared={"x": x})
+
+    with pytest.warns(UserWarning, match="unbounded"):
+        agent.check_feasible()
+
+
+def test_cross_agent_checks():
+    a, _ = _agent("a")
+    b, _ = _agent("a")
+    y = cp.Variable(3)
+    c = cvxdp.Agent("c", cp.sum_squares(y), [y <= 1, y >= -1], shared={"x": y})
+
+    with pytest.raises(DeclarationError, match="used twice"):
+        check_agents([a, b], private=False)
+    with pytest.raises(DeclarationError, match="size 3 in agent 'c'"):
+        check_agents([a, c], private=False)
+    with pytest.raises(InvalidParameterError, match="non-empty list"):
+        check_agents([], private=False)
+
+
+def test_sensitivity_rejects_non_positive():
+    with pytest.raises(InvalidParameterError, match="'l2' parameter of Sensitivity"):
+        cvxdp.Sensitivity(l2=-1.0)
+
+
+def test_gradient_of_wrong_shape_is_reported():
+    x = cp.Variable(2)
+    agent = cvxdp.Agent("g", cp.sum_squares(x), [x <= 1, x >= -1], shared={"x": x},
+                        gradient=lambda u: np.zeros(3))
+
+    with pytest.raises(DeclarationError, match="gradient returned shape"):
+        agent.grad(np.zeros(2))

@@ -1,0 +1,96 @@
+"""The compiled local subproblem: accuracy, box detection, fallback chain and failure reports."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.errors import SolverFailedError
+from cvxdp.local_solver import BoxProjection, ConicProjection, compile_projection
+
+
+def soc_agent():
+    x = cp.Variable(5)
+    y = cp.Variable((2, 3))
+    return cvxdp.Agent("soc", cp.sum_squares(x) + cp.sum(y), [cp.norm(x) <= 1, y >= 0, y <= 2, x[0] + y[0, 1] == 0.5],
+                       shared={"k": x[1:3], "m": y[:, 0]})
+
+
+def reference_projection(agent, v, c):
+    u = agent.u_expression()
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(c, cp.square(u - v)))), agent.constraints)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11)
+    return agent.layout.flatten({var: var.value for var in agent.layout.variables})
+
+
+def test_compiled_projection_matches_a_fresh_cvxpy_solve():
+    agent = soc_agent()
+    proj = compile_projection(agent)
+    rng = np.random.default_rng(0)
+
+    assert isinstance(proj, ConicProjection)
+    for _ in range(3):
+        v, c = 2 * rng.normal(size=agent.layout.size), rng.uniform(0.5, 2.0, size=agent.layout.size)
+        u, report = proj.project(v, c)
+        assert report.solver == "CLARABEL"
+        assert np.max(np.abs(u - reference_projection(agent, v, c))) < 1e-6
+
+
+def test_box_sets_are_projected_in_closed_form():
+    z = cp.Variable(4)
+    agent = cvxdp.Agent("box", cp.sum_squares(z), [z <= 1, z >= -np.arange(4), z[2] == 0.3], shared={"z": z})
+
+    proj = compile_projection(agent)
+    u, report = proj.project(np.array([5.0, -5.0, 0.0, -1.0]), np.ones(4))
+
+    assert isinstance(proj, BoxProjection)
+    assert report.solver == "closed-form"
+    assert np.allclose(u, [1.0, -1.0, 0.3, -1.0])
+
+
+def test_clarabel_failure_falls_back_to_ecos_and_is_recorded(monkeypatch):
+    agent = soc_agent()
+    monkeypatch.setattr(ConicProjection, "_clarabel", lambda self, v, c: (None, "InsufficientProgress"))
+    rng = np.random.default_rng(1)
+    v, c = rng.normal(size=agent.layout.size), np.ones(agent.layout.size)
+
+    u, report = compile_projection(agent).project(v, c)
+
+    assert report.solver == "ECOS"
+    assert report.fallbacks == ["CLARABEL:InsufficientProgress"]
+    assert np.max(np.abs(u - reference_projection(agent, v, c))) < 1e-6
+
+
+def test_fallbacks_appear_in_the_history(monkeypatch, toy_agents):
+    calls = {"n": 0}
+    original = ConicProjection._clarabel
+
+    def flaky(self, v, c):
+        calls["n"] += 1
+        return (None, "NumericalError") if calls["n"] == 3 else original(self, v, c)
+
+    monkeypatch.setattr(ConicProjection, "_clarabel", flaky)
+
+    result = cvxdp.solve(toy_agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=2.0, rounds=5))
+
+    assert result.history["fallbacks"].sum() == 1
+    assert (result.agent_history["fallbacks"] == "CLARABEL:NumericalError").sum() == 1
+
+
+def test_every_solver_failing_names_agent_round_and_status(monkeypatch, toy_agents):
+    original = ConicProjection._clarabel
+    calls = {"n": 0}
+
+    def broken_after_setup(self, v, c):  # the two conic agents' initial points solve, round 1 fails
+        calls["n"] += 1
+        return original(self, v, c) if calls["n"] <= 2 else (None, "MaxIterations")
+
+    monkeypatch.setattr(ConicProjection, "_clarabel", broken_after_setup)
+    monkeypatch.setattr(ConicProjection, "_cvxpy", lambda self, name, v, c: (None, "solver_error"))
+
+    with pytest.raises(SolverFailedError, match=r"Agent 'agent1'.*round 1.*CLARABEL:MaxIterations") as info:
+        cvxdp.solve(toy_agents, algorithm=cvxdp.LinearizedADMM(rounds=3))
+
+    assert info.value.agent == "agent1" and info.value.round == 1

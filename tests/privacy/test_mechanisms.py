@@ -1,0 +1,229 @@
+"""Contract tests shared by the four mechanisms ObjL, ObjG, OutL, OutG, and NoisePlan (SPEC §2.1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from types import SimpleNamespace
+
+import dp_accounting
+import numpy as np
+import pytest
+
+from cvxdp.agent import Sensitivity
+from cvxdp.errors import DeclarationError, InvalidParameterError
+from cvxdp.privacy.accounting import PrivacyLedger
+from cvxdp.privacy.calibration import gaussian_sigma_analytic, gaussian_sigma_classic
+from cvxdp.privacy.mechanisms import (
+    ObjectivePerturbation,
+    OutputPerturbation,
+    make_mechanism,
+    mechanism_from_dict,
+)
+from cvxdp.privacy.noise import NoisePlan
+
+NAMES = ["ObjL", "ObjG", "OutL", "OutG"]
+PLAN_KW = {"min_weight": 2.0, "separable": True, "steps": 10, "accountant": "pld"}
+
+
+def agent(l1=0.8, l2=0.5, alpha=0.1, n=9, name="zone1"):
+    return SimpleNamespace(name=name, layout=SimpleNamespace(size=n),
+                           sensitivity=Sensitivity(l1=l1, l2=l2, relation="one load differs by alpha",
+                                                   alpha=alpha))
+
+
+def mech(name, **kw):
+    kw.setdefault("epsilon", 0.5)
+    if name.endswith("G"):
+        kw.setdefault("delta", 1e-5)
+    return make_mechanism(name, **kw)
+
+
+@pytest.fixture(params=NAMES)
+def name(request):
+    return request.param
+
+
+# ------------------------------------------------------------------ construction and validation
+def test_short_name_placement_q(name):
+    m = mech(name)
+    assert m.short_name == name
+    assert m.placement == ("objective" if name.startswith("Obj") else "output")
+    assert m.q == (1 if name.endswith("L") else 2)
+    assert isinstance(m, ObjectivePerturbation if name.startswith("Obj") else OutputPerturbation)
+
+
+def test_constructor_only_stores(name):
+    cls = ObjectivePerturbation if name.startswith("Obj") else OutputPerturbation
+    m = cls("bogus", epsilon=-1, delta=7, calibration="x", sensitivity="y", budget="z")
+    assert (m.noise, m.epsilon, m.delta, m.calibration, m.sensitivity, m.budget) == ("bogus", -1, 7, "x", "y", "z")
+    with pytest.raises(InvalidParameterError, match=f"The 'noise' parameter of {cls.__name__} must be one of"):
+        m.validate()
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("epsilon", 0.0, r"'epsilon' parameter of \w+ must be a float in \(0, inf\)\. Got 0\.0 instead"),
+    ("epsilon", "1", r"'epsilon' parameter"),
+    ("epsilon", math.nan, r"'epsilon' parameter"),
+    ("calibration", "exact", r"'calibration' parameter of \w+ must be one of 'analytic', 'classic'"),
+    ("sensitivity", "worst", r"'sensitivity' parameter of \w+ must be one of 'exact', 'paper'"),
+    ("budget", "run", r"'budget' parameter of \w+ must be one of 'step', 'total'"),
+    ("delta", 1.5, r"'delta' parameter"),
+    ("delta", -0.1, r"'delta' parameter"),
+])
+def test_validate_uniform_messages(name, field, value, match):
+    m = mech(name)
+    setattr(m, field, value)
+    with pytest.raises(InvalidParameterError, match=match):
+        m.validate()
+
+
+def test_gaussian_needs_delta():
+    for cls in (ObjectivePerturbation, OutputPerturbation):
+        with pytest.raises(InvalidParameterError, match=f"'delta' parameter of {cls.__name__}"):
+            cls("gaussian", epsilon=0.5).validate()
+        cls("laplace", epsilon=0.5).validate()  # Laplace: delta optional
+
+
+def test_classic_refused_for_large_step_epsilon():
+    with pytest.raises(InvalidParameterError, match="analytic"):
+        ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-5, calibration="classic").validate()
+    ObjectivePerturbation("gaussian", epsilon=0.5, delta=1e-5, calibration="classic").validate()
+
+
+def test_describe_round_trip(name):
+    m = mech(name, sensitivity="paper", budget="total")
+    d = m.describe()
+    assert json.loads(json.dumps(d)) == d
+    assert d["mechanism"] == name
+    back = mechanism_from_dict(d)
+    assert back == m and type(back) is type(m)
+    assert name in repr(m) or type(m).__name__ in repr(m)
+
+
+def test_make_mechanism_names():
+    assert make_mechanism("none") is None and make_mechanism(None) is None
+    assert make_mechanism("objg", epsilon=1.0, delta=1e-5).short_name == "ObjG"
+    with pytest.raises(InvalidParameterError, match="'mechanism' parameter of make_mechanism must be one of"):
+        make_mechanism("ObjX", epsilon=1.0)
+    with pytest.raises(InvalidParameterError):
+        make_mechanism("ObjL", epsilon=1.0, sigma=3)
+
+
+# ------------------------------------------------------------------ noise plans
+def expected_sensitivity(name, a, *, min_weight, separable):
+    d = a.sensitivity.l1 if name.endswith("L") else a.sensitivity.l2
+    if name.startswith("Obj"):
+        return d
+    if name == "OutG" or separable:
+        return d / min_weight
+    return math.sqrt(a.layout.size) * a.sensitivity.l2 / min_weight
+
+
+@pytest.mark.parametrize("separable", [True, False])
+def test_exact_step_plan(name, separable):
+    a, m = agent(), mech(name)
+    plan = m.noise_plan(a, **{**PLAN_KW, "separable": separable})
+    sens = expected_sensitivity(name, a, min_weight=2.0, separable=separable)
+    assert isinstance(plan, NoisePlan)
+    assert plan.noise == m.noise and plan.sensitivity == pytest.approx(sens)
+    assert plan.relation == "one load differs by alpha"
+    if name.endswith("L"):
+        assert plan.scale == pytest.approx(sens / 0.5) and (plan.epsilon, plan.delta) == (0.5, 0.0)
+    else:
+        assert plan.scale == pytest.approx(gaussian_sigma_analytic(sens, 0.5, 1e-5))
+        assert (plan.epsilon, plan.delta) == (0.5, 1e-5)
+    assert plan.noise_multiplier == pytest.approx(plan.scale / sens)
+
+
+def test_outl_nonseparable_uses_l1_when_l2_missing():
+    a = agent(l2=None)
+    plan = mech("OutL").noise_plan(a, **{**PLAN_KW, "separable": False})
+    assert plan.sensitivity == pytest.approx(3.0 * 0.8 / 2.0)
+
+
+def test_classic_plan():
+    m = ObjectivePerturbation("gaussian", epsilon=0.5, delta=1e-5, calibration="classic")
+    assert m.noise_plan(agent(), **PLAN_KW).scale == pytest.approx(gaussian_sigma_classic(0.5, 0.5, 1e-5))
+
+
+def test_paper_sensitivity(name):
+    plan = mech(name, sensitivity="paper").noise_plan(agent(alpha=0.1), **PLAN_KW)
+    assert plan.sensitivity == pytest.approx(0.2 if name.startswith("Obj") else 0.1)  # no division by min_weight
+
+
+def test_missing_sensitivity_names_agent_and_field(name):
+    field = "l1" if name.endswith("L") else "l2"
+    a = agent(**{field: None})
+    with pytest.raises(DeclarationError, match=rf"Agent 'zone1': {name} needs sensitivity=cvxdp.Sensitivity\({field}="):
+        mech(name).noise_plan(a, **PLAN_KW)
+    no_sens = SimpleNamespace(name="zone2", sensitivity=None, layout=SimpleNamespace(size=3))
+    with pytest.raises(DeclarationError, match="Agent 'zone2'"):
+        mech(name).noise_plan(no_sens, **PLAN_KW)
+    with pytest.raises(DeclarationError, match=r"paper.*Sensitivity\(alpha="):
+        mech(name, sensitivity="paper").noise_plan(agent(alpha=None), **PLAN_KW)
+
+
+@pytest.mark.parametrize("kw", [{"min_weight": 0.0}, {"steps": 0}, {"accountant": "moments"},
+                                {"separable": "yes"}])
+def test_noise_plan_bad_arguments(name, kw):
+    with pytest.raises(InvalidParameterError):
+        mech(name).noise_plan(agent(), **{**PLAN_KW, **kw})
+
+
+@pytest.mark.parametrize("accountant", ["basic", "rdp", "pld"])
+def test_total_budget_plan_meets_total(name, accountant):
+    m = mech(name, epsilon=2.0, delta=1e-5, budget="total")
+    steps = 40
+    ledger = PrivacyLedger(["zone1"], target_delta=1e-5)
+    for t in range(steps // 4):  # as the engine does: a fresh plan every round, min(c) varying (rho schedule)
+        kw = {**PLAN_KW, "steps": steps, "accountant": accountant, "min_weight": 2.0 + 0.37 * t}
+        plan = m.noise_plan(agent(), **kw)
+        assert not ledger.would_exceed("zone1", plan, 4, budget=(2.0, 1e-5), accountant=accountant)
+        ledger.record("zone1", plan, 4)
+    eps, delta = ledger.spent("zone1", accountant)
+    assert eps <= 2.0 * (1 + 1e-9) and delta <= 1e-5 * (1 + 1e-9)
+    assert eps == pytest.approx(2.0, rel=1e-3)
+    assert ledger.would_exceed("zone1", plan, 1, budget=(2.0, 1e-5), accountant=accountant)
+    # the per-step claim is honest: basic composition of the claims is a valid (looser) total
+    b_eps, b_delta = ledger.spent("zone1", "basic")
+    assert b_eps >= eps * (1 - 1e-9) and b_delta <= 1e-5 * (1 + 1e-9)
+
+
+def test_total_budget_laplace_rdp_without_delta_is_refused():
+    with pytest.raises(InvalidParameterError, match="RDP"):
+        mech("ObjL", budget="total").noise_plan(agent(), **{**PLAN_KW, "accountant": "rdp"})
+
+
+# ------------------------------------------------------------------ NoisePlan
+def test_plan_sampling_uses_callers_generator(name):
+    plan = mech(name).noise_plan(agent(), **PLAN_KW)
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    x1, x2 = plan.sample(a, 5), plan.sample(a, 5)
+    assert np.array_equal(x1, plan.sample(b, 5)) and not np.array_equal(x1, x2)
+    big = plan.sample(np.random.default_rng(0), 200_000)
+    std = plan.scale * (math.sqrt(2) if plan.noise == "laplace" else 1.0)
+    assert big.shape == (200_000,) and big.std() == pytest.approx(std, rel=0.02)
+    assert abs(big.mean()) < 0.02 * std
+    assert plan.sample(a, 0).shape == (0,)
+
+
+def test_plan_dp_event(name):
+    plan = mech(name).noise_plan(agent(), **PLAN_KW)
+    ev = plan.dp_event()
+    cls = dp_accounting.LaplaceDpEvent if name.endswith("L") else dp_accounting.GaussianDpEvent
+    assert isinstance(ev, cls) and ev.noise_multiplier == pytest.approx(plan.scale / plan.sensitivity)
+
+
+def test_plan_validation_and_round_trip():
+    plan = NoisePlan("gaussian", 2.0, 0.5, 0.3, 1e-6)
+    assert NoisePlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of NoisePlan"):
+        NoisePlan("gaussian", 2.0, 0.5, 0.3)
+    with pytest.raises(InvalidParameterError, match="'scale' parameter of NoisePlan"):
+        NoisePlan("laplace", 0.0, 0.5, 0.3)
+    with pytest.raises(InvalidParameterError, match="'rng' parameter"):
+        plan.sample(np.random.RandomState(0), 3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.scale = 3.0
