@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,11 +18,14 @@ from .agent import Agent, check_agents
 from .algorithms.base import Algorithm, dual_update, global_update
 from .algorithms.ladmm import LinearizedADMM
 from .backends import Backend, get_backend
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .errors import InvalidParameterError
 from .local_solver import DEFAULT_SOLVERS
 from .results import Result
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
+HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation",
+                   "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
 
 
 def _check_privacy(privacy: Any, algorithm: Algorithm) -> None:
@@ -60,7 +65,8 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
           accountant: str = "pld", budget: tuple[float, float] | None = None,
           backend: str | Backend = "serial", seed: int = 0, target_delta: float | None = None,
           solvers: tuple[str, ...] = DEFAULT_SOLVERS, progress: bool = False,
-          callback: Callable[[int, dict], None] | None = None) -> Result:
+          callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
+          checkpoint_every: int = 1) -> Result:
     """Run a distributed (optionally differentially private) ADMM over ``agents``.
 
     Parameters
@@ -89,6 +95,12 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         Show a progress bar.
     callback : callable(round, row), optional
         Called after every round with the history row.
+    checkpoint : path, optional
+        Directory (or .pkl file) for checkpoints. If a checkpoint of this same run (same configuration and
+        data) is there, the run resumes from it with the same random streams, so the result equals an
+        uninterrupted run's. Written atomically every ``checkpoint_every`` rounds and at the end.
+    checkpoint_every : int
+        Rounds between checkpoints.
 
     Returns
     -------
@@ -102,6 +114,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
     budget = _check_budget(budget)
     seed = check_int(seed, "seed", "solve", 0)
+    checkpoint_every = check_int(checkpoint_every, "checkpoint_every", "solve", 1)
     backend = get_backend(backend)
     sizes = check_agents(agents, private=False)
     if privacy is not None:
@@ -129,19 +142,22 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
               "backend": type(backend).__name__, "solvers": list(solvers), "target_delta": target_delta,
               "agents": names, "shared_sizes": sizes}
 
+    fp = fingerprint(config, agents) if checkpoint is not None else None
     infos = backend.start(agents, algorithm, np.random.SeedSequence(seed).spawn(len(agents)), tuple(solvers))
     try:
-        ez = backend.initial_shared()
-        lam = [np.zeros(len(g)) for g in gidx]
-        rows, agent_rows = [], []
-        stop_reason = "rounds"
-        rho_prev, primal, dual, w_prev = None, 0.0, 0.0, None
-        bar = tqdm(total=T, disable=not progress, desc="cvxdp", unit="round", leave=False)
-        for t in range(1, T + 1):
+        state = _ServerState(ez=backend.initial_shared(), lam=[np.zeros(len(g)) for g in gidx])
+        saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
+        if saved is not None:
+            state = saved["server"]
+            backend.restore(saved["workers"])
+            ledger = PrivacyLedger.from_dict(saved["ledger"])
+        bar = tqdm(total=T, initial=state.t, disable=not progress, desc="cvxdp", unit="round", leave=False)
+        while state.t < T and state.stop_reason is None:
+            t = state.t + 1
             start = time.perf_counter()
-            rho = algorithm.rho_schedule(t, rho_prev, primal, dual)
+            rho = algorithm.rho_schedule(t, state.rho_prev, state.primal, state.dual)
             eta = algorithm.eta_at(t)
-            w = global_update(ez, lam, gidx, n_global, rho)
+            w = global_update(state.ez, state.lam, gidx, n_global, rho)
             plans = [None] * len(agents)
             if privacy is not None:
                 for p, (agent, info) in enumerate(zip(agents, infos)):
@@ -150,7 +166,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                                                   accountant=accountant)
                 if budget is not None and any(ledger.would_exceed(n, plan, count=J, budget=budget, accountant=accountant)
                                               for n, plan in zip(names, plans)):
-                    stop_reason = "budget"
+                    state.stop_reason = "budget"
                     break
             messages = [_message(t, w[g], rho, eta, plan, privacy) for g, plan in zip(gidx, plans)]
             reports = backend.step(messages)
@@ -160,53 +176,70 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                 r = bw - rep.ez
                 consensus += float(np.linalg.norm(r))
                 res_sq += float(r @ r)
-                lam[p] = dual_update(lam[p], rho, bw, rep.ez)
+                state.lam[p] = dual_update(state.lam[p], rho, bw, rep.ez)
                 if plans[p] is not None:
                     ledger.record(names[p], plans[p], count=J)
                 noise_norms.extend(rep.noise_norms)
-                agent_rows.append({"round": t, "agent": rep.name, "objective": rep.objective,
-                                   "violation": rep.violation, "residual": float(np.linalg.norm(r)),
-                                   "noise_magnitude": float(np.mean(rep.noise_norms)) if rep.noise_norms else 0.0,
-                                   "solver_time": rep.solver_time, "compute_time": rep.compute_time,
-                                   "solver": "+".join(rep.solvers), "fallbacks": ";".join(rep.fallbacks)})
-            ez = [rep.ez for rep in reports]
-            primal = math.sqrt(res_sq)
-            dual = rho * float(np.linalg.norm(np.concatenate([(w - w_prev)[g] for g in gidx]))) \
-                if w_prev is not None else math.inf
-            w_prev, rho_prev = w, rho
+                state.agent_rows.append({
+                    "round": t, "agent": rep.name, "objective": rep.objective, "violation": rep.violation,
+                    "residual": float(np.linalg.norm(r)),
+                    "noise_magnitude": float(np.mean(rep.noise_norms)) if rep.noise_norms else 0.0,
+                    "solver_time": rep.solver_time, "compute_time": rep.compute_time,
+                    "solver": "+".join(rep.solvers), "fallbacks": ";".join(rep.fallbacks)})
+            state.ez = [rep.ez for rep in reports]
+            state.primal = math.sqrt(res_sq)
+            state.dual = rho * float(np.linalg.norm(np.concatenate([(w - state.w_prev)[g] for g in gidx]))) \
+                if state.w_prev is not None else math.inf
+            state.w_prev, state.rho_prev, state.t = w, rho, t
             row = {"round": t, "objective": sum(r.objective for r in reports), "consensus_residual": consensus,
-                   "primal_residual": primal, "dual_residual": dual,
+                   "primal_residual": state.primal, "dual_residual": state.dual,
                    "max_violation": max(r.violation for r in reports),
                    "noise_magnitude": float(np.mean(noise_norms)) if noise_norms else 0.0, "rho": rho, "eta": eta,
-                   "solver_time": sum(r.solver_time for r in reports), "fallbacks": sum(len(r.fallbacks) for r in reports)}
+                   "solver_time": sum(r.solver_time for r in reports),
+                   "fallbacks": sum(len(r.fallbacks) for r in reports)}
             if privacy is not None:
                 row["eps_basic"] = max(ledger.spent(n, "basic")[0] for n in names)
                 if accountant != "basic":
                     row[f"eps_{accountant}"] = max(ledger.spent(n, accountant)[0] for n in names)
             row["wall_time"] = time.perf_counter() - start
-            rows.append(row)
+            state.rows.append(row)
+            if (algorithm.tol_primal is not None and algorithm.tol_dual is not None
+                    and state.primal <= algorithm.tol_primal and state.dual <= algorithm.tol_dual):
+                state.stop_reason = "tolerance"
+            if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
+                save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "workers": backend.states(),
+                                             "ledger": ledger.to_dict()})
             bar.update(1)
-            bar.set_postfix(residual=f"{primal:.2e}", objective=f"{row['objective']:.4g}")
+            bar.set_postfix(residual=f"{state.primal:.2e}", objective=f"{row['objective']:.4g}")
             if callback is not None:
                 callback(t, row)
-            if (algorithm.tol_primal is not None and algorithm.tol_dual is not None
-                    and primal <= algorithm.tol_primal and dual <= algorithm.tol_dual):
-                stop_reason = "tolerance"
-                break
         bar.close()
-        rho_final = rho_prev if rho_prev is not None else algorithm.rho_schedule(1)
-        w_final = global_update(ez, lam, gidx, n_global, rho_final)
+        rho_final = state.rho_prev if state.rho_prev is not None else algorithm.rho_schedule(1)
+        w_final = global_update(state.ez, state.lam, gidx, n_global, rho_final)
         local = dict(zip(names, backend.local_solutions()))
     finally:
         backend.close()
     solution = {k: w_final[offsets[k]:offsets[k] + sizes[k]] for k in keys}
-    history = pd.DataFrame(rows, columns=None if rows else ["round", "objective", "consensus_residual",
-                                                            "primal_residual", "dual_residual", "max_violation",
-                                                            "noise_magnitude", "rho", "eta", "solver_time",
-                                                            "fallbacks", "wall_time"])
-    return Result(history=history, agent_history=pd.DataFrame(agent_rows), solution=solution, local=local,
-                  privacy=ledger.summary(), config=config, stop_reason=stop_reason, ledger=ledger,
+    history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
+    return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
+                  privacy=ledger.summary(), config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
                   agents=list(agents))
+
+
+@dataclass
+class _ServerState:
+    """The aggregator's side of a run; with the workers' states and the ledger it is a checkpoint."""
+
+    ez: list[np.ndarray]
+    lam: list[np.ndarray]
+    t: int = 0
+    rho_prev: float | None = None
+    primal: float = 0.0
+    dual: float = 0.0
+    w_prev: np.ndarray | None = None
+    rows: list[dict] = field(default_factory=list)
+    agent_rows: list[dict] = field(default_factory=list)
+    stop_reason: str | None = None
 
 
 def _message(t: int, bw: np.ndarray, rho: float, eta: float, plan: Any, privacy: Any):

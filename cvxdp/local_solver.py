@@ -6,7 +6,8 @@ It is compiled once per agent:
 * :class:`BoxProjection` — when ``W`` is a box (every constraint bounds one coordinate), the projection is
   a clip, whatever the weights.
 * :class:`ConicProjection` — otherwise CVXPY canonicalizes ``W`` once; each call only writes the linear
-  term ``q = -c*v`` (and the diagonal of ``P`` when the weights change) into a live Clarabel solver.
+  term ``q = -c*v`` (and the diagonal of ``P`` when the weights change) and hands the cached canonical data
+  into a live Clarabel solver — no CVXPY work in the loop.
   If Clarabel fails the call falls back to ECOS, then OSQP (QP-representable sets), through a CVXPY
   problem whose only changing data are Parameters (DPP, warm-started). When every solver fails a
   :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
@@ -100,14 +101,14 @@ class ConicProjection:
         self.solvers = tuple(solvers)
         self.settings = clarabel.DefaultSettings()
         self.settings.verbose = False
-        self.settings.presolve_enable = False  # keeps q/P updates allowed
+        self.settings.presolve_enable = False  # q updates need the un-presolved problem
         # a duality gap g leaves the strongly convex projection sqrt(2g/c) from the optimum: ask for a small gap
         self.settings.tol_gap_abs = 1e-10
         self.settings.tol_gap_rel = 1e-10
         for key, value in (settings or {}).items():
             setattr(self.settings, key, value)
-        self._solver: clarabel.DefaultSolver | None = None
         self._weights: np.ndarray | None = None
+        self._solver: clarabel.DefaultSolver | None = None
         self._fallback: dict[bytes, tuple[cp.Problem, cp.Parameter]] = {}
 
     # -- direct Clarabel path -------------------------------------------------
@@ -117,16 +118,16 @@ class ConicProjection:
         return sp.triu(sp.diags(diag), format="csc")
 
     def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
+        # The live solver is always set up with q = 0 (when the weights change) and then only receives
+        # update(q=...). Clarabel's setup-time scalings therefore never depend on earlier calls: the answer is a
+        # function of (v, c) alone — bit for bit — so resumed runs and other backends give the same numbers.
+        if self._solver is None or not np.array_equal(c, self._weights):
+            self._solver = clarabel.DefaultSolver(self._P(c), np.zeros(self.n_x), self.A, self.b, self.cones,
+                                                  self.settings)
+            self._weights = c.copy()
         q = np.zeros(self.n_x)
         q[self.cols] = -c * v
-        if self._solver is None or self._weights is None or not np.array_equal(c, self._weights):
-            if self._solver is not None and self._solver.is_data_update_allowed():
-                self._solver.update(P=self._P(c).data, q=q)
-            else:
-                self._solver = clarabel.DefaultSolver(self._P(c), q, self.A, self.b, self.cones, self.settings)
-            self._weights = c.copy()
-        else:
-            self._solver.update(q=q)
+        self._solver.update(q=q)
         sol = self._solver.solve()
         status = str(sol.status)
         if sol.status in (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved):

@@ -27,8 +27,13 @@ class CaseRun:
     summary: dict[str, Any]
 
 
-def run_case(case: Case, *, progress: bool = False, instance: Any = None) -> CaseRun:
-    """Run ``case`` once and return its result and a flat summary (final metrics + template metrics)."""
+def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkpoint: Any = None,
+             checkpoint_every: int = 5) -> CaseRun:
+    """Run ``case`` once and return its result and a flat summary (final metrics + template metrics).
+
+    With ``checkpoint`` (a directory) the run checkpoints every ``checkpoint_every`` rounds and resumes
+    from a checkpoint of the same run found there.
+    """
     instance = build_instance(case) if instance is None else instance
     run = case.run
     budget = None
@@ -37,7 +42,8 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None) -> Cas
     start = time.perf_counter()
     result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
                    accountant=run.get("accountant", "pld"), budget=budget, backend=run.get("backend", "serial"),
-                   seed=run.get("seed", 0), target_delta=run.get("target_delta"), progress=progress)
+                   seed=run.get("seed", 0), target_delta=run.get("target_delta"), progress=progress,
+                   checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     result.config["case"] = case.to_dict()
     summary = {"case": case.name, "mechanism": case.privacy.get("mechanism", "none"),
                "epsilon": case.privacy.get("epsilon"), "local_updates": case.algorithm.get("local_updates", 1),

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .checkpoint import remove_checkpoint
 from .config import MECHANISMS, load_case, load_toml, resolve_case_path
 from .errors import ConfigError
 from .results import RESULT_FILE, _jsonable, load_result
@@ -155,11 +156,11 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         else:
             if instance is None:
                 instance = build_instance(base)
-            outcome = run_case(_cell_case(study, base, cell, rounds), instance=instance)
+            outcome = run_case(_cell_case(study, base, cell, rounds), instance=instance, checkpoint=cell_dir)
             result, summary = outcome.result, _jsonable(outcome.summary)
-            cell_dir.mkdir(parents=True, exist_ok=True)
             (cell_dir / "summary.json").write_text(json.dumps(summary, indent=2))
             result.save(cell_dir)  # writes result.json last
+            remove_checkpoint(cell_dir)
             computed += 1
         cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
                      "local_updates": cell.local_updates, "seed": cell.seed}
@@ -271,7 +272,7 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
             lines += ["## Consensus residual by J (mean final value)", "", res.to_markdown() if _has_tabulate()
                       else res.to_string(), ""]
             lower = []
-            for idx, row in res.iterrows():
+            for _, row in res.iterrows():
                 vals = row.dropna().values
                 if len(vals) > 1:
                     lower.append(vals[-1] < vals[0])

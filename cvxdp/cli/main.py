@@ -79,6 +79,7 @@ def cases_cmd(as_json: bool) -> None:
 def run_cmd(case_file, mechanism, epsilon, delta, rounds, local_updates, algorithm, seed, accountant, out,
             progress, as_json) -> None:
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
+    from ..checkpoint import remove_checkpoint
     from ..config import load_case
     from ..runs import run_case
 
@@ -86,10 +87,12 @@ def run_cmd(case_file, mechanism, epsilon, delta, rounds, local_updates, algorit
         algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta},
         run={"seed": seed, "accountant": accountant})
-    outcome = run_case(case, progress=progress and sys.stderr.isatty())
     mech = case.privacy.get("mechanism", "none")
     out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
+    # checkpoints go next to the history: a killed run resumes when the same command is run again
+    outcome = run_case(case, progress=progress and sys.stderr.isatty(), checkpoint=out)
     outcome.result.save(out)
+    remove_checkpoint(out)
     summary = {**outcome.summary, "history": str(out)}
     priv = summary.get("privacy") or {}
     human = "\n".join([f"case {case.name}: {summary['rounds']} rounds ({summary['stop_reason']}), "

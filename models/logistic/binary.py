@@ -84,6 +84,35 @@ class BinaryLogistic:
                           + 0.5 * self.reg * self.reg_weight * cp.sum_squares(self.f))
         self.constraints = [] if bound is None else [self.f <= bound, self.f >= -bound]
 
+    @classmethod
+    def pooled(cls, models: Sequence[BinaryLogistic], name: str = "central") -> BinaryLogistic:
+        """One model over the union of the agents' data, with the whole regulariser (value ``sum_p f_p``)."""
+        m0 = models[0]
+        return cls(np.vstack([m.X for m in models]), np.concatenate([m.y for m in models]), total=m0.total,
+                   reg=m0.reg, reg_weight=sum(m.reg_weight for m in models), bound=m0.bound, name=name,
+                   clip=m0.clip)
+
+    def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
+        """``min f s.t. W`` with the data as constants, and its variable."""
+        f = cp.Variable(self.shape, name="theta")
+        obj = cp.sum(cp.logistic(-(self.A @ f))) / self.total + 0.5 * self.reg * self.reg_weight * cp.sum_squares(f)
+        cons = [] if self.bound is None else [f <= self.bound, f >= -self.bound]
+        return cp.Problem(cp.Minimize(obj), cons), f
+
+    @property
+    def box(self) -> tuple[float, float]:
+        """``(lo, hi)`` of the box (infinite without one)."""
+        return (-np.inf, np.inf) if self.bound is None else (-self.bound, self.bound)
+
+    @property
+    def lipschitz(self) -> float:
+        """``||X||_2^2 / (4 N) + reg_weight * reg`` (logistic'' <= 1/4)."""
+        return float(np.linalg.norm(self.X, 2) ** 2 / (4.0 * self.total) + self.reg * self.reg_weight)
+
+    def predict(self, u: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Labels in {-1, +1} (``sign(x^T f)``, ties -> +1)."""
+        return np.where(X @ u >= 0, 1, -1)
+
     def value(self, u: np.ndarray) -> float:
         """``f_p`` at ``u``."""
         return binary_cost(u, self.X, self.y, self.total, self.reg, self.reg_weight)

@@ -140,6 +140,34 @@ class MulticlassLogistic:
                           - cp.sum(cp.multiply(self.M_param, self.theta))) / self.total
         self.constraints = [self.theta <= self.bound, self.theta >= -self.bound]
 
+    # ----------------------------------------------------------------- references
+    @classmethod
+    def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central") -> MulticlassLogistic:
+        """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``)."""
+        m0 = models[0]
+        return cls(np.vstack([m.X for m in models]), np.concatenate([m.y for m in models]), classes=m0.classes,
+                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip)
+
+    def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
+        """``min f s.t. W`` with the data as constants (no parameter canonicalization), and its variable."""
+        theta = cp.Variable(self.shape, name="theta")
+        obj = (cp.sum(cp.log_sum_exp(self.X @ theta, axis=1)) - cp.sum(cp.multiply(self.X.T @ self.Y, theta)))
+        return cp.Problem(cp.Minimize(obj / self.total), [theta <= self.bound, theta >= -self.bound]), theta
+
+    @property
+    def box(self) -> tuple[float, float]:
+        """``(lo, hi)`` of the box ``W``."""
+        return -self.bound, self.bound
+
+    @property
+    def lipschitz(self) -> float:
+        """A Lipschitz constant of the gradient: ``||X||_2^2 / (2 I)`` (softmax Hessian <= I/2)."""
+        return float(np.linalg.norm(self.X, 2) ** 2 / (2.0 * self.total))
+
+    def predict(self, u: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Class indices ``argmax_k (theta^T x)_k`` (invariant to the row scaling of ``X``)."""
+        return np.argmax(X @ self.unflatten(u), axis=1)
+
     # ----------------------------------------------------------------- fast numpy evaluation
     def unflatten(self, u: np.ndarray) -> np.ndarray:
         """Flat column-major vector -> (d, K) matrix."""

@@ -1,0 +1,237 @@
+"""The "power" template: zone-decomposed SOC power flow (SPEC §6.1, Ryu & Kim Appendix D).
+
+``[model]`` keys (case file)
+----------------------------
+network : str, required
+    A pandapower built-in case, e.g. ``"case14"``, ``"case118"``, ``"case1354pegase"``.
+zones : list of lists of int
+    The partition, as MATPOWER (1-based) bus numbers. Exactly one of ``zones`` and ``auto_zones``.
+auto_zones : int >= 2
+    Number of zones of an automatic connected partition (:func:`~cvxdp_models.power.zones.auto_zones`).
+objective : "balance" (default) or "cost"
+    ``"balance"``: ``penalty * sum_i (pinj_i - pd_i)^2 + (qinj_i - qd_i)^2`` over each zone's buses (the
+    paper's eq. 28). ``"cost"``: generator cost divided by ``cost_scale`` plus the same penalty term.
+alpha : float > 0, default 0.1
+    Adjacency size (p.u.) of the neighbouring relation on loads (see :func:`load_sensitivity`).
+penalty : float >= 0
+    Weight ``s`` of the squared balance deviations; default 1 for "balance". For "cost" the default (or 0)
+    is **exact** balance ``pinj = pd, qinj = qd`` as constraints: the economic dispatch, which ADMM solves
+    well but whose loads then sit in the feasible set, so it has no gradient sensitivity and cannot run
+    privately. A positive penalty keeps the loads in the objective (private runs possible) but makes the
+    problem ill-conditioned: the penalized optimum is ``sum_i lambda_i^2 / (4 s)`` below the exact one
+    (``lambda``: the scaled marginal costs), and first-order methods need ``eta ~ 2 s``.
+cost_scale : float > 0, default 1000
+    The generator cost (currency/h) is divided by it inside the "cost" objective.
+load_scale : float > 0, default 1
+    Multiplies every load.
+
+Each zone ``p`` becomes ``cvxdp.Agent(f"zone{p}")`` over one variable vector: its buses, the adjacent buses
+across cut lines and the cut lines (see :mod:`.soc`). Shared keys: ``f"line{k}"`` (1-based branch index
+of a cut line) -> ``[wr, wi, p_fr, q_fr, p_to, q_to]`` and ``f"w{bus}"`` (MATPOWER bus number of a bus at
+either end of a cut line) -> ``w``. Each bus's balance belongs to its owner zone only, so the zone
+objectives sum to the centralized objective.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import cvxdp
+from cvxdp.errors import ConfigError
+
+from ..base import ModelInstance
+from .ac_check import run_ac_check
+from .network import PowerCase, load_case
+from .soc import OBJECTIVES, SocModel, solve_central
+from .zones import auto_zones, parse_zones, zone_of_bus
+
+__all__ = ["build", "build_agents", "load_sensitivity", "ZoneModel", "MODEL_KEYS"]
+
+MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
+DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
+EXACT_RELATION = ("none: with exact balance the loads are in the constraints, so there is no gradient "
+                  "sensitivity; use objective = 'balance' or a positive penalty for private runs")
+RELATION = ("alpha-adjacent loads: the loads differ at one bus only, by at most alpha (p.u.) in active and "
+            "at most alpha in reactive demand")
+
+
+def load_sensitivity(penalty: float, alpha: float) -> cvxdp.Sensitivity:
+    """Exact gradient sensitivity of a zone objective under alpha-adjacent loads.
+
+    The loads enter the objective only through ``s * ((pinj_i - pd_i)^2 + (qinj_i - qd_i)^2)``, whose
+    gradient with respect to ``(pinj_i, qinj_i)`` is ``-2 s (pd_i - pinj_i, qd_i - qinj_i)``; every other
+    coordinate's gradient (including the generator cost) is data-free. If the loads of one bus change by
+    ``(dp, dq)`` with ``|dp|, |dq| <= alpha``, the gradient changes by ``2 s (dp, dq)`` in two coordinates:
+    ``Delta_1 = 4 s alpha`` and ``Delta_2 = 2 sqrt(2) s alpha``, attained at every ``u``.
+    """
+    return cvxdp.Sensitivity(l1=4.0 * penalty * alpha, l2=2.0 * math.sqrt(2.0) * penalty * alpha,
+                             relation=RELATION, alpha=alpha)
+
+
+def _float(model: dict, key: str, default: float, *, zero_ok: bool = False) -> float:
+    value = model.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
+            or (value == 0 and not zero_ok):
+        interval = "[0, inf)" if zero_ok else "(0, inf)"
+        raise ConfigError(f"The {key!r} entry of [model] must be a float in {interval}. Got {value!r} instead.")
+    return float(value)
+
+
+def _check_model(model: dict) -> dict[str, Any]:
+    if not isinstance(model, dict):
+        raise ConfigError(f"[model] must be a table. Got {type(model).__name__} instead.")
+    unknown = sorted(set(model) - set(MODEL_KEYS))
+    if unknown:
+        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the power template. "
+                          f"Allowed: {', '.join(MODEL_KEYS)}.")
+    if "network" not in model:
+        raise ConfigError("[model] of the power template needs a 'network' entry, e.g. network = \"case14\".")
+    if not isinstance(model["network"], str):
+        raise ConfigError(f"The 'network' entry of [model] must be a str such as 'case14'. "
+                          f"Got {model['network']!r} instead.")
+    if ("zones" in model) == ("auto_zones" in model):
+        raise ConfigError("[model] of the power template needs exactly one of 'zones' (a list of lists of bus "
+                          "numbers) and 'auto_zones' (a number of zones).")
+    objective = model.get("objective", "balance")
+    if objective not in OBJECTIVES:
+        raise ConfigError(f"The 'objective' entry of [model] must be one of {', '.join(map(repr, OBJECTIVES))}. "
+                          f"Got {objective!r} instead.")
+    auto = model.get("auto_zones")
+    if auto is not None and (isinstance(auto, bool) or not isinstance(auto, int) or auto < 2):
+        raise ConfigError(f"The 'auto_zones' entry of [model] must be an int in [2, inf). Got {auto!r} instead.")
+    zones = model.get("zones")
+    if zones is not None and isinstance(zones, list) and len(zones) < 2:
+        raise ConfigError(f"The 'zones' entry of [model] must list at least 2 zones. Got {len(zones)} instead.")
+    return {"network": model["network"], "zones": zones, "auto_zones": auto, "objective": objective,
+            "alpha": _float(model, "alpha", 0.1),
+            "penalty": _float(model, "penalty", DEFAULT_PENALTY[objective], zero_ok=objective == "cost"),
+            "cost_scale": _float(model, "cost_scale", 1000.0), "load_scale": _float(model, "load_scale", 1.0)}
+
+
+class ZoneModel:
+    """The zone decomposition of a case: one :class:`SocModel` and one :class:`cvxdp.Agent` per zone."""
+
+    def __init__(self, case: PowerCase, zones: list[np.ndarray], *, objective: str = "balance",
+                 penalty: float | None = 1.0, cost_scale: float = 1000.0, alpha: float = 0.1) -> None:
+        if len(zones) < 2:
+            raise ConfigError(f"A zone decomposition needs at least 2 zones. Got {len(zones)} instead.")
+        if objective not in OBJECTIVES:
+            raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. "
+                              f"Got {objective!r} instead.")
+        exact = objective == "cost" and not penalty
+        penalty = None if exact else (1.0 if penalty is None else float(penalty))
+        self.case, self.zones = case, zones
+        self.objective, self.penalty, self.cost_scale, self.alpha = objective, penalty, cost_scale, alpha
+        self.owner = zone_of_bus(case, zones)
+        on = np.flatnonzero(case.branch_status)
+        self.cut_lines = np.array([k for k in on if self.owner[case.f_bus[k]] != self.owner[case.t_bus[k]]], dtype=int)
+        self.boundary = np.unique(np.concatenate([case.f_bus[self.cut_lines], case.t_bus[self.cut_lines]])) \
+            if len(self.cut_lines) else np.zeros(0, dtype=int)
+        self.models: list[SocModel] = []
+        self.agents: list[cvxdp.Agent] = []
+        sens = cvxdp.Sensitivity(relation=EXACT_RELATION, alpha=alpha) if exact else load_sensitivity(penalty, alpha)
+        cut = set(self.cut_lines.tolist())
+        boundary = set(self.boundary.tolist())
+        for p, own in enumerate(zones, start=1):
+            m = SocModel(case, own, name=f"zone{p}")
+            lay = m.layout
+            shared = {}
+            for k in lay.lines:
+                if int(k) in cut:
+                    shared[f"line{int(k) + 1}"] = m.u[lay.line_block(int(k))]
+            for i in lay.buses:
+                if int(i) in boundary:
+                    shared[f"w{int(case.bus_number[i])}"] = m.u[lay.bus_w(int(i))]
+            cons = m.constraints + (m.balance_constraints() if exact else [])
+            agent = cvxdp.Agent(f"zone{p}", m.objective(objective, penalty=penalty, cost_scale=cost_scale),
+                                cons, shared=shared,
+                                gradient=m.gradient(objective, penalty=penalty, cost_scale=cost_scale),
+                                sensitivity=sens)
+            self.models.append(m)
+            self.agents.append(agent)
+
+    # ------------------------------------------------------------------ evaluation
+    def generator_output(self, local: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Active generation per generator and voltage magnitude per bus from the zones' local vectors."""
+        pg = np.zeros(self.case.n_gen)
+        vm = np.full(self.case.n_bus, np.nan)
+        for agent, m in zip(self.agents, self.models):
+            u = np.asarray(local[agent.name], dtype=float)
+            pg[m.layout.gens] = u[m.layout.pg]
+            nown = len(m.layout.own)
+            vm[m.layout.buses[:nown]] = np.sqrt(np.maximum(u[m.layout.w[:nown]], 0.0))
+        return pg, vm
+
+    def metrics(self, local: dict[str, np.ndarray]) -> dict[str, float]:
+        """Generator cost (currency/h), total squared balance deviation and objective at local vectors."""
+        cost = balance = objective = 0.0
+        gc = self.case.gencost
+        for agent, m in zip(self.agents, self.models):
+            u = np.asarray(local[agent.name], dtype=float)
+            lay = m.layout
+            pg = u[lay.pg]
+            cost += float(np.sum(gc[lay.gens, 0] * pg ** 2 + gc[lay.gens, 1] * pg + gc[lay.gens, 2]))
+            balance += float(np.sum((u[lay.pinj] - m.pd.value) ** 2 + (u[lay.qinj] - m.qd.value) ** 2))
+            objective += agent.objective_value(u)
+        return {"cost": cost, "balance_deviation": balance, "zone_objective": objective}
+
+    def central(self, objective: str | None = None, *, ac_check: bool = True, solver: str = "CLARABEL") -> dict[str, Any]:
+        """Centralized solve of the same model (or of ``objective`` with the same penalty)."""
+        kind = self.objective if objective is None else objective
+        if kind not in OBJECTIVES:
+            raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead.")
+        res = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale, solver=solver)
+        out = {k: res[k] for k in ("objective", "solver", "time_s", "status", "cost", "balance")}
+        out["objective_kind"] = kind
+        if ac_check:
+            start = time.perf_counter()
+            mismatch = run_ac_check(self.case, res["pg"], res["vm"])
+            out.update({f"ac_{k}": v for k, v in mismatch.items()})
+            out["ac_time_s"] = time.perf_counter() - start
+        return out
+
+
+def build_agents(case: PowerCase, zones: list[np.ndarray], **options: Any) -> ZoneModel:
+    """Zone agents of ``case`` for an explicit partition (bus positions); see :class:`ZoneModel`."""
+    return ZoneModel(case, zones, **options)
+
+
+def build(model: dict, *, base_dir: Path) -> ModelInstance:
+    """Build the zone agents of a case file's ``[model]`` table (see the module docstring)."""
+    cfg = _check_model(model)
+    case = load_case(cfg["network"])
+    if cfg["load_scale"] != 1.0:
+        case = case.with_loads(case.pd * cfg["load_scale"], case.qd * cfg["load_scale"])
+    if cfg["zones"] is not None:
+        zones = parse_zones(case, cfg["zones"])
+    else:
+        zones = auto_zones(case, cfg["auto_zones"])
+    zm = ZoneModel(case, zones, objective=cfg["objective"], penalty=cfg["penalty"], cost_scale=cfg["cost_scale"],
+                   alpha=cfg["alpha"])
+    cache: dict[str, dict[str, Any]] = {}
+
+    def central(objective: str | None = None, **options: Any) -> dict[str, Any]:
+        key = f"{objective}|{sorted(options.items())}"
+        if key not in cache:
+            cache[key] = zm.central(objective, **options)
+        return dict(cache[key])
+
+    def evaluate(result: Any) -> dict[str, float]:
+        ref = central(ac_check=False)
+        out = zm.metrics(result.local)
+        gap = out["zone_objective"] - ref["objective"]
+        out.update({"central_objective": ref["objective"], "central_cost": ref["cost"], "objective_gap": gap,
+                    "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan")})
+        return out
+
+    info = {**case.summary(), "zones": [case.bus_number[z].tolist() for z in zones], "objective": cfg["objective"],
+            "penalty": cfg["penalty"], "cost_scale": cfg["cost_scale"], "alpha": cfg["alpha"],
+            "load_scale": cfg["load_scale"], "cut_lines": [int(k) + 1 for k in zm.cut_lines],
+            "boundary_buses": case.bus_number[zm.boundary].tolist(), "relation": RELATION,
+            "variables_per_zone": [m.layout.size for m in zm.models]}
+    return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info)

@@ -1,0 +1,115 @@
+"""The command line: every command's --json prints one JSON object last; bad input gets one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from cvxdp.cli.main import cli
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+
+
+def invoke(*args, ok=True):
+    result = CliRunner().invoke(cli, list(args))
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def last_json(result) -> dict:
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_cases_lists_shipped_cases():
+    payload = last_json(invoke("cases", "--json"))
+
+    assert "toy" in {c["name"] for c in payload["cases"]}
+
+
+def test_run_prints_summary_and_saves_history(tmp_path):
+    out = tmp_path / "hist"
+
+    payload = last_json(invoke("run", str(CASES / "toy.toml"), "--mechanism", "ObjG", "--epsilon", "1.0",
+                               "--rounds", "20", "--local-updates", "2", "--seed", "3", "--out", str(out), "--json"))
+
+    assert payload["rounds"] == 20 and payload["mechanism"] == "ObjG"
+    for key in ("objective", "consensus_residual", "max_violation", "noise_magnitude"):
+        assert isinstance(payload[key], float)
+    assert set(payload["privacy"]) == {"basic", "rdp", "pld"}
+    assert payload["privacy"]["basic"][0] == pytest.approx(40.0)
+    assert len(pd.read_csv(out / "history.csv")) == 20
+
+
+def test_run_by_shipped_name_and_central_agree(tmp_path):
+    run = last_json(invoke("run", "toy", "--rounds", "400", "--out", str(tmp_path / "r"), "--json"))
+    central = last_json(invoke("central", "toy", "--json"))
+
+    assert abs(run["objective"] - central["objective"]) / central["objective"] < 1e-3
+
+
+@pytest.mark.parametrize("content, match", [
+    ("[case\nname = 1", "not valid TOML"),
+    ("[case]\ntemplate = 'toy'\n[algorithm]\nrhoo = 1.0", "unknown key(s) 'rhoo' in [algorithm]"),
+    ("[case]\ntemplate = 'nope'", "'template' entry of [case] must be one of"),
+    ("[case]\ntemplate = 'toy'\n[privacy]\nmechanism = 'ObjX'", "'mechanism' entry of [privacy]"),
+    ("[case]\ntemplate = 'toy'\n[model]\nagents = 0", "'agents' entry of [model]"),
+    ("[case]\ntemplate = 'toy'\n[algorithm]\nrho = -1.0", "'rho' parameter of LinearizedADMM"),
+    ("[case]\ntemplate = 'toy'\n[wat]\nx = 1", "unknown section(s) [wat]"),
+])
+def test_bad_case_files_get_one_clear_line(tmp_path, content, match):
+    case = tmp_path / "bad.toml"
+    case.write_text(content)
+
+    result = invoke("run", str(case), "--out", str(tmp_path / "o"), ok=False)
+
+    assert result.exit_code != 0
+    assert match in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unknown_case_lists_shipped_ones():
+    result = invoke("run", "case9999", ok=False)
+
+    assert "does not exist" in result.output and "toy" in result.output
+
+
+def test_study_runs_resumes_and_reports(tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text(f"""[study]
+name = "toy-grid"
+case = "{(CASES / 'toy.toml').as_posix()}"
+mechanisms = ["ObjG", "OutG"]
+epsilons = [0.5, 2.0]
+local_updates = [1, 3]
+seeds = [0]
+rounds = 8
+""")
+    out = tmp_path / "out"
+
+    first = last_json(invoke("study", str(study), "--out", str(out), "--json", "--no-progress"))
+    (out / "runs" / "ObjG_eps0.5_J1_seed0" / "result.json").unlink()  # as if killed mid-way through that cell
+    second = last_json(invoke("study", str(study), "--out", str(out), "--json", "--no-progress"))
+
+    assert first["runs"] == 10 and first["computed"] == 10
+    assert second["computed"] == 1 and second["reused"] == 9
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 10
+    assert {"noise_magnitude", "objective", "eps_basic", "eps_pld"} <= set(results.columns)
+    for name in ("noise_vs_epsilon.png", "objective_vs_rounds_J1.png", "objective_vs_rounds_J3.png",
+                 "residual_ObjG_by_J.png", "report.md", "ledger.json", "histories.csv"):
+        assert (out / name).exists(), name
+    assert "ObjPert vs OutPert" in (out / "report.md").read_text()
+
+
+def test_bad_study_files(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(f"[study]\ncase = '{(CASES / 'toy.toml').as_posix()}'\nepsilons = [0.5, -1.0]\n")
+
+    result = invoke("study", str(study), "--out", str(tmp_path / "o"), ok=False)
+
+    assert "'epsilons' entry of [study] must hold positive numbers" in result.output
