@@ -20,7 +20,7 @@ else:  # pragma: no cover
 MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
 _CASE_KEYS = {"name", "template", "description"}
 _ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual"}
-_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "budget"}
+_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "budget", "noise_source"}
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
              "run": _RUN_KEYS}

@@ -110,12 +110,16 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     if not isinstance(algorithm, Algorithm):
         raise fail("algorithm", "solve", "a cvxdp.LinearizedADMM or cvxdp.ADMM", type(algorithm).__name__)
     algorithm.validate()
-    _check_privacy(privacy, algorithm)
     check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
     budget = _check_budget(budget)
     seed = check_int(seed, "seed", "solve", 0)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", "solve", 1)
     backend = get_backend(backend)
+    if algorithm.custom_loop:  # decentralized / sharing algorithms bring their own round structure
+        return algorithm.run(agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
+                             seed=seed, target_delta=target_delta, solvers=tuple(solvers), progress=progress,
+                             callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+    _check_privacy(privacy, algorithm)
     sizes = check_agents(agents, private=False)
     if privacy is not None:
         for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,7 +175,9 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         ledgers[cell.key] = result.privacy
     bar.close()
     results = pd.DataFrame(rows)
-    history = pd.concat(histories, ignore_index=True)
+    with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
+        warnings.simplefilter("ignore", FutureWarning)
+        history = pd.concat([h for h in histories if len(h)], ignore_index=True)
     results.to_csv(out / "results.csv", index=False)
     history.to_csv(out / "histories.csv", index=False)
     (out / "ledger.json").write_text(json.dumps(_jsonable(ledgers), indent=2))

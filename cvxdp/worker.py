@@ -83,14 +83,11 @@ class AgentWorker:
             z, report = self.prox.solve(msg.bw + self.lam / msg.rho, msg.rho, round=msg.round)
             norms, reports = [], [report]
         else:
-            noise = None
-            if msg.plan is not None:
-                plan, rng = msg.plan, self.rng
-                noise = lambda n: plan.sample(rng, n)  # noqa: E731 - the agent's own generator, never reseeded
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
             z, norms, reports = linearized_updates(
                 self.z, grad=self.agent.grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
-                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, noise=noise, placement=msg.placement)
+                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
+                placement=msg.placement)
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
@@ -99,6 +96,15 @@ class AgentWorker:
             noise_norms=norms, solver_time=sum(r.seconds for r in reports),
             compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
             fallbacks=[f for r in reports for f in r.fallbacks])
+
+    def _perturber(self, plan):
+        """``value -> value + xi`` with this agent's own generator (never reseeded)."""
+        if plan is None:
+            return None
+        rng = self.rng
+        if getattr(plan, "noise_source", "numpy") == "opendp":  # the addition itself happens inside OpenDP
+            return lambda value: plan.perturb(rng, value)
+        return lambda value: value + plan.sample(rng, value.size)
 
     def local(self) -> np.ndarray:
         return self.z.copy()

@@ -3,5 +3,6 @@
 from .admm import ADMM
 from .base import Algorithm, dual_update, global_update
 from .ladmm import LinearizedADMM
+from .sharing import ADMMSharing, SharingGaussian
 
-__all__ = ["ADMM", "Algorithm", "LinearizedADMM", "dual_update", "global_update"]
+__all__ = ["ADMM", "ADMMSharing", "Algorithm", "LinearizedADMM", "SharingGaussian", "dual_update", "global_update"]

@@ -61,12 +61,13 @@ class LinearizedADMM(Algorithm):
 
 def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray], project: Projector,
                        sidx: np.ndarray, bw: np.ndarray, lam: np.ndarray, rho: float, eta: float, J: int,
-                       noise: Callable[[int], np.ndarray] | None, placement: str | None,
+                       perturb: Callable[[np.ndarray], np.ndarray] | None, placement: str | None,
                        ) -> tuple[np.ndarray, list[float], list[object]]:
     """Run J local updates from ``u`` (SPEC §2 step 2) and return the average output and the noise norms.
 
-    ``u^j = Proj_{W, c}(v)``, ``v = (eta u^{j-1} + rho E^T B w + E^T lambda - g^{j-1} - xi^j) / c``,
-    ``c = eta + rho*[shared]``. Under output perturbation xi is added after the projection instead.
+    ``u^j = Proj_{W, c}(v)``, ``v = (eta u^{j-1} + rho E^T B w + E^T lambda - (g^{j-1} + xi^j)) / c``,
+    ``c = eta + rho*[shared]``. ``perturb(value)`` returns ``value + xi`` (the mechanism's noise); under
+    objective perturbation it perturbs the gradient, under output perturbation the projected point.
     """
     n = u.size
     c = np.full(n, eta)
@@ -77,15 +78,16 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
     norms: list[float] = []
     reports: list[object] = []
     for _ in range(J):
-        v = eta * u + anchor - grad(u)
-        xi = noise(n) if noise is not None else None
-        if xi is not None and placement == "objective":
-            v -= xi
-        u, report = project(v / c, c)
-        if xi is not None:
-            if placement == "output":
-                u = u + xi
-            norms.append(float(np.linalg.norm(xi)))
+        g = grad(u)
+        if perturb is not None and placement == "objective":
+            noisy = perturb(g)
+            norms.append(float(np.linalg.norm(noisy - g)))
+            g = noisy
+        u, report = project((eta * u + anchor - g) / c, c)
+        if perturb is not None and placement == "output":
+            noisy = perturb(u)
+            norms.append(float(np.linalg.norm(noisy - u)))
+            u = noisy
         reports.append(report)
         total += u
     return total / J, norms, reports

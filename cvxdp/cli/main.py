@@ -66,6 +66,8 @@ def cases_cmd(as_json: bool) -> None:
               help="Privacy mechanism (overrides [privacy] mechanism).")
 @click.option("--epsilon", type=float, default=None, help="Per-step epsilon (or total with budget='total').")
 @click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise.")
+@click.option("--noise-source", type=click.Choice(["numpy", "opendp"]), default=None,
+              help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable).")
 @click.option("--rounds", type=int, default=None, help="Number of rounds T.")
 @click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
 @click.option("--algorithm", type=click.Choice(["ladmm", "admm"]), default=None)
@@ -76,7 +78,7 @@ def cases_cmd(as_json: bool) -> None:
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def run_cmd(case_file, mechanism, epsilon, delta, rounds, local_updates, algorithm, seed, accountant, out,
+def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_updates, algorithm, seed, accountant, out,
             progress, as_json) -> None:
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
     from ..checkpoint import remove_checkpoint
@@ -85,7 +87,7 @@ def run_cmd(case_file, mechanism, epsilon, delta, rounds, local_updates, algorit
 
     case = load_case(case_file).with_overrides(
         algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
-        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta},
+        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source},
         run={"seed": seed, "accountant": accountant})
     mech = case.privacy.get("mechanism", "none")
     out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
@@ -158,6 +160,11 @@ def _register_optional() -> None:
     except ImportError:  # pragma: no cover
         return
     cli.add_command(privacy)
+    try:
+        from .audit_cmd import audit
+    except ImportError:  # pragma: no cover
+        return
+    cli.add_command(audit)
 
 
 _register_optional()

@@ -1,4 +1,8 @@
-"""Privacy layer of cvxdp: calibration, noise plans, mechanisms, accounting and auditing (SPEC §2.1, §2.2)."""
+"""Privacy layer of cvxdp: calibration, noise plans, mechanisms, accounting and auditing (SPEC §2.1, §2.2).
+
+Noise comes from numpy by default (fast, same-seed reproducible, research-grade); ``noise_source="opendp"``
+selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.secure`, ``pip install 'cvxdp[secure]'``).
+"""
 
 from .accounting import (
     ACCOUNTANTS,
@@ -9,7 +13,7 @@ from .accounting import (
     pld_epsilon,
     rdp_epsilon,
 )
-from .audit import AuditResult, empirical_epsilon
+from .audit import AuditResult, audit_local_update, audit_mechanism, empirical_epsilon
 from .calibration import (
     calibrate_to_total,
     gaussian_epsilon,
@@ -26,11 +30,12 @@ from .mechanisms import (
     make_mechanism,
     mechanism_from_dict,
 )
-from .noise import NoisePlan
+from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "MECHANISMS", "AuditResult", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
-    "PrivacyLedger", "basic_composition", "calibrate_to_total", "empirical_epsilon", "event_from_dict",
+    "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "AuditResult", "NoisePlan", "ObjectivePerturbation",
+    "OutputPerturbation", "PrivacyLedger", "audit_local_update", "audit_mechanism", "basic_composition",
+    "calibrate_to_total", "empirical_epsilon", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
     "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",
     "rdp_epsilon", "total_epsilon",

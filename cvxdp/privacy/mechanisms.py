@@ -16,7 +16,7 @@ from .._validation import check_choice, check_float, check_int, fail
 from ..errors import DeclarationError, InvalidParameterError
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
-from .noise import NoisePlan
+from .noise import NOISE_SOURCES, NoisePlan
 
 SENSITIVITY_MODES = ("exact", "paper")
 BUDGETS = ("step", "total")
@@ -47,19 +47,29 @@ class _Perturbation:
         "step": epsilon/delta are per local update (the paper's setting). "total": they are each agent's
         total over the run, and the per-step scale is calibrated with
         :func:`~cvxdp.privacy.calibration.calibrate_to_total` over the run's steps under its accountant.
+    noise_source : {"numpy", "opendp"}
+        "numpy" (default): numpy's Laplace/Gaussian samplers on each agent's seeded generator; fast and
+        same-seed reproducible, but research-grade (textbook floating-point samplers are open to
+        least-significant-bit attacks). "opendp": OpenDP's vetted discretized samplers on the operating
+        system's secure randomness (``pip install 'cvxdp[secure]'``); runs are then **not reproducible
+        by seed**, and the noise scale is raised where needed so that OpenDP's own privacy map certifies
+        the per-step claim (a few ulps for Laplace, about 5-20 % more noise for analytic Gaussian). See
+        :mod:`cvxdp.privacy.secure`.
     """
 
     placement: ClassVar[str] = ""
     _prefix: ClassVar[str] = ""
 
     def __init__(self, noise: str, *, epsilon: float, delta: float | None = None,
-                 calibration: str = "analytic", sensitivity: str = "exact", budget: str = "step") -> None:
+                 calibration: str = "analytic", sensitivity: str = "exact", budget: str = "step",
+                 noise_source: str = "numpy") -> None:
         self.noise = noise
         self.epsilon = epsilon
         self.delta = delta
         self.calibration = calibration
         self.sensitivity = sensitivity
         self.budget = budget
+        self.noise_source = noise_source
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -83,6 +93,7 @@ class _Perturbation:
         check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
         check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITY_MODES)
         check_choice(self.budget, "budget", owner, BUDGETS)
+        check_choice(self.noise_source, "noise_source", owner, NOISE_SOURCES)
         if (self.noise == "gaussian" and self.calibration == "classic" and self.budget == "step"
                 and eps >= 1.0):
             raise InvalidParameterError(
@@ -104,11 +115,12 @@ class _Perturbation:
         """JSON-able parameters; ``mechanism_from_dict(mech.describe())`` rebuilds an equal mechanism."""
         return {"mechanism": self.short_name, "placement": self.placement, "noise": self.noise,
                 "epsilon": self.epsilon, "delta": self.delta, "calibration": self.calibration,
-                "sensitivity": self.sensitivity, "budget": self.budget}
+                "sensitivity": self.sensitivity, "budget": self.budget, "noise_source": self.noise_source}
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={getattr(self, k)!r}"
-                         for k in ("epsilon", "delta", "calibration", "sensitivity", "budget"))
+        keys = ("epsilon", "delta", "calibration", "sensitivity", "budget") + \
+            (("noise_source",) if self.noise_source != "numpy" else ())
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in keys)
         return f"{type(self).__name__}({self.noise!r}, {args})"
 
     def __eq__(self, other: object) -> bool:
@@ -159,6 +171,9 @@ class _Perturbation:
         Returns
         -------
         NoisePlan
+            With ``noise_source="opendp"``: the same claim, with the scale raised (if needed) until OpenDP's
+            privacy map for ``agent.layout.size`` coordinates at the calibrated sensitivity certifies it
+            (:func:`cvxdp.privacy.secure.secure_scale`); raises OptionalDependencyError without OpenDP.
         """
         self.validate()
         owner = f"{self._owner}.noise_plan"
@@ -183,7 +198,13 @@ class _Perturbation:
             else:
                 d_step = float(self.delta) / st
                 claim = (gaussian_epsilon(delta_s, scale, d_step), d_step)
-        return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation)
+        if self.noise_source == "opendp":
+            from .secure import secure_scale
+
+            n = getattr(getattr(agent, "layout", None), "size", 1)
+            n = n if isinstance(n, int) and n >= 1 else 1
+            scale = secure_scale(self.noise, delta_s, scale, claim[0], claim[1], n)
+        return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation, self.noise_source)
 
 
 class ObjectivePerturbation(_Perturbation):
@@ -248,8 +269,8 @@ def make_mechanism(name: str | None, **kwargs: Any) -> _Perturbation | None:
     """Build a mechanism from its short name ("ObjL", "ObjG", "OutL", "OutG"; case-insensitive).
 
     ``"none"`` (or None) returns None, the non-private run. Keyword arguments are those of the
-    mechanism (``epsilon``, ``delta``, ``calibration``, ``sensitivity``, ``budget``); the result is
-    validated.
+    mechanism (``epsilon``, ``delta``, ``calibration``, ``sensitivity``, ``budget``, ``noise_source``); the
+    result is validated.
     """
     if name is None or (isinstance(name, str) and name.lower() == "none"):
         return None

@@ -30,19 +30,33 @@ def ac_mismatch(case: PowerCase, pg: np.ndarray, vm: np.ndarray, flow: AcFlow) -
     """
     if not flow.converged:
         nan = float("nan")
-        return {"converged": False, "slack_p_mw": nan, "max_vm_dev": nan, "max_v_violation": nan,
-                "max_q_violation_mvar": nan, "max_overload": nan}
+        return {
+            "converged": False,
+            "slack_p_mw": nan,
+            "max_vm_dev": nan,
+            "max_v_violation": nan,
+            "max_q_violation_mvar": nan,
+            "max_overload": nan,
+        }
     pg = np.asarray(pg, dtype=float)
     vm = np.asarray(vm, dtype=float)
     on = case.gen_status
     slack = float(np.sum(flow.pg[on] - pg[on]) * case.base_mva)
     v_viol = float(np.max(np.maximum(0.0, np.maximum(flow.vm - case.vmax, case.vmin - flow.vm))))
-    q_viol = float(np.max(np.maximum(0.0, np.maximum(flow.qg - case.qmax, case.qmin - flow.qg))[on], initial=0.0))
+    q_viol = float(
+        np.max(np.maximum(0.0, np.maximum(flow.qg - case.qmax, case.qmin - flow.qg))[on], initial=0.0)
+    )
     lim = case.branch_status & (case.rate_a > 0)
     s = np.maximum(flow.branch_s_from, flow.branch_s_to)
     overload = float(np.max(np.maximum(0.0, s[lim] / case.rate_a[lim] - 1.0), initial=0.0))
-    return {"converged": True, "slack_p_mw": slack, "max_vm_dev": float(np.max(np.abs(flow.vm - vm))),
-            "max_v_violation": v_viol, "max_q_violation_mvar": q_viol * case.base_mva, "max_overload": overload}
+    return {
+        "converged": True,
+        "slack_p_mw": slack,
+        "max_vm_dev": float(np.max(np.abs(flow.vm - vm))),
+        "max_v_violation": v_viol,
+        "max_q_violation_mvar": q_viol * case.base_mva,
+        "max_overload": overload,
+    }
 
 
 def run_ac_check(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -32,14 +33,38 @@ import scipy.sparse as sp
 
 from cvxdp.errors import ConfigError, OptionalDependencyError
 
-__all__ = ["PowerCase", "available_cases", "load_case", "case_from_matpower", "make_ybus", "run_ac_power_flow",
-           "AcFlow", "TAP_SIDE_ERRATA"]
+__all__ = [
+    "PowerCase",
+    "available_cases",
+    "load_case",
+    "case_from_matpower",
+    "make_ybus",
+    "run_ac_power_flow",
+    "AcFlow",
+    "TAP_SIDE_ERRATA",
+]
 
 #: Transformers of pandapower's built-in cases whose tap pandapower put on the wrong side, as MATPOWER
 #: (from = tap bus, to) bus numbers.
 TAP_SIDE_ERRATA: dict[str, tuple[tuple[int, int], ...]] = {
-    "case300": ((3, 4), (63, 64), (189, 210), (193, 196), (201, 69), (202, 211), (204, 2040), (209, 198),
-                (218, 219), (7062, 62), (7017, 17), (7039, 39), (7057, 57), (7044, 44), (7055, 55), (7071, 71)),
+    "case300": (
+        (3, 4),
+        (63, 64),
+        (189, 210),
+        (193, 196),
+        (201, 69),
+        (202, 211),
+        (204, 2040),
+        (209, 198),
+        (218, 219),
+        (7062, 62),
+        (7017, 17),
+        (7039, 39),
+        (7057, 57),
+        (7044, 44),
+        (7055, 55),
+        (7071, 71),
+    ),
 }
 
 _EXAMPLES = ("case14", "case30", "case57", "case118", "case300", "case1354pegase", "case2869pegase")
@@ -50,7 +75,9 @@ def _pandapower() -> tuple[Any, Any]:
         import pandapower
         import pandapower.networks as pn
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise OptionalDependencyError("The power template needs pandapower: pip install 'cvxdp[power]'.") from exc
+        raise OptionalDependencyError(
+            "The power template needs pandapower: pip install 'cvxdp[power]'."
+        ) from exc
     logging.getLogger("pandapower").setLevel(logging.ERROR)
     return pandapower, pn
 
@@ -123,7 +150,7 @@ class PowerCase:
     corrected_tap: tuple[int, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        for name, value in vars(self).items():
+        for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
 
@@ -145,8 +172,10 @@ class PowerCase:
         out = []
         for n in np.atleast_1d(numbers):
             if int(n) not in lookup:
-                raise ConfigError(f"Bus {int(n)} is not a bus of {self.name} "
-                                  f"(buses {int(self.bus_number.min())}..{int(self.bus_number.max())}).")
+                raise ConfigError(
+                    f"Bus {int(n)} is not a bus of {self.name} "
+                    f"(buses {int(self.bus_number.min())}..{int(self.bus_number.max())})."
+                )
             out.append(lookup[int(n)])
         return np.asarray(out, dtype=int)
 
@@ -158,8 +187,14 @@ class PowerCase:
         return PowerCase(**values)
 
     def summary(self) -> dict[str, Any]:
-        return {"case": self.name, "base_mva": self.base_mva, "buses": self.n_bus, "generators": self.n_gen,
-                "branches": self.n_branch, "total_load_mw": float(self.pd.sum() * self.base_mva)}
+        return {
+            "case": self.name,
+            "base_mva": self.base_mva,
+            "buses": self.n_bus,
+            "generators": self.n_gen,
+            "branches": self.n_branch,
+            "total_load_mw": float(self.pd.sum() * self.base_mva),
+        }
 
 
 def available_cases() -> list[str]:
@@ -170,13 +205,17 @@ def available_cases() -> list[str]:
 
 def _net(name: str) -> Any:
     if not isinstance(name, str) or not name.startswith("case"):
-        raise ConfigError(f"The network must be the name of a pandapower built-in case such as "
-                          f"{', '.join(map(repr, _EXAMPLES))}. Got {name!r} instead.")
+        raise ConfigError(
+            f"The network must be the name of a pandapower built-in case such as "
+            f"{', '.join(map(repr, _EXAMPLES))}. Got {name!r} instead."
+        )
     _, pn = _pandapower()
     factory = getattr(pn, name, None)
     if factory is None or not callable(factory):
-        raise ConfigError(f"Unknown network {name!r}. Valid names include {', '.join(map(repr, _EXAMPLES))} "
-                          f"(all: {', '.join(available_cases())}).")
+        raise ConfigError(
+            f"Unknown network {name!r}. Valid names include {', '.join(map(repr, _EXAMPLES))} "
+            f"(all: {', '.join(available_cases())})."
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return factory()
@@ -187,8 +226,15 @@ def _to_ppc(net: Any) -> dict[str, Any]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return to_ppc(net, init="flat", trafo_model="pi", take_slack_vm_limits=False, mode="opf",
-                      check_connectivity=False, calculate_voltage_angles=True)
+        return to_ppc(
+            net,
+            init="flat",
+            trafo_model="pi",
+            take_slack_vm_limits=False,
+            mode="opf",
+            check_connectivity=False,
+            calculate_voltage_angles=True,
+        )
 
 
 def _polycost(gencost: np.ndarray, base: float, name: str) -> np.ndarray:
@@ -196,29 +242,43 @@ def _polycost(gencost: np.ndarray, base: float, name: str) -> np.ndarray:
     out = np.zeros((len(gencost), 3))
     for k, row in enumerate(gencost):
         if int(row[0]) != 2:
-            raise ConfigError(f"{name}: generator {k} has a piecewise-linear cost; only polynomial costs "
-                              "are supported.")
+            raise ConfigError(
+                f"{name}: generator {k} has a piecewise-linear cost; only polynomial costs are supported."
+            )
         n = int(row[3])
-        coeffs = np.asarray(row[4:4 + n], dtype=float)[::-1]  # c0, c1, c2, ...
+        coeffs = np.asarray(row[4 : 4 + n], dtype=float)[::-1]  # c0, c1, c2, ...
         if n > 3 and np.any(coeffs[3:] != 0):
-            raise ConfigError(f"{name}: generator {k} has a cost polynomial of degree {n - 1}; at most 2 is "
-                              "supported.")
+            raise ConfigError(
+                f"{name}: generator {k} has a cost polynomial of degree {n - 1}; at most 2 is supported."
+            )
         for d in range(min(n, 3)):
-            out[k, 2 - d] = coeffs[d] * base ** d
+            out[k, 2 - d] = coeffs[d] * base**d
     return out
 
 
 def load_case(name: str) -> PowerCase:
     """Load pandapower's built-in case ``name`` (e.g. ``"case14"``) as a per-unit :class:`PowerCase`.
 
-    Generators are ordered by bus (stably); branches follow pandapower's order (lines, then transformers).
-    Transformer charging susceptances whose sign pandapower lost are restored (see the module docstring).
+    Cached: the returned case is immutable (read-only arrays), so repeated loads share one object.
+
+    Generators are ordered by bus (stably); branches follow pandapower's order (lines, then transformers),
+    and a branch without tap ratio or phase shift may be reversed with respect to MATPOWER (pandapower
+    orients transformers from high to low voltage; physically the same branch). Transformer charging
+    susceptances whose sign pandapower lost are restored and misplaced taps are moved back (see the
+    module docstring), so the admittance matrix equals MATPOWER's.
 
     Raises
     ------
     ConfigError
         For an unknown case name (the message lists valid ones).
     """
+    if not isinstance(name, str):
+        _net(name)  # raises the ConfigError
+    return _load_case(name)
+
+
+@lru_cache(maxsize=16)
+def _load_case(name: str) -> PowerCase:
     net = _net(name)
     ppc = _to_ppc(net)
     base = float(ppc["baseMVA"])
@@ -226,17 +286,25 @@ def load_case(name: str) -> PowerCase:
     branch = np.real(np.asarray(ppc["branch"], dtype=complex)).astype(float)
     gen = np.real(np.asarray(ppc["gen"], dtype=complex)).astype(float)
     n_bus = len(net.bus)
-    if len(bus) != n_bus or not np.array_equal(bus[:, 0], np.arange(n_bus)) or \
-            not np.array_equal(net.bus.index.values, np.arange(n_bus)):
+    if (
+        len(bus) != n_bus
+        or not np.array_equal(bus[:, 0], np.arange(n_bus))
+        or not np.array_equal(net.bus.index.values, np.arange(n_bus))
+    ):
         raise ConfigError(f"{name}: unexpected bus ordering in pandapower's conversion; cannot map buses.")
-    numbers = np.array([int(n) for n in net.bus.name.values]) if net.bus.name.notna().all() \
+    numbers = (
+        np.array([int(n) for n in net.bus.name.values])
+        if net.bus.name.notna().all()
         else np.arange(1, n_bus + 1)
+    )
 
     # --- branches: lines then transformers, in pandapower's order
     n_line, n_trafo = len(net.line), len(net.trafo)
     if len(branch) != n_line + n_trafo:
-        raise ConfigError(f"{name}: only lines and two-winding transformers are supported "
-                          f"(found {len(branch) - n_line - n_trafo} other branch elements).")
+        raise ConfigError(
+            f"{name}: only lines and two-winding transformers are supported "
+            f"(found {len(branch) - n_line - n_trafo} other branch elements)."
+        )
     b = branch[:, 4].copy()
     corrected = []
     if n_trafo:
@@ -250,11 +318,16 @@ def load_case(name: str) -> PowerCase:
     angmin, angmax = branch[:, 11].copy(), branch[:, 12].copy()
     flipped = []
     for f_num, t_num in TAP_SIDE_ERRATA.get(name, ()):
-        hits = [k for k in range(n_line, len(branch))
-                if numbers[f_bus[k]] == t_num and numbers[t_bus[k]] == f_num and k not in flipped]
+        hits = [
+            k
+            for k in range(n_line, len(branch))
+            if numbers[f_bus[k]] == t_num and numbers[t_bus[k]] == f_num and k not in flipped
+        ]
         if len(hits) != 1:
-            raise ConfigError(f"{name}: the tap-side erratum for transformer {f_num}-{t_num} no longer matches "
-                              "pandapower's data; update TAP_SIDE_ERRATA.")
+            raise ConfigError(
+                f"{name}: the tap-side erratum for transformer {f_num}-{t_num} no longer matches "
+                "pandapower's data; update TAP_SIDE_ERRATA."
+            )
         k = hits[0]
         f_bus[k], t_bus[k] = t_bus[k], f_bus[k]
         angmin[k], angmax[k] = -angmax[k], -angmin[k]
@@ -265,8 +338,11 @@ def load_case(name: str) -> PowerCase:
     for kind in ("ext_grid", "gen"):
         table = net[kind]
         elements += [(kind, int(i)) for i in table.index[table.in_service.to_numpy(dtype=bool)]]
-    elements += [(kind, int(i)) for kind in ("ext_grid", "gen")
-                 for i in net[kind].index[~net[kind].in_service.to_numpy(dtype=bool)]]
+    elements += [
+        (kind, int(i))
+        for kind in ("ext_grid", "gen")
+        for i in net[kind].index[~net[kind].in_service.to_numpy(dtype=bool)]
+    ]
     if len(elements) != len(gen):
         raise ConfigError(f"{name}: found {len(gen)} generator rows but {len(elements)} generator elements.")
     gen_bus_raw = gen[:, 0].astype(int)
@@ -282,17 +358,39 @@ def load_case(name: str) -> PowerCase:
         return np.deg2rad(col)
 
     return PowerCase(
-        name=name, base_mva=base, bus_number=numbers, bus_type=bus[:, 1].astype(int),
-        pd=bus[:, 2] / base, qd=bus[:, 3] / base, gs=bus[:, 4] / base, bs=bus[:, 5] / base,
-        vmin=net.bus.min_vm_pu.to_numpy(dtype=float), vmax=net.bus.max_vm_pu.to_numpy(dtype=float),
+        name=name,
+        base_mva=base,
+        bus_number=numbers,
+        bus_type=bus[:, 1].astype(int),
+        pd=bus[:, 2] / base,
+        qd=bus[:, 3] / base,
+        gs=bus[:, 4] / base,
+        bs=bus[:, 5] / base,
+        vmin=net.bus.min_vm_pu.to_numpy(dtype=float),
+        vmax=net.bus.max_vm_pu.to_numpy(dtype=float),
         base_kv=bus[:, 9],
-        gen_bus=gen_bus_raw[order], pmin=gen[order, 9] / base, pmax=gen[order, 8] / base,
-        qmin=gen[order, 4] / base, qmax=gen[order, 3] / base, vg=gen[order, 5],
-        gen_status=gen[order, 7] > 0, gencost=_polycost(gencost[order], base, name),
-        f_bus=f_bus, t_bus=t_bus,
-        r=branch[:, 2], x=branch[:, 3], b=b, rate_a=branch[:, 5] / base, tap=tap, shift=deg(branch[:, 9]),
-        angmin=deg(angmin), angmax=deg(angmax), branch_status=branch[:, 10] > 0,
-        gen_element=tuple(elements[k] for k in order), corrected_b=tuple(corrected), corrected_tap=tuple(flipped),
+        gen_bus=gen_bus_raw[order],
+        pmin=gen[order, 9] / base,
+        pmax=gen[order, 8] / base,
+        qmin=gen[order, 4] / base,
+        qmax=gen[order, 3] / base,
+        vg=gen[order, 5],
+        gen_status=gen[order, 7] > 0,
+        gencost=_polycost(gencost[order], base, name),
+        f_bus=f_bus,
+        t_bus=t_bus,
+        r=branch[:, 2],
+        x=branch[:, 3],
+        b=b,
+        rate_a=branch[:, 5] / base,
+        tap=tap,
+        shift=deg(branch[:, 9]),
+        angmin=deg(angmin),
+        angmax=deg(angmax),
+        branch_status=branch[:, 10] > 0,
+        gen_element=tuple(elements[k] for k in order),
+        corrected_b=tuple(corrected),
+        corrected_tap=tuple(flipped),
     )
 
 
@@ -314,17 +412,37 @@ def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
     angmin = branch[:, 11] if branch.shape[1] > 12 else np.full(len(branch), -360.0)
     angmax = branch[:, 12] if branch.shape[1] > 12 else np.full(len(branch), 360.0)
     return PowerCase(
-        name=name, base_mva=base, bus_number=numbers, bus_type=bus[:, 1].astype(int),
-        pd=bus[:, 2] / base, qd=bus[:, 3] / base, gs=bus[:, 4] / base, bs=bus[:, 5] / base,
-        vmin=bus[:, 12].copy(), vmax=bus[:, 11].copy(), base_kv=bus[:, 9].copy(),
-        gen_bus=np.array([pos[int(n)] for n in gen[:, 0]], dtype=int), pmin=gen[:, 9] / base,
-        pmax=gen[:, 8] / base, qmin=gen[:, 4] / base, qmax=gen[:, 3] / base, vg=gen[:, 5].copy(),
-        gen_status=gen[:, 7] > 0, gencost=_polycost(gencost[:len(gen)], base, name),
+        name=name,
+        base_mva=base,
+        bus_number=numbers,
+        bus_type=bus[:, 1].astype(int),
+        pd=bus[:, 2] / base,
+        qd=bus[:, 3] / base,
+        gs=bus[:, 4] / base,
+        bs=bus[:, 5] / base,
+        vmin=bus[:, 12].copy(),
+        vmax=bus[:, 11].copy(),
+        base_kv=bus[:, 9].copy(),
+        gen_bus=np.array([pos[int(n)] for n in gen[:, 0]], dtype=int),
+        pmin=gen[:, 9] / base,
+        pmax=gen[:, 8] / base,
+        qmin=gen[:, 4] / base,
+        qmax=gen[:, 3] / base,
+        vg=gen[:, 5].copy(),
+        gen_status=gen[:, 7] > 0,
+        gencost=_polycost(gencost[: len(gen)], base, name),
         f_bus=np.array([pos[int(n)] for n in branch[:, 0]], dtype=int),
         t_bus=np.array([pos[int(n)] for n in branch[:, 1]], dtype=int),
-        r=branch[:, 2].copy(), x=branch[:, 3].copy(), b=branch[:, 4].copy(), rate_a=branch[:, 5] / base,
-        tap=tap, shift=np.deg2rad(branch[:, 9]), angmin=np.deg2rad(angmin), angmax=np.deg2rad(angmax),
-        branch_status=branch[:, 10] > 0, gen_element=(),
+        r=branch[:, 2].copy(),
+        x=branch[:, 3].copy(),
+        b=branch[:, 4].copy(),
+        rate_a=branch[:, 5] / base,
+        tap=tap,
+        shift=np.deg2rad(branch[:, 9]),
+        angmin=np.deg2rad(angmin),
+        angmax=np.deg2rad(angmax),
+        branch_status=branch[:, 10] > 0,
+        gen_element=(),
     )
 
 
@@ -373,8 +491,13 @@ def _corrected_net(case: PowerCase) -> Any:
     for k in case.corrected_b:
         # the pi-model trafo carries -|b|/2 at each end; MATPOWER's line carries +|b|/2: add |b| per end
         for end in (case.f_bus[k], case.t_bus[k]):
-            pandapower.create_shunt(net, bus=int(end), q_mvar=-abs(case.b[k]) * case.base_mva, p_mw=0.0,
-                                    name=f"cvxdp charging fix trafo {k - n_line}")
+            pandapower.create_shunt(
+                net,
+                bus=int(end),
+                q_mvar=-abs(case.b[k]) * case.base_mva,
+                p_mw=0.0,
+                name=f"cvxdp charging fix trafo {k - n_line}",
+            )
     return net
 
 
@@ -391,6 +514,9 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
         Voltage magnitudes (p.u.) whose values at generator buses become the voltage set-points;
         defaults to the case's set-points ``vg``.
     """
+    if not case.gen_element:
+        raise ConfigError(f"The AC check of {case.name!r} needs a case from load_case(): it runs pandapower's own "
+                          "network of the same name.")
     pandapower, _ = _pandapower()
     net = _corrected_net(case)
     pg = np.asarray(pg, dtype=float)
@@ -400,7 +526,9 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
         net.sgen.drop(net.sgen.index, inplace=True)
     for i in range(case.n_bus):
         if case.pd[i] != 0 or case.qd[i] != 0:
-            pandapower.create_load(net, bus=i, p_mw=case.pd[i] * case.base_mva, q_mvar=case.qd[i] * case.base_mva)
+            pandapower.create_load(
+                net, bus=i, p_mw=case.pd[i] * case.base_mva, q_mvar=case.qd[i] * case.base_mva
+            )
     for k, (kind, idx) in enumerate(case.gen_element):
         vset = float(vm[case.gen_bus[k]]) if vm is not None else float(case.vg[k])
         net[kind].at[idx, "vm_pu"] = vset
@@ -410,24 +538,59 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pandapower.runpp(net, trafo_model="pi", calculate_voltage_angles=True, init="dc",
-                             enforce_q_lims=False, numba=False, max_iteration=30)
+            pandapower.runpp(
+                net,
+                trafo_model="pi",
+                calculate_voltage_angles=True,
+                init="dc",
+                enforce_q_lims=False,
+                numba=False,
+                max_iteration=30,
+            )
     except Exception:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
         converged = False
     if not converged:
         nan_b = np.full(case.n_bus, np.nan)
-        return AcFlow(False, nan_b, nan_b, np.full(case.n_gen, np.nan), np.full(case.n_gen, np.nan),
-                      np.full(case.n_branch, np.nan), np.full(case.n_branch, np.nan))
+        return AcFlow(
+            False,
+            nan_b,
+            nan_b,
+            np.full(case.n_gen, np.nan),
+            np.full(case.n_gen, np.nan),
+            np.full(case.n_branch, np.nan),
+            np.full(case.n_branch, np.nan),
+        )
     p_out, q_out = np.zeros(case.n_gen), np.zeros(case.n_gen)
     for k, (kind, idx) in enumerate(case.gen_element):
         res = net[f"res_{kind}"]
         p_out[k] = res.at[idx, "p_mw"] / case.base_mva
         q_out[k] = res.at[idx, "q_mvar"] / case.base_mva
-    s_from = np.concatenate([np.hypot(net.res_line.p_from_mw, net.res_line.q_from_mvar),
-                             np.hypot(net.res_trafo.p_hv_mw, net.res_trafo.q_hv_mvar)]) / case.base_mva
-    s_to = np.concatenate([np.hypot(net.res_line.p_to_mw, net.res_line.q_to_mvar),
-                           np.hypot(net.res_trafo.p_lv_mw, net.res_trafo.q_lv_mvar)]) / case.base_mva
+    s_from = (
+        np.concatenate(
+            [
+                np.hypot(net.res_line.p_from_mw, net.res_line.q_from_mvar),
+                np.hypot(net.res_trafo.p_hv_mw, net.res_trafo.q_hv_mvar),
+            ]
+        )
+        / case.base_mva
+    )
+    s_to = (
+        np.concatenate(
+            [
+                np.hypot(net.res_line.p_to_mw, net.res_line.q_to_mvar),
+                np.hypot(net.res_trafo.p_lv_mw, net.res_trafo.q_lv_mvar),
+            ]
+        )
+        / case.base_mva
+    )
     flip = np.asarray(case.corrected_tap, dtype=int)
     s_from[flip], s_to[flip] = s_to[flip].copy(), s_from[flip].copy()
-    return AcFlow(True, net.res_bus.vm_pu.to_numpy(dtype=float), np.deg2rad(net.res_bus.va_degree.to_numpy(dtype=float)),
-                  p_out, q_out, s_from, s_to)
+    return AcFlow(
+        True,
+        net.res_bus.vm_pu.to_numpy(dtype=float),
+        np.deg2rad(net.res_bus.va_degree.to_numpy(dtype=float)),
+        p_out,
+        q_out,
+        s_from,
+        s_to,
+    )

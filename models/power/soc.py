@@ -36,7 +36,15 @@ from cvxdp.errors import ConfigError
 
 from .network import PowerCase
 
-__all__ = ["SocLayout", "SocModel", "build_soc", "solve_central", "OBJECTIVES", "angle_limits"]
+__all__ = [
+    "SocLayout",
+    "SocModel",
+    "build_soc",
+    "solve_central",
+    "OBJECTIVES",
+    "angle_limits",
+    "flow_coefficients",
+]
 
 OBJECTIVES = ("balance", "cost")
 _DEFAULT_ANGLE = np.deg2rad(60.0)
@@ -103,9 +111,17 @@ def _layout(case: PowerCase, own: np.ndarray) -> SocLayout:
     ends = set(case.f_bus[lines].tolist()) | set(case.t_bus[lines].tolist())
     neighbours = np.array(sorted(ends - own_set), dtype=int)
     buses = np.concatenate([own, neighbours]).astype(int)
-    gens = np.array([g for g in range(case.n_gen) if case.gen_status[g] and case.gen_bus[g] in own_set], dtype=int)
-    sizes = {"w": len(buses), **{b: len(lines) for b in _BLOCKS[1:7]}, "pg": len(gens), "qg": len(gens),
-             "pinj": len(own), "qinj": len(own)}
+    gens = np.array(
+        [g for g in range(case.n_gen) if case.gen_status[g] and case.gen_bus[g] in own_set], dtype=int
+    )
+    sizes = {
+        "w": len(buses),
+        **{b: len(lines) for b in _BLOCKS[1:7]},
+        "pg": len(gens),
+        "qg": len(gens),
+        "pinj": len(own),
+        "qinj": len(own),
+    }
     offsets, off = {}, 0
     for name in _BLOCKS:
         offsets[name] = np.arange(off, off + sizes[name])
@@ -113,15 +129,15 @@ def _layout(case: PowerCase, own: np.ndarray) -> SocLayout:
     return SocLayout(buses=buses, own=own, lines=lines, gens=gens, size=off, **offsets)
 
 
-def _branch_coefficients(case: PowerCase, lines: np.ndarray) -> dict[str, np.ndarray]:
+def flow_coefficients(case: PowerCase, lines: np.ndarray) -> dict[str, np.ndarray]:
     """Coefficients of the four linear flow equations (SPEC §6.1) for the given branches."""
     r, x = case.r[lines], case.x[lines]
-    z2 = r ** 2 + x ** 2
+    z2 = r**2 + x**2
     g, b = r / z2, -x / z2
     tm = case.tap[lines]
     tr, ti = tm * np.cos(case.shift[lines]), tm * np.sin(case.shift[lines])
     b_fr = b_to = case.b[lines] / 2.0
-    t2 = tm ** 2
+    t2 = tm**2
     return {
         # p_fr = a_w * w_f + a_r * wr + a_i * wi, etc.
         "pf": np.stack([g / t2, (-g * tr + b * ti) / t2, (-b * tr - g * ti) / t2]),
@@ -158,8 +174,12 @@ class SocModel:
         own_arr = np.flatnonzero(case.bus_type != 4) if own is None else np.asarray(own, dtype=int)
         self.layout = lay = _layout(case, own_arr)
         self.u = cp.Variable(lay.size, name=name)
-        self.pd = cp.Parameter(len(lay.own), name=f"{name}_pd", value=np.asarray(case.pd[lay.own], dtype=float))
-        self.qd = cp.Parameter(len(lay.own), name=f"{name}_qd", value=np.asarray(case.qd[lay.own], dtype=float))
+        self.pd = cp.Parameter(
+            len(lay.own), name=f"{name}_pd", value=np.asarray(case.pd[lay.own], dtype=float)
+        )
+        self.qd = cp.Parameter(
+            len(lay.own), name=f"{name}_qd", value=np.asarray(case.qd[lay.own], dtype=float)
+        )
         self.lb, self.ub = self._bounds()
         self.constraints = self._constraints()
 
@@ -193,11 +213,18 @@ class SocModel:
         row = 0
 
         def add(r: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
-            rows_eq.append(np.asarray(r)), cols_eq.append(np.asarray(cols)), vals_eq.append(np.asarray(vals))
+            rows_eq.append(np.asarray(r))
+            cols_eq.append(np.asarray(cols))
+            vals_eq.append(np.asarray(vals))
 
-        coef = _branch_coefficients(c, lay.lines)
+        coef = flow_coefficients(c, lay.lines)
         ar = np.arange(m)
-        for key, flow, wend in (("pf", lay.p_fr, wf), ("qf", lay.q_fr, wf), ("pt", lay.p_to, wt), ("qt", lay.q_to, wt)):
+        for key, flow, wend in (
+            ("pf", lay.p_fr, wf),
+            ("qf", lay.q_fr, wf),
+            ("pt", lay.p_to, wt),
+            ("qt", lay.q_to, wt),
+        ):
             a = coef[key]
             r = row + ar
             # flow - a_w w_end - a_r wr - a_i wi = 0
@@ -217,10 +244,13 @@ class SocModel:
             j0 = first[key]
             same = int(c.f_bus[lay.lines[j0]]) == f
             add(np.array([row, row]), np.array([lay.wr[j], lay.wr[j0]]), np.array([1.0, -1.0]))
-            add(np.array([row + 1, row + 1]), np.array([lay.wi[j], lay.wi[j0]]), np.array([1.0, -1.0 if same else 1.0]))
+            add(
+                np.array([row + 1, row + 1]),
+                np.array([lay.wi[j], lay.wi[j0]]),
+                np.array([1.0, -1.0 if same else 1.0]),
+            )
             row += 2
         # injections of own buses
-        own_pos = {int(b): q for q, b in enumerate(lay.own)}
         for q, i in enumerate(lay.own):
             i = int(i)
             for kind, inj in (("p", lay.pinj[q]), ("q", lay.qinj[q])):
@@ -241,8 +271,9 @@ class SocModel:
                         cols.append(to[j]), vals.append(-1.0)
                 add(np.full(len(cols), row), np.array(cols), np.array(vals))
                 row += 1
-        del own_pos
-        A = sp.csr_matrix((np.concatenate(vals_eq), (np.concatenate(rows_eq), np.concatenate(cols_eq))), shape=(row, n))
+        A = sp.csr_matrix(
+            (np.concatenate(vals_eq), (np.concatenate(rows_eq), np.concatenate(cols_eq))), shape=(row, n)
+        )
         cons: list[cp.Constraint] = [A @ u == 0]
         # bounds
         fin_lb, fin_ub = np.flatnonzero(np.isfinite(self.lb)), np.flatnonzero(np.isfinite(self.ub))
@@ -251,16 +282,31 @@ class SocModel:
             # angle limits: tan(lo) wr - wi <= 0, wi - tan(hi) wr <= 0
             lo, hi = angle_limits(c)
             lo, hi = lo[lay.lines], hi[lay.lines]
-            G = sp.vstack([
-                sp.csr_matrix((np.concatenate([np.tan(lo), -np.ones(m)]), (np.tile(ar, 2), np.concatenate([lay.wr, lay.wi]))), shape=(m, n)),
-                sp.csr_matrix((np.concatenate([np.ones(m), -np.tan(hi)]), (np.tile(ar, 2), np.concatenate([lay.wi, lay.wr]))), shape=(m, n)),
-            ]).tocsr()
+            G = sp.vstack(
+                [
+                    sp.csr_matrix(
+                        (
+                            np.concatenate([np.tan(lo), -np.ones(m)]),
+                            (np.tile(ar, 2), np.concatenate([lay.wr, lay.wi])),
+                        ),
+                        shape=(m, n),
+                    ),
+                    sp.csr_matrix(
+                        (
+                            np.concatenate([np.ones(m), -np.tan(hi)]),
+                            (np.tile(ar, 2), np.concatenate([lay.wi, lay.wr])),
+                        ),
+                        shape=(m, n),
+                    ),
+                ]
+            ).tocsr()
             cons.append(G @ u <= 0)
             # rotated SOC: ||(2 wr, 2 wi, w_f - w_t)|| <= w_f + w_t
             pair = np.concatenate([ar, ar])
             T = sp.csr_matrix((np.ones(2 * m), (pair, np.concatenate([wf, wt]))), shape=(m, n))
-            X3 = sp.csr_matrix((np.concatenate([np.ones(m), -np.ones(m)]), (pair, np.concatenate([wf, wt]))),
-                               shape=(m, n))
+            X3 = sp.csr_matrix(
+                (np.concatenate([np.ones(m), -np.ones(m)]), (pair, np.concatenate([wf, wt]))), shape=(m, n)
+            )
             X1 = sp.csr_matrix((2 * np.ones(m), (ar, lay.wr)), shape=(m, n))
             X2 = sp.csr_matrix((2 * np.ones(m), (ar, lay.wi)), shape=(m, n))
             cons.append(cp.SOC(T @ u, cp.vstack([X1 @ u, X2 @ u, X3 @ u]), axis=0))
@@ -286,8 +332,9 @@ class SocModel:
         """Generator cost (currency/h) of the own generators."""
         gc = self.case.gencost[self.layout.gens]
         if np.any(gc[:, 0] < 0):
-            raise ConfigError(f"{self.case.name}: a generator has a negative quadratic cost coefficient "
-                              "(non-convex cost).")
+            raise ConfigError(
+                f"{self.case.name}: a generator has a negative quadratic cost coefficient (non-convex cost)."
+            )
         pg = self.u[self.layout.pg]
         return cp.sum_squares(cp.multiply(np.sqrt(gc[:, 0]), pg)) + gc[:, 1] @ pg + float(gc[:, 2].sum())
 
@@ -298,14 +345,18 @@ class SocModel:
         if kind == "cost":
             cost = self.cost_term() / cost_scale
             return cost if penalty is None else cost + penalty * self.balance_term()
-        raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead.")
+        raise ConfigError(
+            f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead."
+        )
 
     def balance_constraints(self) -> list[cp.Constraint]:
         """Exact power balance at the own buses (used when the cost objective has no penalty)."""
         lay = self.layout
         return [self.u[lay.pinj] == self.pd, self.u[lay.qinj] == self.qd]
 
-    def gradient(self, kind: str, *, penalty: float | None = 1.0, cost_scale: float = 1.0) -> Callable[[np.ndarray], np.ndarray]:
+    def gradient(
+        self, kind: str, *, penalty: float | None = 1.0, cost_scale: float = 1.0
+    ) -> Callable[[np.ndarray], np.ndarray]:
         """Hand-coded gradient of :meth:`objective` at a flat ``u`` (reads the current load values)."""
         lay = self.layout
         gc = self.case.gencost[lay.gens]
@@ -351,8 +402,14 @@ def _solve(problem: cp.Problem, solver: str) -> str:
     raise RuntimeError(f"The centralized SOC solve failed (status {problem.status!r}, last error {last}).")
 
 
-def solve_central(case: PowerCase, objective: str = "cost", *, penalty: float | None = None,
-                  cost_scale: float = 1.0, solver: str = "CLARABEL") -> dict[str, Any]:
+def solve_central(
+    case: PowerCase,
+    objective: str = "cost",
+    *,
+    penalty: float | None = None,
+    cost_scale: float = 1.0,
+    solver: str = "CLARABEL",
+) -> dict[str, Any]:
     """Centralized SOC-WR solve over the whole network.
 
     Parameters
@@ -375,7 +432,9 @@ def solve_central(case: PowerCase, objective: str = "cost", *, penalty: float | 
         generator, p.u.), ``w``, ``vm`` (per bus), ``u`` (flat) and ``model`` (the :class:`SocModel`).
     """
     if objective not in OBJECTIVES:
-        raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {objective!r} instead.")
+        raise ConfigError(
+            f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {objective!r} instead."
+        )
     model = SocModel(case)
     cons = list(model.constraints)
     if objective == "cost" and penalty is None:
@@ -392,8 +451,19 @@ def solve_central(case: PowerCase, objective: str = "cost", *, penalty: float | 
     w = np.full(case.n_bus, np.nan)
     w[lay.buses] = vals["w"]
     gc = case.gencost
-    cost = float(np.sum(gc[:, 0] * pg ** 2 + gc[:, 1] * pg + gc[:, 2] * case.gen_status))
+    cost = float(np.sum(gc[:, 0] * pg**2 + gc[:, 1] * pg + gc[:, 2] * case.gen_status))
     dev = np.sum((vals["pinj"] - case.pd[lay.own]) ** 2 + (vals["qinj"] - case.qd[lay.own]) ** 2)
-    return {"objective": float(prob.value), "cost": cost, "balance": float(dev), "solver": used,
-            "time_s": elapsed, "status": prob.status, "pg": pg, "qg": qg, "w": w, "vm": np.sqrt(np.maximum(w, 0)),
-            "u": u, "model": model}
+    return {
+        "objective": float(prob.value),
+        "cost": cost,
+        "balance": float(dev),
+        "solver": used,
+        "time_s": elapsed,
+        "status": prob.status,
+        "pg": pg,
+        "qg": qg,
+        "w": w,
+        "vm": np.sqrt(np.maximum(w, 0)),
+        "u": u,
+        "model": model,
+    }

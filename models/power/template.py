@@ -54,10 +54,14 @@ __all__ = ["build", "build_agents", "load_sensitivity", "ZoneModel", "MODEL_KEYS
 
 MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
 DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
-EXACT_RELATION = ("none: with exact balance the loads are in the constraints, so there is no gradient "
-                  "sensitivity; use objective = 'balance' or a positive penalty for private runs")
-RELATION = ("alpha-adjacent loads: the loads differ at one bus only, by at most alpha (p.u.) in active and "
-            "at most alpha in reactive demand")
+EXACT_RELATION = (
+    "none: with exact balance the loads are in the constraints, so there is no gradient "
+    "sensitivity; use objective = 'balance' or a positive penalty for private runs"
+)
+RELATION = (
+    "alpha-adjacent loads: the loads differ at one bus only, by at most alpha (p.u.) in active and "
+    "at most alpha in reactive demand"
+)
 
 
 def load_sensitivity(penalty: float, alpha: float) -> cvxdp.Sensitivity:
@@ -69,16 +73,24 @@ def load_sensitivity(penalty: float, alpha: float) -> cvxdp.Sensitivity:
     ``(dp, dq)`` with ``|dp|, |dq| <= alpha``, the gradient changes by ``2 s (dp, dq)`` in two coordinates:
     ``Delta_1 = 4 s alpha`` and ``Delta_2 = 2 sqrt(2) s alpha``, attained at every ``u``.
     """
-    return cvxdp.Sensitivity(l1=4.0 * penalty * alpha, l2=2.0 * math.sqrt(2.0) * penalty * alpha,
-                             relation=RELATION, alpha=alpha)
+    return cvxdp.Sensitivity(
+        l1=4.0 * penalty * alpha, l2=2.0 * math.sqrt(2.0) * penalty * alpha, relation=RELATION, alpha=alpha
+    )
 
 
 def _float(model: dict, key: str, default: float, *, zero_ok: bool = False) -> float:
     value = model.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0 \
-            or (value == 0 and not zero_ok):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+        or (value == 0 and not zero_ok)
+    ):
         interval = "[0, inf)" if zero_ok else "(0, inf)"
-        raise ConfigError(f"The {key!r} entry of [model] must be a float in {interval}. Got {value!r} instead.")
+        raise ConfigError(
+            f"The {key!r} entry of [model] must be a float in {interval}. Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -87,54 +99,90 @@ def _check_model(model: dict) -> dict[str, Any]:
         raise ConfigError(f"[model] must be a table. Got {type(model).__name__} instead.")
     unknown = sorted(set(model) - set(MODEL_KEYS))
     if unknown:
-        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the power template. "
-                          f"Allowed: {', '.join(MODEL_KEYS)}.")
+        raise ConfigError(
+            f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the power template. "
+            f"Allowed: {', '.join(MODEL_KEYS)}."
+        )
     if "network" not in model:
         raise ConfigError("[model] of the power template needs a 'network' entry, e.g. network = \"case14\".")
     if not isinstance(model["network"], str):
-        raise ConfigError(f"The 'network' entry of [model] must be a str such as 'case14'. "
-                          f"Got {model['network']!r} instead.")
+        raise ConfigError(
+            f"The 'network' entry of [model] must be a str such as 'case14'. "
+            f"Got {model['network']!r} instead."
+        )
     if ("zones" in model) == ("auto_zones" in model):
-        raise ConfigError("[model] of the power template needs exactly one of 'zones' (a list of lists of bus "
-                          "numbers) and 'auto_zones' (a number of zones).")
+        raise ConfigError(
+            "[model] of the power template needs exactly one of 'zones' (a list of lists of bus "
+            "numbers) and 'auto_zones' (a number of zones)."
+        )
     objective = model.get("objective", "balance")
     if objective not in OBJECTIVES:
-        raise ConfigError(f"The 'objective' entry of [model] must be one of {', '.join(map(repr, OBJECTIVES))}. "
-                          f"Got {objective!r} instead.")
+        raise ConfigError(
+            f"The 'objective' entry of [model] must be one of {', '.join(map(repr, OBJECTIVES))}. "
+            f"Got {objective!r} instead."
+        )
     auto = model.get("auto_zones")
     if auto is not None and (isinstance(auto, bool) or not isinstance(auto, int) or auto < 2):
-        raise ConfigError(f"The 'auto_zones' entry of [model] must be an int in [2, inf). Got {auto!r} instead.")
+        raise ConfigError(
+            f"The 'auto_zones' entry of [model] must be an int in [2, inf). Got {auto!r} instead."
+        )
     zones = model.get("zones")
     if zones is not None and isinstance(zones, list) and len(zones) < 2:
-        raise ConfigError(f"The 'zones' entry of [model] must list at least 2 zones. Got {len(zones)} instead.")
-    return {"network": model["network"], "zones": zones, "auto_zones": auto, "objective": objective,
-            "alpha": _float(model, "alpha", 0.1),
-            "penalty": _float(model, "penalty", DEFAULT_PENALTY[objective], zero_ok=objective == "cost"),
-            "cost_scale": _float(model, "cost_scale", 1000.0), "load_scale": _float(model, "load_scale", 1.0)}
+        raise ConfigError(
+            f"The 'zones' entry of [model] must list at least 2 zones. Got {len(zones)} instead."
+        )
+    return {
+        "network": model["network"],
+        "zones": zones,
+        "auto_zones": auto,
+        "objective": objective,
+        "alpha": _float(model, "alpha", 0.1),
+        "penalty": _float(model, "penalty", DEFAULT_PENALTY[objective], zero_ok=objective == "cost"),
+        "cost_scale": _float(model, "cost_scale", 1000.0),
+        "load_scale": _float(model, "load_scale", 1.0),
+    }
 
 
 class ZoneModel:
     """The zone decomposition of a case: one :class:`SocModel` and one :class:`cvxdp.Agent` per zone."""
 
-    def __init__(self, case: PowerCase, zones: list[np.ndarray], *, objective: str = "balance",
-                 penalty: float | None = 1.0, cost_scale: float = 1000.0, alpha: float = 0.1) -> None:
+    def __init__(
+        self,
+        case: PowerCase,
+        zones: list[np.ndarray],
+        *,
+        objective: str = "balance",
+        penalty: float | None = 1.0,
+        cost_scale: float = 1000.0,
+        alpha: float = 0.1,
+    ) -> None:
         if len(zones) < 2:
             raise ConfigError(f"A zone decomposition needs at least 2 zones. Got {len(zones)} instead.")
         if objective not in OBJECTIVES:
-            raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. "
-                              f"Got {objective!r} instead.")
+            raise ConfigError(
+                f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {objective!r} instead."
+            )
         exact = objective == "cost" and not penalty
         penalty = None if exact else (1.0 if penalty is None else float(penalty))
         self.case, self.zones = case, zones
         self.objective, self.penalty, self.cost_scale, self.alpha = objective, penalty, cost_scale, alpha
         self.owner = zone_of_bus(case, zones)
         on = np.flatnonzero(case.branch_status)
-        self.cut_lines = np.array([k for k in on if self.owner[case.f_bus[k]] != self.owner[case.t_bus[k]]], dtype=int)
-        self.boundary = np.unique(np.concatenate([case.f_bus[self.cut_lines], case.t_bus[self.cut_lines]])) \
-            if len(self.cut_lines) else np.zeros(0, dtype=int)
+        self.cut_lines = np.array(
+            [k for k in on if self.owner[case.f_bus[k]] != self.owner[case.t_bus[k]]], dtype=int
+        )
+        self.boundary = (
+            np.unique(np.concatenate([case.f_bus[self.cut_lines], case.t_bus[self.cut_lines]]))
+            if len(self.cut_lines)
+            else np.zeros(0, dtype=int)
+        )
         self.models: list[SocModel] = []
         self.agents: list[cvxdp.Agent] = []
-        sens = cvxdp.Sensitivity(relation=EXACT_RELATION, alpha=alpha) if exact else load_sensitivity(penalty, alpha)
+        sens = (
+            cvxdp.Sensitivity(relation=EXACT_RELATION, alpha=alpha)
+            if exact
+            else load_sensitivity(penalty, alpha)
+        )
         cut = set(self.cut_lines.tolist())
         boundary = set(self.boundary.tolist())
         for p, own in enumerate(zones, start=1):
@@ -148,10 +196,14 @@ class ZoneModel:
                 if int(i) in boundary:
                     shared[f"w{int(case.bus_number[i])}"] = m.u[lay.bus_w(int(i))]
             cons = m.constraints + (m.balance_constraints() if exact else [])
-            agent = cvxdp.Agent(f"zone{p}", m.objective(objective, penalty=penalty, cost_scale=cost_scale),
-                                cons, shared=shared,
-                                gradient=m.gradient(objective, penalty=penalty, cost_scale=cost_scale),
-                                sensitivity=sens)
+            agent = cvxdp.Agent(
+                f"zone{p}",
+                m.objective(objective, penalty=penalty, cost_scale=cost_scale),
+                cons,
+                shared=shared,
+                gradient=m.gradient(objective, penalty=penalty, cost_scale=cost_scale),
+                sensitivity=sens,
+            )
             self.models.append(m)
             self.agents.append(agent)
 
@@ -175,16 +227,20 @@ class ZoneModel:
             u = np.asarray(local[agent.name], dtype=float)
             lay = m.layout
             pg = u[lay.pg]
-            cost += float(np.sum(gc[lay.gens, 0] * pg ** 2 + gc[lay.gens, 1] * pg + gc[lay.gens, 2]))
+            cost += float(np.sum(gc[lay.gens, 0] * pg**2 + gc[lay.gens, 1] * pg + gc[lay.gens, 2]))
             balance += float(np.sum((u[lay.pinj] - m.pd.value) ** 2 + (u[lay.qinj] - m.qd.value) ** 2))
             objective += agent.objective_value(u)
         return {"cost": cost, "balance_deviation": balance, "zone_objective": objective}
 
-    def central(self, objective: str | None = None, *, ac_check: bool = True, solver: str = "CLARABEL") -> dict[str, Any]:
+    def central(
+        self, objective: str | None = None, *, ac_check: bool = True, solver: str = "CLARABEL"
+    ) -> dict[str, Any]:
         """Centralized solve of the same model (or of ``objective`` with the same penalty)."""
         kind = self.objective if objective is None else objective
         if kind not in OBJECTIVES:
-            raise ConfigError(f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead.")
+            raise ConfigError(
+                f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead."
+            )
         res = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale, solver=solver)
         out = {k: res[k] for k in ("objective", "solver", "time_s", "status", "cost", "balance")}
         out["objective_kind"] = kind
@@ -211,8 +267,14 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         zones = parse_zones(case, cfg["zones"])
     else:
         zones = auto_zones(case, cfg["auto_zones"])
-    zm = ZoneModel(case, zones, objective=cfg["objective"], penalty=cfg["penalty"], cost_scale=cfg["cost_scale"],
-                   alpha=cfg["alpha"])
+    zm = ZoneModel(
+        case,
+        zones,
+        objective=cfg["objective"],
+        penalty=cfg["penalty"],
+        cost_scale=cfg["cost_scale"],
+        alpha=cfg["alpha"],
+    )
     cache: dict[str, dict[str, Any]] = {}
 
     def central(objective: str | None = None, **options: Any) -> dict[str, Any]:
@@ -225,13 +287,27 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         ref = central(ac_check=False)
         out = zm.metrics(result.local)
         gap = out["zone_objective"] - ref["objective"]
-        out.update({"central_objective": ref["objective"], "central_cost": ref["cost"], "objective_gap": gap,
-                    "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan")})
+        out.update(
+            {
+                "central_objective": ref["objective"],
+                "central_cost": ref["cost"],
+                "objective_gap": gap,
+                "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan"),
+            }
+        )
         return out
 
-    info = {**case.summary(), "zones": [case.bus_number[z].tolist() for z in zones], "objective": cfg["objective"],
-            "penalty": cfg["penalty"], "cost_scale": cfg["cost_scale"], "alpha": cfg["alpha"],
-            "load_scale": cfg["load_scale"], "cut_lines": [int(k) + 1 for k in zm.cut_lines],
-            "boundary_buses": case.bus_number[zm.boundary].tolist(), "relation": RELATION,
-            "variables_per_zone": [m.layout.size for m in zm.models]}
+    info = {
+        **case.summary(),
+        "zones": [case.bus_number[z].tolist() for z in zones],
+        "objective": cfg["objective"],
+        "penalty": cfg["penalty"],
+        "cost_scale": cfg["cost_scale"],
+        "alpha": cfg["alpha"],
+        "load_scale": cfg["load_scale"],
+        "cut_lines": [int(k) + 1 for k in zm.cut_lines],
+        "boundary_buses": case.bus_number[zm.boundary].tolist(),
+        "relation": RELATION,
+        "variables_per_zone": [m.layout.size for m in zm.models],
+    }
     return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info)

@@ -36,7 +36,9 @@ def _fmt(numbers: Sequence[int], limit: int = 8) -> str:
 def validate_zones(case: PowerCase, zones: Sequence[np.ndarray]) -> None:
     """Raise :class:`ConfigError` unless ``zones`` (bus positions) is a connected partition of the buses."""
     if len(zones) < 1:
-        raise ConfigError("The 'zones' entry of [model] must list at least one zone. Got an empty list instead.")
+        raise ConfigError(
+            "The 'zones' entry of [model] must list at least one zone. Got an empty list instead."
+        )
     graph = bus_graph(case)
     seen: dict[int, int] = {}
     for z, zone in enumerate(zones, start=1):
@@ -45,32 +47,43 @@ def validate_zones(case: PowerCase, zones: Sequence[np.ndarray]) -> None:
         for i in zone:
             i = int(i)
             if i in seen:
-                raise ConfigError(f"Bus {int(case.bus_number[i])} of {case.name} is in zone {seen[i]} and in zone {z}; "
-                                  "every bus must be in exactly one zone.")
+                raise ConfigError(
+                    f"Bus {int(case.bus_number[i])} of {case.name} is in zone {seen[i]} and in zone {z}; "
+                    "every bus must be in exactly one zone."
+                )
             seen[i] = z
     missing = sorted(set(graph.nodes) - set(seen))
     if missing:
-        raise ConfigError(f"Buses {_fmt(case.bus_number[missing])} of {case.name} are in no zone "
-                          f"({len(missing)} missing); every bus must be in exactly one zone.")
+        raise ConfigError(
+            f"Buses {_fmt(case.bus_number[missing])} of {case.name} are in no zone "
+            f"({len(missing)} missing); every bus must be in exactly one zone."
+        )
     for z, zone in enumerate(zones, start=1):
         sub = graph.subgraph(int(i) for i in zone)
         if sub.number_of_nodes() and not nx.is_connected(sub):
-            parts = sorted((sorted(case.bus_number[list(c)].tolist()) for c in nx.connected_components(sub)), key=len)
-            raise ConfigError(f"Zone {z} of {case.name} (buses {_fmt(case.bus_number[np.sort(zone)])}) is not connected: "
-                              f"it falls into {len(parts)} pieces, e.g. buses {_fmt(parts[0])} are cut off.")
+            parts = sorted(
+                (sorted(case.bus_number[list(c)].tolist()) for c in nx.connected_components(sub)), key=len
+            )
+            raise ConfigError(
+                f"Zone {z} of {case.name} (buses {_fmt(case.bus_number[np.sort(zone)])}) is not connected: "
+                f"it falls into {len(parts)} pieces, e.g. buses {_fmt(parts[0])} are cut off."
+            )
 
 
 def parse_zones(case: PowerCase, zones: object) -> list[np.ndarray]:
     """Turn a list of lists of MATPOWER bus numbers into validated zones of bus positions."""
     if not isinstance(zones, (list, tuple)) or not all(isinstance(z, (list, tuple)) for z in zones):
-        raise ConfigError("The 'zones' entry of [model] must be a list of lists of bus numbers. "
-                          f"Got {zones!r} instead.")
+        raise ConfigError(
+            f"The 'zones' entry of [model] must be a list of lists of bus numbers. Got {zones!r} instead."
+        )
     out = []
     for z, zone in enumerate(zones, start=1):
         bad = [b for b in zone if isinstance(b, bool) or not isinstance(b, Integral)]
         if bad:
-            raise ConfigError(f"Zone {z} in the 'zones' entry of [model] must list integer bus numbers. "
-                              f"Got {bad[0]!r} instead.")
+            raise ConfigError(
+                f"Zone {z} in the 'zones' entry of [model] must list integer bus numbers. "
+                f"Got {bad[0]!r} instead."
+            )
         try:
             out.append(case.bus_index(zone))
         except ConfigError as exc:
@@ -115,10 +128,14 @@ def auto_zones(case: PowerCase, k: int) -> list[np.ndarray]:
     graph = bus_graph(case)
     n = graph.number_of_nodes()
     if k > n:
-        raise ConfigError(f"The 'auto_zones' entry of [model] must be at most the number of buses ({n}) of "
-                          f"{case.name}. Got {k} instead.")
+        raise ConfigError(
+            f"The 'auto_zones' entry of [model] must be at most the number of buses ({n}) of "
+            f"{case.name}. Got {k} instead."
+        )
     if not nx.is_connected(graph):
-        raise ConfigError(f"{case.name}: the network is not connected; automatic zones need a connected network.")
+        raise ConfigError(
+            f"{case.name}: the network is not connected; automatic zones need a connected network."
+        )
     comms = nx.algorithms.community.greedy_modularity_communities(graph, cutoff=k, best_n=k)
     zones = []
     for c in comms:  # guard: make every community connected

@@ -1,0 +1,625 @@
+"""Vertically partitioned learning: parties, the centre and the ADMM-sharing round loop (SPEC §5).
+
+Declaration: a party is a :class:`VerticalParty` (a :class:`cvxdp.Agent`) holding its private feature block
+``D_m`` as a ``cp.Parameter`` (``party.features``), its local model ``x_m`` (a ``cp.Variable``), its
+regulariser ``R_m`` (the agent's objective; default ``||x_m||^2 / 2``) and its feasible set ``X_m`` (the
+agent's constraints: the l2 ball ``||x_m|| <= bound`` that the privacy analysis needs, plus any of yours).
+One party may also hold the labels (the "active" party, which then hosts the centre).
+
+    parties = [cvxdp.VerticalParty("bank", D1, bound=10.0, labels=y, test_features=T1, test_labels=y_test),
+               cvxdp.VerticalParty("shop", D2, bound=10.0, test_features=T2)]
+    result = cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=2e-3, lam=1e-3, epochs=50),
+                         privacy=cvxdp.SharingGaussian(epsilon=0.5, delta=1e-5), seed=0)
+    result.solution["bank"]        # x_bank (it stays with the bank in a deployment)
+
+What crosses the wire (Algorithm 1): each epoch, party m pushes **one array of N numbers**,
+``q_m = D_m x_m + N(0, sigma_m^2 I_N)``; the centre broadcasts ``sum_k q_k - z`` and ``y`` (N numbers each).
+Nothing else leaves a party: the x-update runs on the party's own data against the pulled values
+(subtract-own-contribution trick, Algorithm 1 lines 3-4). ``result.agent_history`` records the size of
+every uplink; ``ADMMSharing(record_messages=True)`` keeps the messages themselves in ``result.messages``.
+The training objective and test log-loss in the history are *instrumentation* of the simulation (they
+read the parties' private models); they are not messages.
+
+The x-update (6) is solved in closed form (eigen-decomposition of ``D_m^T D_m`` once, then a trust-region
+secular equation per epoch) when ``R_m`` is the default ``||x||^2/2`` and ``X_m`` is the ball alone; otherwise
+a CVXPY problem in d_m variables is compiled once (``g = D_m^T (y + rho s_m)`` is its only Parameter; DPP,
+warm-started) and solved with the solver fallback chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ._validation import check_float, fail
+from .agent import Agent
+from .algorithms.sharing import (
+    ADMMSharing,
+    AssumptionViolation,
+    SharingGaussian,
+    ball_ridge_solve,
+    check_labels,
+    corollary1,
+    log_loss,
+    loss_value,
+    sharing_dual_update,
+    z_update,
+)
+from .checkpoint import load_checkpoint, save_checkpoint
+from .errors import DeclarationError, InvalidParameterError, SolverFailedError
+from .results import Result
+
+RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
+ROW_NORM_TOL = 1e-9
+_OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+
+
+# --------------------------------------------------------------------------- declaration
+class VerticalParty(Agent):
+    """One party of a vertically partitioned problem: a feature block, a local model, a regulariser, a set.
+
+    Parameters
+    ----------
+    name : str
+        Unique party name (ledger, history, ``result.solution`` key).
+    features : ndarray (N, d_m) or cvxpy.Parameter
+        The private block ``D_m``; stored as the Parameter ``party.features`` (its value is the data).
+        The privacy analysis needs every row to have l2 norm at most 1 (Assumption 1.3), checked before a
+        private run (``cvxdp_models.vertical.normalize_blocks`` rescales rows).
+    variable : cvxpy.Variable (d_m,), optional
+        The local model ``x_m``; created as ``cp.Variable(d_m, name="x_<name>")`` when omitted.
+    regularizer : cvxpy.Expression, optional
+        ``R_m(x_m)``, convex in ``variable`` only; default ``0.5 * cp.sum_squares(x_m)`` (curvature 1).
+    bound : float, optional
+        Radius b of the ball ``||x_m||_2 <= b`` added to the constraints (Assumption 1.1; required for a
+        private run).
+    constraints : sequence of cvxpy.Constraint
+        Further constraints on ``x_m`` (they switch the x-update from the closed form to a compiled solve).
+    curvature : float, optional
+        ``c1`` with ``|R_m''| <= c1``; needed for a private run with a custom regulariser (Lemma 1).
+    test_features : ndarray (N_test, d_m), optional
+        The party's block of a test set, for the ``test_logloss`` column (evaluation only).
+    labels, test_labels : array, optional
+        Declare this party the label holder (it hosts the centre); see :class:`cvxdp.ADMMSharing`.
+    """
+
+    def __init__(self, name: str, features: np.ndarray | cp.Parameter, variable: cp.Variable | None = None, *,
+                 regularizer: cp.Expression | None = None, bound: float | None = None,
+                 constraints: Sequence[cp.Constraint] = (), curvature: float | None = None,
+                 test_features: np.ndarray | None = None, labels: np.ndarray | None = None,
+                 test_labels: np.ndarray | None = None) -> None:
+        if isinstance(features, cp.Parameter):
+            param = features
+        else:
+            try:
+                value = np.asarray(features.toarray() if hasattr(features, "toarray") else features, dtype=float)
+            except (TypeError, ValueError):
+                raise fail("features", "VerticalParty", "a 2-D array of numbers or a cvxpy Parameter",
+                           type(features).__name__) from None
+            if value.ndim != 2 or value.shape[0] == 0 or value.shape[1] == 0:
+                raise fail("features", "VerticalParty", "a non-empty 2-D array (samples x features)",
+                           f"an array of shape {value.shape}")
+            param = cp.Parameter(value.shape, value=value, name=f"D_{name}")
+        if param.ndim != 2:
+            raise fail("features", "VerticalParty", "a 2-D (samples x features) Parameter", param.shape)
+        if variable is None:
+            variable = cp.Variable(param.shape[1], name=f"x_{name}")
+        self.features = param
+        self.variable = variable
+        self.bound = bound
+        self.curvature = curvature
+        self.test_features = None if test_features is None else np.asarray(test_features, dtype=float)
+        self.labels = labels
+        self.test_labels = test_labels
+        self.default_regularizer = regularizer is None
+        self.extra_constraints = list(constraints)
+        objective = 0.5 * cp.sum_squares(variable) if regularizer is None else regularizer
+        ball = [] if bound is None or not _is_number(bound) else [cp.norm(variable, 2) <= float(bound)]
+        super().__init__(name, objective, ball + self.extra_constraints, shared={})
+
+    def __repr__(self) -> str:
+        return (f"VerticalParty({self.name!r}, samples={self.n_samples}, features={self.n_features}, "
+                f"bound={self.bound!r})")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_samples(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def data(self) -> np.ndarray:
+        """The value of ``features`` (the private block ``D_m``)."""
+        return np.asarray(self.features.value, dtype=float)
+
+    @property
+    def c1(self) -> float | None:
+        """The regulariser's curvature bound: 1 for the default ``||x||^2/2``, else the declared ``curvature``."""
+        if self.curvature is not None:
+            return float(self.curvature)
+        return 1.0 if self.default_regularizer else None
+
+    @property
+    def closed_form(self) -> bool:
+        """Whether the x-update has the closed (trust-region) form: default regulariser, ball constraint only."""
+        return self.default_regularizer and not self.extra_constraints
+
+    @property
+    def holds_labels(self) -> bool:
+        return self.labels is not None
+
+    def regularizer_value(self, x: np.ndarray) -> float:
+        """``R_m(x)``."""
+        if self.default_regularizer:
+            return 0.5 * float(x @ x)
+        self.variable.value = x
+        return float(self.objective.value)
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> None:
+        """Structural checks of the declaration (raises :class:`DeclarationError` naming the party)."""
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "VerticalParty", "a non-empty str", self.name)
+        value = self.features.value
+        if value is None:
+            raise self._fail("the features Parameter has no value.")
+        if not np.all(np.isfinite(value)):
+            raise self._fail("the features hold NaN or infinite values.")
+        x = self.variable
+        if not isinstance(x, cp.Variable) or x.ndim != 1 or x.size != self.n_features:
+            raise self._fail(f"'variable' must be a 1-D cvxpy Variable of size {self.n_features} (one entry per "
+                             f"feature). Got {x!r}.")
+        if not isinstance(self.objective, cp.Expression) or not self.objective.is_scalar():
+            raise self._fail("the regularizer must be a scalar cvxpy Expression.")
+        if not self.objective.is_convex():
+            raise self._fail("the regularizer is not convex under CVXPY's DCP rules.")
+        for k, con in enumerate(self.constraints):
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
+            if not con.is_dcp():
+                raise self._fail(f"constraint {k} ({con}) does not follow CVXPY's DCP rules.")
+        if not set(self.problem.variables()) <= {x}:
+            raise self._fail("the regularizer and constraints may use the party's variable only.")
+        if self.bound is not None:
+            check_float(self.bound, "bound", f"VerticalParty {self.name!r}", 0.0, math.inf)
+        if self.curvature is not None:
+            check_float(self.curvature, "curvature", f"VerticalParty {self.name!r}", 0.0, math.inf, closed="left")
+        if self.test_features is not None and (self.test_features.ndim != 2
+                                               or self.test_features.shape[1] != self.n_features):
+            raise self._fail(f"test_features must have shape (n_test, {self.n_features}). "
+                             f"Got {self.test_features.shape}.")
+
+    def check_private(self, sensitivity: object) -> None:
+        """Assumption 1 of Hu et al. for a private run: bounded set, normalised rows, known curvature."""
+        if self.bound is None:
+            raise self._fail("a private run needs a bounded feasible set (Assumption 1.1): give bound=b, which "
+                             "adds ||x|| <= b.")
+        norms = np.linalg.norm(self.data, axis=1)
+        worst = float(np.max(norms))
+        if worst > 1.0 + ROW_NORM_TOL:
+            i = int(np.argmax(norms))
+            raise self._fail(f"row {i} of the features has l2 norm {worst:.6g} > 1; the sensitivity analysis "
+                             "needs every row normalised (Assumption 1.3). Rescale the rows, e.g. with "
+                             "cvxdp_models.vertical.normalize_blocks.")
+        if sensitivity == "paper" and self.c1 is None:
+            raise self._fail("a private run with Lemma 1's sensitivity needs the regularizer's curvature bound "
+                             "|R''| <= c1 (Assumption 1.2): pass curvature=c1.")
+
+
+def _is_number(v: object) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+
+
+def check_parties(parties: object) -> list[VerticalParty]:
+    """Non-empty list of VerticalParty with unique names and one sample count; runs every party's check."""
+    if not isinstance(parties, (list, tuple)) or len(parties) == 0:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.VerticalParty (ADMMSharing)", parties)
+    names: set[str] = set()
+    n = None
+    for party in parties:
+        if not isinstance(party, VerticalParty):
+            raise fail("agents", "solve", "a list of cvxdp.VerticalParty for cvxdp.ADMMSharing",
+                       type(party).__name__)
+        party.check()
+        if party.name in names:
+            raise DeclarationError(f"Party name {party.name!r} is used twice; names must be unique.")
+        names.add(party.name)
+        if n is not None and party.n_samples != n:
+            raise DeclarationError(f"Party {party.name!r} has {party.n_samples} samples but the first party has "
+                                   f"{n}; vertically partitioned blocks must share their rows.")
+        n = party.n_samples
+    return list(parties)
+
+
+# --------------------------------------------------------------------------- the party's side
+class _LocalUpdate:
+    """Eq. (6) for one party: closed form (ball + ||x||^2/2) or a compiled CVXPY problem in d_m variables."""
+
+    def __init__(self, party: VerticalParty, rho: float, lam: float, solvers: tuple[str, ...]) -> None:
+        self.party, self.rho, self.lam, self.solvers = party, rho, lam, solvers
+        D = party.data
+        eigvals, eigvecs = np.linalg.eigh(D.T @ D)
+        self.eigvals, self.eigvecs = eigvals, eigvecs
+        self.bound = None if party.bound is None else float(party.bound)
+        self.closed = party.closed_form
+        if not self.closed:
+            x = party.variable
+            self.g = cp.Parameter(party.n_features, name=f"g_{party.name}")
+            root = np.sqrt(np.maximum(eigvals, 0.0))[:, None] * eigvecs.T  # ||root x||^2 = ||D x||^2
+            objective = self.g @ x + (rho / 2.0) * cp.sum_squares(root @ x)
+            if lam > 0:
+                objective = objective + lam * party.objective
+            self.problem = cp.Problem(cp.Minimize(objective), party.constraints)
+
+    def solve(self, g: np.ndarray, epoch: int) -> tuple[np.ndarray, str, list[str]]:
+        if self.closed:
+            return ball_ridge_solve(self.eigvals, self.eigvecs, g, self.lam, self.rho, self.bound), "closed-form", []
+        self.g.value = g
+        fallbacks: list[str] = []
+        for name in self.solvers:
+            try:
+                self.problem.solve(solver=name, warm_start=True)
+                status = self.problem.status
+            except (cp.SolverError, ValueError) as exc:
+                status = f"error ({exc.__class__.__name__})"
+            if status in _OK:
+                return np.asarray(self.party.variable.value, dtype=float).ravel(), name, fallbacks
+            fallbacks.append(f"{name}:{status}")
+        raise SolverFailedError(f"Party {self.party.name!r}: every solver failed on the x-update in epoch {epoch} "
+                                f"({', '.join(fallbacks)}).", agent=self.party.name, round=epoch,
+                                status=fallbacks[-1] if fallbacks else None)
+
+
+class _PartyWorker:
+    """Party m's runtime: private data, model, cached own message, generator. Only :meth:`step` talks."""
+
+    def __init__(self, party: VerticalParty, rho: float, lam: float, solvers: tuple[str, ...],
+                 rng: np.random.Generator, plan: Any) -> None:
+        self.party = party
+        self.D = party.data
+        self.rho = rho
+        self.update = _LocalUpdate(party, rho, lam, solvers)
+        self.rng = rng
+        self.plan = plan
+        self.x = np.zeros(party.n_features)
+        self.q = np.zeros(party.n_samples)  # the locally cached D_m x~_m (what this party last sent)
+        self.last = {"noise_norm": 0.0, "solver_time": 0.0, "solver": "", "fallbacks": []}
+
+    def step(self, residual: np.ndarray, y: np.ndarray, epoch: int) -> np.ndarray:
+        """Algorithm 1, lines 3-6: pull ``sum_k q_k - z`` and ``y``; return the one array this party pushes."""
+        s = residual - self.q  # sum_{k != m} q_k - z  (subtract the locally cached own contribution)
+        g = self.D.T @ (y + self.rho * s)
+        start = time.perf_counter()
+        self.x, solver, fallbacks = self.update.solve(g, epoch)
+        seconds = time.perf_counter() - start
+        prediction = self.D @ self.x
+        if self.plan is not None:
+            q = self.plan.perturb(self.rng, prediction)
+            noise_norm = float(np.linalg.norm(q - prediction))
+        else:
+            q, noise_norm = prediction, 0.0
+        self.q = q
+        self.last = {"noise_norm": noise_norm, "solver_time": seconds, "solver": solver, "fallbacks": fallbacks}
+        return q.copy()
+
+    def state(self) -> dict[str, Any]:
+        return {"x": self.x.copy(), "q": self.q.copy(), "rng": self.rng.bit_generator.state}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.x, self.q = state["x"].copy(), state["q"].copy()
+        self.rng.bit_generator.state = state["rng"]
+
+
+# --------------------------------------------------------------------------- the centre's side
+class _Centre:
+    """The central node: holds the labels (the loss l(z)), z and y; sees only the parties' pushed arrays."""
+
+    def __init__(self, labels: np.ndarray, loss: str, rho: float) -> None:
+        self.labels, self.loss, self.rho = labels, loss, rho
+        n = len(labels)
+        self.z, self.y, self.v = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.z_prev = self.z.copy()
+
+    def broadcast(self) -> tuple[np.ndarray, np.ndarray]:
+        """Algorithm 1, line 12: ``sum_k q_k - z`` and ``y`` (sent to every party)."""
+        return self.v - self.z, self.y.copy()
+
+    def update(self, uplinks: Sequence[np.ndarray]) -> None:
+        """Lines 9-11: collect ``q_m``, the z-update (8) and the dual update (9)."""
+        v = np.sum(uplinks, axis=0)
+        z = z_update(v, self.y, self.rho, self.labels, self.loss)
+        self.z_prev, self.z = self.z, z
+        self.y = sharing_dual_update(self.y, self.rho, v, z)
+        self.v = v
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"z": self.z.copy(), "y": self.y.copy(), "v": self.v.copy(), "z_prev": self.z_prev.copy()}
+
+    def restore(self, state: dict[str, np.ndarray]) -> None:
+        self.z, self.y, self.v, self.z_prev = (state[k].copy() for k in ("z", "y", "v", "z_prev"))
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a sharing run: ``direction`` "up" (party -> centre) or "down" (centre -> parties)."""
+
+    epoch: int
+    direction: str
+    sender: str
+    receiver: str
+    kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
+    payload: np.ndarray = field(repr=False)
+
+
+@dataclass
+class _State:
+    t: int = 0
+    rows: list[dict] = field(default_factory=list)
+    agent_rows: list[dict] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    stop_reason: str | None = None
+    warned: bool = False
+    max_y: float = 0.0
+    max_z: float = 0.0
+
+
+# --------------------------------------------------------------------------- helpers of the loop
+def _as_mechanism(privacy: Any) -> SharingGaussian | None:
+    if privacy is None:
+        return None
+    if isinstance(privacy, SharingGaussian):
+        return privacy.validate()
+    from .privacy import OutputPerturbation
+
+    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m, calibrated by Lemma 1
+        privacy.validate()
+        calibration = "classic" if privacy.calibration == "classic" else "analytic"
+        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
+                               budget=privacy.budget).validate()
+    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
+               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
+
+
+def _labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple[np.ndarray, np.ndarray | None, str]:
+    holders = [p for p in parties if p.holds_labels]
+    if algorithm.labels is not None:
+        labels, host = check_labels(algorithm.labels, "labels", "ADMMSharing", algorithm.loss), "centre"
+    elif len(holders) == 1:
+        labels = check_labels(holders[0].labels, "labels", f"VerticalParty {holders[0].name!r}", algorithm.loss)
+        host = holders[0].name
+    elif not holders:
+        raise InvalidParameterError("ADMMSharing needs the training labels: pass ADMMSharing(labels=...) (held by "
+                                    "the centre) or declare one party with labels=... (the label holder).")
+    else:
+        raise InvalidParameterError("Several parties declare labels ("
+                                    + ", ".join(repr(p.name) for p in holders)
+                                    + "); exactly one party may hold them, or pass ADMMSharing(labels=...).")
+    if len(labels) != parties[0].n_samples:
+        raise InvalidParameterError(f"The labels have {len(labels)} entries but the parties have "
+                                    f"{parties[0].n_samples} samples.")
+    test = algorithm.test_labels
+    if test is None and len(holders) == 1 and holders[0].test_labels is not None:
+        test = holders[0].test_labels
+    if test is not None:
+        test = check_labels(test, "test_labels", "ADMMSharing", algorithm.loss)
+        if not all(p.test_features is not None and len(p.test_features) == len(test) for p in parties):
+            test = None  # no test features on some party: no test column
+    return labels, test, host
+
+
+def _fingerprint(config: dict, parties: list[VerticalParty], labels: np.ndarray) -> str:
+    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
+    for p in parties:
+        h.update(p.name.encode())
+        h.update(np.ascontiguousarray(p.data).tobytes())
+    h.update(np.ascontiguousarray(labels).tobytes())
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- the round loop
+def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, privacy: Any = None,
+                accountant: str = "pld", budget: tuple[float, float] | None = None, backend: Any = None,
+                seed: int = 0, target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
+                progress: bool = False, callback: Any = None, checkpoint: Any = None,
+                checkpoint_every: int = 1) -> Result:
+    """Algorithm 1 of Hu et al. over ``agents`` (normally reached through :func:`cvxdp.solve`)."""
+    from .backends import SerialBackend
+    from .privacy import NoisePlan, PrivacyLedger
+
+    algorithm.validate()
+    if backend is not None and not isinstance(backend, SerialBackend):
+        raise InvalidParameterError("ADMMSharing runs its parties in-process; use backend='serial'.")
+    parties = check_parties(agents)
+    mech = _as_mechanism(privacy)
+    labels, test_labels, host = _labels(algorithm, parties)
+    rho, lam, T, loss = float(algorithm.rho), float(algorithm.lam), int(algorithm.epochs), algorithm.loss
+    M, N = len(parties), parties[0].n_samples
+    names = [p.name for p in parties]
+    if lam == 0 and any(p.bound is None for p in parties):
+        for p in parties:  # unregularised without a bound: the x-update may be unbounded
+            if p.bound is None and np.linalg.matrix_rank(p.data) < p.n_features:
+                raise InvalidParameterError(f"Party {p.name!r}: with lam = 0 the x-update needs bound=... "
+                                            "(its features are rank deficient).")
+
+    # ---------------- privacy: per-party sensitivity, sigma and per-epoch claim
+    plans: list[Any] = [None] * M
+    mech_info: dict[str, dict] = {}
+    b1 = None
+    if mech is not None:
+        for p in parties:
+            p.check_private(mech.sensitivity)
+        b1 = max(float(p.bound) for p in parties)  # Assumption 1.1: one b1 bounds every x_k, y and z
+        for i, p in enumerate(parties):
+            C = mech.party_sensitivity(d_m=p.n_features, n_samples=N, bound=float(p.bound), rho=rho, lam=lam,
+                                       c1=p.c1 if p.c1 is not None else 0.0, b1=b1, parties=M)
+            sigma, eps_step, delta_step = mech.calibrate(C, epochs=T, accountant=accountant)
+            plans[i] = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step,
+                                 relation=RELATION)
+            mech_info[p.name] = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C,
+                                 "eps_step": eps_step, "delta_step": delta_step, "d_m": p.n_features,
+                                 "c1": p.c1, "bound": float(p.bound)}
+    delta_prime = mech.delta_prime_value if mech is not None else None
+    if target_delta is None:
+        if budget is not None and budget[1] > 0:
+            target_delta = budget[1]
+        elif mech is not None and mech.budget == "total":
+            target_delta = float(mech.delta)
+        elif mech is not None:
+            target_delta = min(T * max(i["delta_step"] for i in mech_info.values()) + delta_prime, 0.5)
+        else:
+            target_delta = 1e-6
+    target_delta = check_float(target_delta, "target_delta", "solve", 0.0, 1.0)
+    ledger = PrivacyLedger(names, target_delta=target_delta)
+    config = {"algorithm": algorithm.describe(), "privacy": mech.describe() if mech is not None else None,
+              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta,
+              "agents": names, "parties": {p.name: {"features": p.n_features, "bound": p.bound,
+                                                     "closed_form": p.closed_form} for p in parties},
+              "samples": N, "label_holder": host, "b1": b1}
+
+    # ---------------- runtime objects
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(M)]
+    workers = [_PartyWorker(p, rho, lam, tuple(solvers), rng, plan) for p, rng, plan in zip(parties, rngs, plans)]
+    centre = _Centre(labels, loss, rho)
+    state = _State()
+    fp = _fingerprint(config, parties, labels) if checkpoint is not None else None
+    if checkpoint is not None:
+        saved = load_checkpoint(checkpoint, fp)
+        if saved is not None:
+            state = saved["state"]
+            centre.restore(saved["centre"])
+            for w, ws in zip(workers, saved["workers"]):
+                w.restore(ws)
+            ledger = PrivacyLedger.from_dict(saved["ledger"])
+
+    def snapshot() -> dict[str, Any]:
+        return {"fingerprint": fp, "state": state, "centre": centre.state(),
+                "workers": [w.state() for w in workers], "ledger": ledger.to_dict()}
+
+    bar = tqdm(total=T, initial=state.t, disable=not progress, desc="cvxdp sharing", unit="epoch", leave=False)
+    while state.t < T and state.stop_reason is None:
+        t = state.t + 1
+        start = time.perf_counter()
+        if mech is not None and budget is not None and any(
+                ledger.would_exceed(n, plan, count=1, budget=budget, accountant=accountant)
+                for n, plan in zip(names, plans)):
+            state.stop_reason = "budget"
+            break
+        residual, y = centre.broadcast()
+        y_norm, z_norm = float(np.linalg.norm(centre.y)), float(np.linalg.norm(centre.z))
+        state.max_y, state.max_z = max(state.max_y, y_norm), max(state.max_z, z_norm)
+        assumption_ok = True
+        if mech is not None and mech.sensitivity == "paper" and (y_norm > b1 or z_norm > b1):
+            assumption_ok = False
+            msg = (f"Assumption 1.1 of Hu et al. fails before epoch {t}: ||y|| = {y_norm:.4g}, ||z|| = "
+                   f"{z_norm:.4g}, b1 = {b1:.4g}; Lemma 1's sensitivity (and so the epoch's privacy claim) "
+                   "does not cover this release. Use larger bounds, sensitivity='worst_case', or a smaller rho.")
+            if mech.assumptions == "raise":
+                state.stop_reason = "assumption"
+                raise AssumptionViolation(msg)
+            if not state.warned:
+                warnings.warn(msg, stacklevel=4)
+                state.warned = True
+        uplinks = [w.step(residual, y, t) for w in workers]  # the only data that leave the parties
+        if algorithm.record_messages:
+            for n in names:
+                state.messages.append(Message(t, "down", "centre", n, "residual", residual.copy()))
+                state.messages.append(Message(t, "down", "centre", n, "dual", y.copy()))
+            state.messages.extend(Message(t, "up", n, "centre", "prediction", q.copy())
+                                  for n, q in zip(names, uplinks))
+        centre.update(uplinks)
+        for n, plan in zip(names, plans):
+            if plan is not None:
+                ledger.record(n, plan, count=1)
+        # ---- instrumentation (reads the parties' private models; not part of the protocol)
+        pred = sum(w.D @ w.x for w in workers)
+        regs = [w.party.regularizer_value(w.x) for w in workers]
+        train_loss = loss_value(pred, labels, loss)
+        primal = float(np.linalg.norm(centre.v - centre.z))
+        dual = rho * float(np.linalg.norm(centre.z - centre.z_prev))
+        noise = [w.last["noise_norm"] for w in workers]
+        row: dict[str, Any] = {
+            "round": t, "epoch": t, "objective": train_loss + lam * sum(regs), "train_loss": train_loss,
+            "regularizer": lam * sum(regs), "consensus_residual": primal, "primal_residual": primal,
+            "dual_residual": dual,
+            "max_violation": max(w.party.violation(w.x) if not w.party.closed_form else
+                                 max(float(np.linalg.norm(w.x)) - (w.party.bound or math.inf), 0.0)
+                                 for w in workers),
+            "noise_magnitude": float(np.mean(noise)),
+            "sigma": max((p.scale for p in plans if p is not None), default=0.0),
+            "y_norm": float(np.linalg.norm(centre.y)), "z_norm": float(np.linalg.norm(centre.z)),
+            "assumption_ok": assumption_ok, "solver_time": sum(w.last["solver_time"] for w in workers),
+            "fallbacks": sum(len(w.last["fallbacks"]) for w in workers)}
+        if test_labels is not None:
+            test_pred = sum(w.party.test_features @ w.x for w in workers)
+            row["test_loss"] = loss_value(test_pred, test_labels, loss)
+            if loss == "logistic":
+                row["test_logloss"] = log_loss(test_pred, test_labels)
+                row["test_error"] = float(np.mean(np.where(test_pred >= 0, 1.0, -1.0) != test_labels))
+        if mech is not None:
+            row["eps_basic"] = max(ledger.spent(n, "basic")[0] for n in names)
+            if accountant != "basic":
+                row[f"eps_{accountant}"] = max(ledger.spent(n, accountant)[0] for n in names)
+            row["eps_corollary1"] = max(corollary1(i["eps_step"], i["delta_step"], t, delta_prime)[0]
+                                        for i in mech_info.values())
+        for w, q, reg, nn in zip(workers, uplinks, regs, noise):
+            state.agent_rows.append({
+                "round": t, "agent": w.party.name, "objective": reg, "x_norm": float(np.linalg.norm(w.x)),
+                "noise_magnitude": nn, "sigma": w.plan.scale if w.plan is not None else 0.0,
+                "sent_arrays": 1, "sent_values": int(q.size), "solver": w.last["solver"],
+                "solver_time": w.last["solver_time"], "fallbacks": ";".join(w.last["fallbacks"])})
+        row["wall_time"] = time.perf_counter() - start
+        state.rows.append(row)
+        state.t = t
+        if (algorithm.tol_primal is not None and algorithm.tol_dual is not None
+                and primal <= algorithm.tol_primal and dual <= algorithm.tol_dual):
+            state.stop_reason = "tolerance"
+        if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
+            save_checkpoint(checkpoint, snapshot())
+        bar.update(1)
+        bar.set_postfix(objective=f"{row['objective']:.5g}", residual=f"{primal:.2e}")
+        if callback is not None:
+            callback(t, row)
+    bar.close()
+
+    solution = {w.party.name: w.x.copy() for w in workers}
+    privacy_summary = ledger.summary()
+    if mech is not None:
+        steps = {n: ledger.steps(n) for n in names}
+        per = {n: list(corollary1(mech_info[n]["eps_step"], mech_info[n]["delta_step"], steps[n], delta_prime))
+               for n in names}
+        privacy_summary["corollary1"] = {"per_agent": per, "worst": [max(v[0] for v in per.values()),
+                                                                     max(v[1] for v in per.values())],
+                                         "delta_prime": delta_prime}
+        privacy_summary["mechanism"] = {"name": mech.short_name, "relation": RELATION, "b1": b1,
+                                        "sensitivity_mode": config["privacy"]["sensitivity"], "parties": mech_info}
+        privacy_summary["assumption_1_1"] = {"held": bool(all(r["assumption_ok"] for r in state.rows)),
+                                             "max_y_norm": state.max_y, "max_z_norm": state.max_z, "b1": b1,
+                                             "checked": mech.sensitivity == "paper"}
+    history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(
+        columns=["round", "epoch", "objective", "consensus_residual", "primal_residual", "dual_residual",
+                 "max_violation", "noise_magnitude", "solver_time", "wall_time"])
+    result = Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution,
+                    local={k: v.copy() for k, v in solution.items()}, privacy=privacy_summary, config=config,
+                    stop_reason=state.stop_reason or "rounds", ledger=ledger,
+                    agents=list(parties))
+    result.messages = list(state.messages)
+    return result
+
+
+__all__ = ["Message", "RELATION", "VerticalParty", "check_parties", "run_sharing"]

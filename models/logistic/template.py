@@ -1,0 +1,324 @@
+"""The ``logistic`` template: a case file's ``[model]`` table -> federated logistic-regression agents.
+
+``[model]`` keys (all optional; defaults in :data:`DEFAULTS`)
+
+=================  =====================================================================================
+dataset            "digits" | "breast_cancer" (bundled), "mnist" | "femnist" | "libsvm" | "adult" (local files)
+path               file or directory of a file data set, relative to the case file
+test_path          optional separate test file (libsvm, adult); MNIST uses t10k-* beside the training files
+agents             number of agents (FEMNIST: number of writers, one writer = one agent; default all)
+split              "iid" | "label_skew" | "dirichlet" (FEMNIST: "writer", its natural split)
+dirichlet_alpha    concentration of the Dirichlet split (smaller = more skew)
+classes_per_agent  labels per agent in the label-skew split
+test_fraction      held-out share when the data set has no test file
+max_samples        keep a random subset of this many samples (before the test split)
+standardize        centre and scale every feature by pooled training statistics before clipping
+                   (non-private preprocessing: the statistics are treated as public)
+clip               row-norm bound C: ``||x_i||_2 <= C`` (rows rescaled)
+bound              box half-width: ``|theta_jk| <= bound`` ("binary": 0 = no box)
+kind               "multiclass" (eq. 30, softmax) | "binary" (logistic + l2, labels mapped to -1/+1)
+reg                l2 weight of the binary ERM (multiclass: must be 0)
+data_seed          seed of the split, the subsample and the test split
+baselines          add scikit-learn's pooled and one-agent test errors to ``evaluate`` (computed once)
+=================  =====================================================================================
+
+The shared key is ``"theta"``: the whole parameter (a (features x classes) matrix for "multiclass", a vector
+for "binary"); ``result.solution["theta"]`` is its flat column-major consensus value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cvxdp.errors import ConfigError
+
+from ..base import ModelInstance
+from . import data as D
+from .baselines import central_reference, pooled_baseline, single_agent_baseline
+from .binary import BinaryLogistic, binary_agents
+from .multiclass import MulticlassLogistic, multiclass_agents
+
+__all__ = ["DEFAULTS", "LogisticInstance", "build", "load_dataset"]
+
+DATASETS = ("digits", "breast_cancer", "mnist", "femnist", "libsvm", "adult")
+FILE_DATASETS = ("mnist", "femnist", "libsvm", "adult")
+DEFAULTS: dict[str, Any] = {
+    "dataset": "digits", "path": None, "test_path": None, "agents": None, "split": None,
+    "dirichlet_alpha": 0.5, "classes_per_agent": 2, "test_fraction": 0.25, "max_samples": None,
+    "standardize": None, "clip": 1.0, "bound": None, "kind": None, "reg": None, "data_seed": 0,
+    "baselines": True,
+}
+
+
+# --------------------------------------------------------------------------- validation
+def _bad(key: str, expected: str, got: object) -> ConfigError:
+    return ConfigError(f"The {key!r} entry of [model] must be {expected}. Got {got!r} instead.")
+
+
+def _int(cfg: dict, key: str, low: int, optional: bool = False) -> int | None:
+    v = cfg[key]
+    if v is None and optional:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise _bad(key, f"an int in [{low}, inf)", v)
+    return int(v)
+
+
+def _float(cfg: dict, key: str, low: float, high: float = math.inf, *, low_open: bool = True,
+           high_open: bool = True) -> float:
+    v = cfg[key]
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    if ok:
+        ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+    if not ok:
+        left = ("(" if low_open else "[") + f"{low:g}"
+        right = (f"{high:g}" if high < math.inf else "inf") + (")" if high_open else "]")
+        raise _bad(key, f"a float in {left}, {right}", v)
+    return float(v)
+
+
+def _choice(cfg: dict, key: str, choices: tuple[str, ...]) -> str:
+    v = cfg[key]
+    if v not in choices:
+        raise _bad(key, "one of " + ", ".join(map(repr, choices)), v)
+    return str(v)
+
+
+def _bool(cfg: dict, key: str) -> bool:
+    v = cfg[key]
+    if not isinstance(v, bool):
+        raise _bad(key, "true or false", v)
+    return v
+
+
+def _resolve(model: dict) -> dict[str, Any]:
+    """Defaults + checks; returns the complete, validated configuration."""
+    unknown = sorted(set(model) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"Unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(map(repr, unknown))} in "
+                          f"[model] of the logistic template; known entries: {', '.join(sorted(DEFAULTS))}.")
+    cfg = {**DEFAULTS, **model}
+    cfg["dataset"] = _choice(cfg, "dataset", DATASETS)
+    binary_data = cfg["dataset"] in ("breast_cancer", "adult")
+    if cfg["kind"] is None:
+        cfg["kind"] = "binary" if binary_data else "multiclass"
+    cfg["kind"] = _choice(cfg, "kind", ("multiclass", "binary"))
+    femnist = cfg["dataset"] == "femnist"
+    if cfg["split"] is None:
+        cfg["split"] = "writer" if femnist else "iid"
+    cfg["split"] = _choice(cfg, "split", ("writer",) if femnist else ("iid", "label_skew", "dirichlet"))
+    cfg["agents"] = _int(cfg, "agents", 1, optional=True)
+    if cfg["agents"] is None and not femnist:
+        cfg["agents"] = 5
+    cfg["dirichlet_alpha"] = _float(cfg, "dirichlet_alpha", 0.0)
+    cfg["classes_per_agent"] = _int(cfg, "classes_per_agent", 1)
+    cfg["test_fraction"] = _float(cfg, "test_fraction", 0.0, 1.0, low_open=False)
+    cfg["max_samples"] = _int(cfg, "max_samples", 2, optional=True)
+    cfg["clip"] = _float(cfg, "clip", 0.0)
+    cfg["data_seed"] = _int(cfg, "data_seed", 0)
+    cfg["baselines"] = _bool(cfg, "baselines")
+    if cfg["standardize"] is None:
+        cfg["standardize"] = cfg["dataset"] == "digits" and cfg["kind"] == "multiclass"
+    cfg["standardize"] = _bool(cfg, "standardize")
+    if cfg["kind"] == "multiclass":
+        if cfg["bound"] is None:
+            cfg["bound"] = 1.5
+        cfg["bound"] = _float(cfg, "bound", 0.0)
+        if cfg["reg"] not in (None, 0, 0.0):
+            raise _bad("reg", "0 or absent for kind = 'multiclass' (eq. 30 has no regulariser)", cfg["reg"])
+        cfg["reg"] = 0.0
+    else:
+        cfg["bound"] = 0.0 if cfg["bound"] is None else _float(cfg, "bound", 0.0, low_open=False)
+        if cfg["reg"] is None:
+            cfg["reg"] = 1e-3
+        cfg["reg"] = _float(cfg, "reg", 0.0, low_open=False)
+    if cfg["dataset"] in FILE_DATASETS and not isinstance(cfg["path"], str):
+        raise _bad("path", f"a path (str) to the {cfg['dataset']} data, relative to the case file", cfg["path"])
+    for key in ("path", "test_path"):
+        if cfg[key] is not None and not isinstance(cfg[key], str):
+            raise _bad(key, "a path (str) or absent", cfg[key])
+    return cfg
+
+
+# --------------------------------------------------------------------------- data
+def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """Load, subsample, split and preprocess the data named by a resolved configuration.
+
+    Returns
+    -------
+    dict
+        ``parts`` (list of ``(X_p, y_p)``), ``names``, ``X_test``, ``y_test``, ``labels`` (original label
+        values; ``y`` holds indices into it for "multiclass", -1/+1 for "binary").
+    """
+    rng = np.random.default_rng(cfg["data_seed"])
+    path = None if cfg["path"] is None else (base_dir / cfg["path"])
+    test_path = None if cfg["test_path"] is None else (base_dir / cfg["test_path"])
+    X_test = y_test = names = None
+    if cfg["dataset"] == "femnist":
+        fem = D.load_femnist(path, max_users=cfg["agents"])
+        parts, names = fem.train, list(fem.users)
+        X_test = np.vstack([X for X, _ in fem.test])
+        y_test = np.concatenate([y for _, y in fem.test])
+        if cfg["max_samples"] is not None:
+            raise _bad("max_samples", "absent for dataset = 'femnist' (choose the writers with 'agents')",
+                       cfg["max_samples"])
+    else:
+        if cfg["dataset"] in ("digits", "breast_cancer"):
+            X, y = D.load_sklearn(cfg["dataset"])
+        elif cfg["dataset"] == "mnist":
+            X, y = D.load_mnist(path, "train")
+            try:
+                X_test, y_test = D.load_mnist(path, "t10k")
+            except FileNotFoundError:
+                X_test = None
+        elif cfg["dataset"] == "libsvm":
+            X, y = D.load_libsvm(path)
+            if test_path is not None:
+                X_test, y_test = D.load_libsvm(test_path, n_features=X.shape[1])
+        else:
+            X, y = D.load_adult(path)
+            if test_path is not None:
+                X_test, y_test = D.load_adult(test_path)
+        if cfg["max_samples"] is not None and cfg["max_samples"] < len(y):
+            keep = np.sort(rng.choice(len(y), cfg["max_samples"], replace=False))
+            X, y = X[keep], y[keep]
+        if X_test is None:
+            X, X_test, y, y_test = D.train_test(X, y, cfg["test_fraction"], cfg["data_seed"])
+        splitter = cfg["split"]
+        if splitter == "iid":
+            parts = D.split_iid(X, y, cfg["agents"], rng)
+        elif splitter == "label_skew":
+            parts = D.split_label_skew(X, y, cfg["agents"], rng, classes_per_agent=cfg["classes_per_agent"])
+        else:
+            parts = D.split_dirichlet(X, y, cfg["agents"], cfg["dirichlet_alpha"], rng)
+    names = names or [f"agent{p}" for p in range(len(parts))]
+    labels = np.unique(np.concatenate([y for _, y in parts] + [y_test]))
+    if cfg["kind"] == "binary":
+        if len(labels) != 2:
+            raise ConfigError(f"kind = 'binary' needs a data set with two labels; {cfg['dataset']!r} has "
+                              f"{len(labels)}. Use kind = 'multiclass'.")
+
+        def encode(v: np.ndarray) -> np.ndarray:
+            return np.where(v == labels[1], 1, -1)
+    else:
+        def encode(v: np.ndarray) -> np.ndarray:
+            return np.searchsorted(labels, v)
+    parts = [(np.asarray(X, dtype=float), encode(y)) for X, y in parts]
+    X_test, y_test = np.asarray(X_test, dtype=float), encode(y_test)
+    if cfg["standardize"]:
+        X_all = np.vstack([X for X, _ in parts])
+        mu, sd = X_all.mean(axis=0), X_all.std(axis=0)
+        sd = np.where(sd > 0, sd, 1.0)
+        parts = [((X - mu) / sd, y) for X, y in parts]
+        X_test = (X_test - mu) / sd
+    parts = [(D.clip_rows(X, cfg["clip"]), y) for X, y in parts]
+    return {"parts": parts, "names": names, "X_test": D.clip_rows(X_test, cfg["clip"]), "y_test": y_test,
+            "labels": labels}
+
+
+# --------------------------------------------------------------------------- build
+@dataclass
+class LogisticInstance(ModelInstance):
+    """A :class:`~cvxdp_models.ModelInstance` with the logistic template's extras (tests, benchmarks).
+
+    Attributes
+    ----------
+    models : list of MulticlassLogistic or BinaryLogistic
+        Per-agent models (data, ``value``, ``gradient``), in the order of ``agents``.
+    pooled : MulticlassLogistic or BinaryLogistic
+        The model over all training data (its value is ``sum_p f_p``).
+    test_data : (X_test, y_test)
+    evaluate_solution : callable(flat theta) -> dict
+        ``evaluate`` on a bare parameter vector.
+    """
+
+    models: list[Any] = field(default_factory=list)
+    pooled: Any = None
+    test_data: tuple[np.ndarray, np.ndarray] | None = None
+    evaluate_solution: Callable[[np.ndarray], dict[str, float]] | None = None
+
+
+def build(model: dict, *, base_dir: Path) -> ModelInstance:
+    """Build the logistic template from a case file's ``[model]`` table.
+
+    Parameters
+    ----------
+    model : dict
+        The ``[model]`` table (see the module docstring).
+    base_dir : Path
+        Directory of the case file; relative data paths are resolved against it.
+
+    Returns
+    -------
+    cvxdp_models.ModelInstance
+        ``agents``; ``evaluate(result)`` -> ``train_cost`` (sum_p f_p at the consensus), ``train_error``,
+        ``test_error``, ``box_violation`` (and the scikit-learn baselines' test errors); ``central()`` ->
+        the centralized constrained optimum; ``info``.
+    """
+    cfg = _resolve(dict(model))
+    ds = load_dataset(cfg, Path(base_dir))
+    parts, X_test, y_test = ds["parts"], ds["X_test"], ds["y_test"]
+    classes = len(ds["labels"])
+    if cfg["kind"] == "multiclass":
+        agents, models = multiclass_agents(parts, classes=classes, bound=cfg["bound"], clip=cfg["clip"],
+                                           names=ds["names"])
+        pooled: MulticlassLogistic | BinaryLogistic = MulticlassLogistic.pooled(models)
+    else:
+        agents, models = binary_agents(parts, reg=cfg["reg"], clip=cfg["clip"],
+                                       bound=cfg["bound"] or None, names=ds["names"])
+        pooled = BinaryLogistic.pooled(models)
+    cache: dict[str, Any] = {}
+
+    def baselines() -> dict[str, float]:
+        if "baselines" not in cache:
+            X_tr = np.vstack([X for X, _ in parts])
+            y_tr = np.concatenate([y for _, y in parts])
+            C = 1.0 if cfg["kind"] == "multiclass" else 1.0 / (len(y_tr) * cfg["reg"]) if cfg["reg"] > 0 else 1e6
+            pooled_res = pooled_baseline(X_tr, y_tr, X_test, y_test, C=C)
+            single_res = single_agent_baseline(parts, X_test, y_test, agent=0, C=C)
+            cache["baselines"] = {"baseline_pooled_test_error": pooled_res["test_error"],
+                                  "baseline_single_test_error": single_res["test_error"]}
+        return cache["baselines"]
+
+    def evaluate(result: Any) -> dict[str, float]:
+        return evaluate_solution(np.asarray(result.solution["theta"], dtype=float))
+
+    def evaluate_solution(w: np.ndarray) -> dict[str, float]:
+        w = np.ravel(w)
+        lo, hi = pooled.box
+        out = {"train_cost": float(sum(m.value(w) for m in models)),
+               "train_error": float(np.mean(pooled.predict(w, pooled.X) != pooled.y)),
+               "test_error": float(np.mean(pooled.predict(w, X_test) != y_test)) if len(y_test) else math.nan,
+               "box_violation": float(max(np.max(w - hi), np.max(lo - w), 0.0))}
+        if cfg["baselines"]:
+            out.update(baselines())
+        return out
+
+    def central(solver: str = "auto", tol: float = 1e-9, solution: bool = False, **_: Any) -> dict[str, Any]:
+        """Centralized constrained optimum (cached): ``objective``, ``solver``, ``status``, ``time_s``,
+        ``train_error``, ``test_error``; with ``solution=True`` also ``{"theta": flat array}``."""
+        key = f"central:{solver}:{tol}"
+        if key not in cache:
+            res = central_reference(pooled, solver=solver, tol=tol)
+            sol = res.pop("solution")
+            res["test_error"] = float(np.mean(pooled.predict(sol, X_test) != y_test)) if len(y_test) else math.nan
+            res["train_error"] = float(np.mean(pooled.predict(sol, pooled.X) != pooled.y))
+            cache[key] = (res, sol)
+        res, sol = cache[key]
+        return {**res, "solution": {"theta": sol.copy()}} if solution else dict(res)
+
+    sens = agents[0].sensitivity
+    info = {"template": "logistic", **{k: v for k, v in cfg.items() if k != "baselines"},
+            "n_train": int(sum(len(y) for _, y in parts)), "n_test": int(len(y_test)),
+            "features": int(parts[0][0].shape[1]), "classes": classes, "agents": len(agents),
+            "samples_per_agent": [int(len(y)) for _, y in parts],
+            "sensitivity": {"l1": sens.l1, "l2": sens.l2, "relation": sens.relation}}
+    info["parameter_shape"] = list(pooled.shape)
+    return LogisticInstance(agents=agents, evaluate=evaluate, central=central, info=info, models=list(models),
+                            pooled=pooled, test_data=(X_test, y_test), evaluate_solution=evaluate_solution)
