@@ -8,16 +8,18 @@
 
 from . import errors, schedules
 from .agent import Agent, Sensitivity
-from .algorithms import ADMM, ADMMSharing, LinearizedADMM, SharingGaussian
+from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
 from .central import solve_central
 from .engine import solve
 from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
+from .privacy.gamma import PenaltyPerturbation
 from .results import Result, load_result
 from .vertical import VerticalParty
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DVP", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM",
     "ADMM", "ADMMSharing", "Agent", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
     "PrivacyLedger", "Result", "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result",
     "schedules", "solve", "solve_central",

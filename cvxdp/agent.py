@@ -120,12 +120,16 @@ class Agent:
         Gradient sensitivity under the declared neighbouring relation; required for private runs.
     initial : mapping cvxpy.Variable -> array, optional
         Starting point of the local copy; defaults to the projection of 0 onto ``W_p``.
+    value : callable, optional
+        ``value(u) -> float``: a fast evaluation of the objective at flat ``u`` for the per-round metrics
+        (must equal CVXPY's value of ``objective``). Defaults to evaluating the CVXPY expression.
     """
 
     def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
                  *, shared: Mapping[str, cp.Expression] | None = None, gradient: GradientFn | None = None,
                  sensitivity: Sensitivity | None = None,
-                 initial: Mapping[cp.Variable, np.ndarray] | None = None) -> None:
+                 initial: Mapping[cp.Variable, np.ndarray] | None = None,
+                 value: Callable[[np.ndarray], float] | None = None) -> None:
         self.name = name
         self.objective = objective
         self.constraints = list(constraints)
@@ -133,6 +137,7 @@ class Agent:
         self.gradient = gradient
         self.sensitivity = sensitivity
         self.initial = initial
+        self.value = value
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
@@ -178,14 +183,26 @@ class Agent:
             value = const.value
             if np.issubdtype(np.asarray(value).dtype, np.number) and not _all_finite(value):
                 raise self._fail("a data constant of the objective or constraints holds NaN values.")
-        if self.gradient is not None and not callable(self.gradient):
-            raise self._fail(f"'gradient' must be callable. Got {type(self.gradient).__name__}.")
+        for name in ("gradient", "value"):
+            fn = getattr(self, name)
+            if fn is not None and not callable(fn):
+                raise self._fail(f"{name!r} must be callable. Got {type(fn).__name__}.")
         if self.sensitivity is not None and not isinstance(self.sensitivity, Sensitivity):
             raise self._fail(f"'sensitivity' must be a cvxdp.Sensitivity. Got {type(self.sensitivity).__name__}.")
         # overlapping shared blocks inside one agent would double-count consensus
         idx = self.layout.shared_indices
         if len(np.unique(idx)) != len(idx):
             raise self._fail("two shared blocks overlap; each coordinate may belong to one key only.")
+
+    def check_box(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The closed-form version of :meth:`check_feasible` for a box ``lo <= u <= hi``."""
+        if np.any(lo > hi):
+            k = int(np.argmax(lo > hi))
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty (coordinate {k} "
+                                       f"needs {lo[k]:g} <= u <= {hi[k]:g}).")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                          "and privacy analysis assume a compact set.", stacklevel=3)
 
     def check_feasible(self) -> None:
         """Solve the feasibility problem; raise :class:`InfeasibleAgentError` if ``W_p`` is empty."""
@@ -197,7 +214,6 @@ class Agent:
         if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
             raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty "
                                        f"(feasibility solve status {prob.status!r}).")
-        bounded = cp.Problem(cp.Minimize(cp.sum(cp.abs(self._u_expr))), self.constraints)
         for sign in (1.0, -1.0):
             probe = cp.Problem(cp.Maximize(sign * cp.sum(self._u_expr)), self.constraints)
             try:
@@ -208,7 +224,6 @@ class Agent:
                 warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
                               "and privacy analysis assume a compact set.", stacklevel=3)
                 break
-        del bounded
 
     # ------------------------------------------------------------------ structure
     @cached_property
@@ -253,7 +268,9 @@ class Agent:
             var.value = value
 
     def objective_value(self, u: np.ndarray) -> float:
-        """``f_p(u)``."""
+        """``f_p(u)`` (the user's ``value`` callable when given)."""
+        if self.value is not None:
+            return float(self.value(u))
         self._set(u)
         return float(self.objective.value)
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .algorithms import ADMM, LinearizedADMM
+from .algorithms import ADMM, ADMMSharing, LinearizedADMM
 from .algorithms.base import Algorithm
+from .algorithms.madmm import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
 from .errors import ConfigError, CvxdpError
 
 if sys.version_info >= (3, 11):
@@ -18,9 +19,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
+GRAPH_MECHANISMS = ("gamma",)  # Gamma-norm noise of the decentralized algorithms (madmm, dvp, radmm, mradmm)
 _CASE_KEYS = {"name", "template", "description"}
-_ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual"}
+_ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual",
+                   "lam", "epochs", "loss"}  # the last three: name = "sharing" (ADMMSharing)
 _PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "budget", "noise_source"}
+_PRIVACY_KEYS |= {"alpha", "growth"}  # mechanism = "gamma"
+_ALGORITHM_KEYS |= GRAPH_KEYS  # name = "madmm" | "dvp" | "radmm" | "mradmm"
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
              "run": _RUN_KEYS}
@@ -105,9 +110,9 @@ def load_case(path: str | Path) -> Case:
     if "template" not in case:
         raise ConfigError(f"{path}: [case] needs a 'template' entry (e.g. \"power\" or \"logistic\").")
     mech = raw.get("privacy", {}).get("mechanism", "none")
-    if mech not in MECHANISMS:
+    if mech not in MECHANISMS + GRAPH_MECHANISMS:
         raise ConfigError(f"{path}: the 'mechanism' entry of [privacy] must be one of "
-                          f"{', '.join(map(repr, MECHANISMS))}. Got {mech!r} instead.")
+                          f"{', '.join(map(repr, MECHANISMS + GRAPH_MECHANISMS))}. Got {mech!r} instead.")
     return Case(path=path, name=str(case.get("name", path.stem)), template=str(case["template"]),
                 model=dict(raw.get("model", {})), algorithm=dict(raw.get("algorithm", {})),
                 privacy=dict(raw.get("privacy", {})), run=dict(raw.get("run", {})))
@@ -118,15 +123,25 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
     params = dict(table)
     name = params.pop("name", "ladmm")
     try:
+        if name in GRAPH_ALGORITHMS:
+            return graph_algorithm(name, params)
         if name == "ladmm":
             return LinearizedADMM(**params)
         if name == "admm":
             params.pop("eta", None)
             params.pop("local_updates", None)
             return ADMM(**params)
+        if name == "sharing":  # labels come from the label-holding party of the template
+            params.pop("eta", None)
+            params.pop("local_updates", None)
+            if "rounds" in params:  # the CLI's --rounds is the number of epochs here
+                params["epochs"] = params.pop("rounds")
+            return ADMMSharing(**params)
     except TypeError as exc:
         raise ConfigError(f"[algorithm]: {exc}.") from None
-    raise ConfigError(f"The 'name' entry of [algorithm] must be one of 'ladmm', 'admm'. Got {name!r} instead.")
+    raise ConfigError(f"The 'name' entry of [algorithm] must be one of 'ladmm', 'admm', 'sharing', "
+                      "'madmm', 'dvp', 'radmm', 'mradmm'. "
+                      f"Got {name!r} instead.")
 
 
 def make_privacy(table: dict[str, Any]) -> Any:
@@ -137,6 +152,13 @@ def make_privacy(table: dict[str, Any]) -> Any:
     mechanism = params.pop("mechanism", "none")
     if mechanism == "none":
         return None
+    if mechanism in GRAPH_MECHANISMS:
+        from .privacy.gamma import penalty_perturbation_from_table
+
+        try:
+            return penalty_perturbation_from_table(params)
+        except (TypeError, CvxdpError) as exc:
+            raise ConfigError(f"[privacy]: {exc}") from None
     try:
         mech = make_mechanism(mechanism, **params)
         mech.validate()

@@ -31,7 +31,7 @@ def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: 
             ax.plot(stats.index, stats["mean"], marker="o", label=mech, **_style(mech))
             ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=_style(mech)["color"])
         base = results[(results["mechanism"] == "none") & (results["local_updates"] == J)]
-        if len(base) and metric in base:
+        if len(base) and metric in base and (base[metric].mean() > 0 or not logy):
             ax.axhline(base[metric].mean(), label="non-private", **_style("none"))
         ax.set_xscale("log")
         if logy and (sub[metric] > 0).all():

@@ -62,21 +62,27 @@ class GeometricCapped:
 
 @dataclass(frozen=True)
 class StepSchedule:
-    """The authors' schedule ``c1 * 1.2**floor(t / period) + c2 / epsilon``, capped at ``cap``."""
+    """The authors' schedule ``c1 * 1.2**floor(t / period) + c2 / epsilon``, capped at ``cap``.
+
+    With ``epsilon=None`` the run's epsilon is used (``cvxdp.solve`` fills it in from the mechanism).
+    """
 
     c1: float
     c2: float
     period: int
-    epsilon: float = 1.0
+    epsilon: float | None = None
     cap: float = math.inf
 
     def __post_init__(self) -> None:
         check_float(self.c1, "c1", "StepSchedule", 0.0, math.inf)
         check_float(self.c2, "c2", "StepSchedule", 0.0, math.inf, closed="left")
         check_int(self.period, "period", "StepSchedule", 1)
-        check_float(self.epsilon, "epsilon", "StepSchedule", 0.0, math.inf)
+        if self.epsilon is not None:
+            check_float(self.epsilon, "epsilon", "StepSchedule", 0.0, math.inf, closed="right")
 
     def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
+        if self.epsilon is None:
+            raise ValueError("StepSchedule(epsilon=None) is only usable inside cvxdp.solve, which supplies epsilon.")
         return float(min(self.c1 * 1.2 ** math.floor(t / self.period) + self.c2 / self.epsilon, self.cap))
 
 

@@ -62,6 +62,10 @@ class AgentWorker:
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
         self.projection = compile_projection(agent, solvers=solvers)
+        if self.projection.is_box:  # emptiness and boundedness read off the bounds
+            agent.check_box(self.projection.lo, self.projection.hi)
+        else:
+            agent.check_feasible()
         self.prox = ProxSolver(agent, solvers=tuple(s for s in solvers if s != "OSQP")) \
             if algorithm.name == "admm" else None
         if agent.initial is not None:

@@ -41,6 +41,8 @@ _TEMPLATES: dict[str, str] = {
     "power": "cvxdp_models.power.template:build",
     "logistic": "cvxdp_models.logistic.template:build",
     "toy": "cvxdp_models.toy:build",
+    "erm": "cvxdp_models.erm:build",
+    "vertical": "cvxdp_models.vertical:build",
 }
 
 

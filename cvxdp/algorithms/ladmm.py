@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from .._validation import check_int
-from ..schedules import Schedule, as_schedule, describe
+from ..schedules import Schedule, StepSchedule, as_schedule, describe
 from .base import Algorithm
 
 Projector = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, object]]
@@ -53,6 +55,16 @@ class LinearizedADMM(Algorithm):
 
     def eta_at(self, t: int) -> float:
         return self.eta_schedule(t)
+
+    def bind_epsilon(self, epsilon: float | None) -> None:
+        """Give a :class:`~cvxdp.schedules.StepSchedule` declared without epsilon the run's epsilon.
+
+        Non-private runs use epsilon = inf (the ``c2/eps`` term vanishes).
+        """
+        for name in ("rho_schedule", "eta_schedule"):
+            sched = getattr(self, name)
+            if isinstance(sched, StepSchedule) and sched.epsilon is None:
+                setattr(self, name, replace(sched, epsilon=float(epsilon) if epsilon else math.inf))
 
     def __repr__(self) -> str:
         return (f"LinearizedADMM(rho={self.rho!r}, eta={self.eta!r}, local_updates={self._local_updates!r}, "

@@ -70,7 +70,7 @@ def cases_cmd(as_json: bool) -> None:
               help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable).")
 @click.option("--rounds", type=int, default=None, help="Number of rounds T.")
 @click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
-@click.option("--algorithm", type=click.Choice(["ladmm", "admm"]), default=None)
+@click.option("--algorithm", type=click.Choice(["ladmm", "admm", "sharing", "madmm", "dvp", "radmm", "mradmm"]), default=None)
 @click.option("--seed", type=int, default=None)
 @click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -141,14 +141,35 @@ def central_cmd(case_file, objective, as_json) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (results table, ledger, figures, report). Re-running resumes.")
 @click.option("--rounds", type=int, default=None, help="Override the study's rounds (e.g. a quick look).")
+@click.option("--data", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Sharing studies: a local LIBSVM training file (e.g. a9a) instead of the bundled data.")
+@click.option("--test-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Sharing studies: the matching LIBSVM test file (e.g. a9a.t).")
 @click.option("--progress/--no-progress", default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def study_cmd(study_file, out, rounds, progress, as_json) -> None:
-    """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report."""
-    from ..study import run_study
+def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> None:
+    """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report.
 
-    info = run_study(study_file, out, rounds=rounds, progress=progress)
+    A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
+    cvxdp.study_sharing); --rounds then sets its epochs. A study with ``[study] kind = "graph"`` runs the
+    decentralized-ADMM study (settings x runs, cvxdp.study_graph); --data/--test-data then give the UCI Adult
+    files (adult.data / adult.test) instead of the bundled data.
+    """
+    from ..study import run_study
+    from ..study_graph import is_graph_study, run_graph_study
+    from ..study_sharing import is_sharing_study, run_sharing_study
+
+    if is_sharing_study(study_file):
+        info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
+                                 progress=progress and sys.stderr.isatty())
+    elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.study_graph)
+        info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
+                               progress=progress and sys.stderr.isatty())
+    elif data is not None or test_data is not None:
+        raise click.UsageError("--data/--test-data apply to sharing studies ([study] kind = \"sharing\") only.")
+    else:
+        info = run_study(study_file, out, rounds=rounds, progress=progress)
     human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
             + "\n".join(f"  {f}" for f in info["files"])
     _emit(info, as_json, human)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -181,9 +182,11 @@ def _pld_cached(grouped: Grouped, delta: float) -> float:
             return float(sum(c / e.noise_multiplier for e, c in grouped))
         return math.inf
     acc = PLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
-    for event, count in grouped:
-        acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
-    return float(acc.get_epsilon(delta))
+    with warnings.catch_warnings():  # dp-accounting overflows harmlessly (to inf) on very large totals
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for event, count in grouped:
+            acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
+        return float(acc.get_epsilon(delta))
 
 
 def composed_epsilon(grouped: Sequence[tuple[object, int]], delta: float, accountant: str) -> float:

@@ -128,7 +128,7 @@ class BinaryLogistic:
     def agent(self) -> cvxdp.Agent:
         """The :class:`cvxdp.Agent` (shared key ``"theta"``)."""
         return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.f},
-                           gradient=self.gradient, sensitivity=self.sensitivity)
+                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value)
 
 
 def binary_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, reg: float, clip: float = 1.0,

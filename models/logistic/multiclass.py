@@ -62,19 +62,26 @@ def _softmax(Z: np.ndarray) -> np.ndarray:
     return E
 
 
-def softmax_cost(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int) -> float:
-    """``(1/total) sum_i CE(softmax(theta^T x_i), y_i)`` for ``theta`` of shape (d, K)."""
-    Z = X @ theta
+def _cost_from_logits(Z: np.ndarray, y: np.ndarray, total: int) -> float:
     zmax = Z.max(axis=1)
     lse = np.log(np.exp(np.maximum(Z - zmax[:, None], -600.0)).sum(axis=1)) + zmax
     return float((lse.sum() - Z[np.arange(len(y)), y].sum()) / total)
 
 
-def softmax_gradient(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, total: int) -> np.ndarray:
-    """Gradient ``X^T (softmax(X theta) - Y) / total`` (shape (d, K)) of :func:`softmax_cost`."""
-    P = _softmax(X @ theta)
+def _gradient_from_logits(Z: np.ndarray, X: np.ndarray, Y: np.ndarray, total: int) -> np.ndarray:
+    P = _softmax(Z)
     P -= Y
     return X.T @ P / total
+
+
+def softmax_cost(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int) -> float:
+    """``(1/total) sum_i CE(softmax(theta^T x_i), y_i)`` for ``theta`` of shape (d, K)."""
+    return _cost_from_logits(X @ theta, y, total)
+
+
+def softmax_gradient(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, total: int) -> np.ndarray:
+    """Gradient ``X^T (softmax(X theta) - Y) / total`` (shape (d, K)) of :func:`softmax_cost`."""
+    return _gradient_from_logits(X @ theta, X, Y, total)
 
 
 def multiclass_sensitivity(features: int, classes: int, clip: float, total: int,
@@ -142,6 +149,8 @@ class MulticlassLogistic:
         self.objective = (cp.sum(cp.log_sum_exp(self.X_param @ self.theta, axis=1))
                           - cp.sum(cp.multiply(self.M_param, self.theta))) / self.total
         self.constraints = [self.theta <= self.bound, self.theta >= -self.bound]
+        self._last_u: np.ndarray | None = None
+        self._last_Z: np.ndarray | None = None
 
     # ----------------------------------------------------------------- references
     @classmethod
@@ -176,13 +185,21 @@ class MulticlassLogistic:
         """Flat column-major vector -> (d, K) matrix."""
         return np.reshape(u, self.shape, order="F")
 
+    def _logits(self, u: np.ndarray) -> np.ndarray:
+        """``X theta`` at ``u``, remembered for the last ``u``: the objective at the end of a round and the
+        gradient at the start of the next are taken at the same point, so they share one product."""
+        u = np.asarray(u, dtype=float)
+        if self._last_u is None or not np.array_equal(u, self._last_u):
+            self._last_u, self._last_Z = u.copy(), self.X @ self.unflatten(u)
+        return self._last_Z
+
     def value(self, u: np.ndarray) -> float:
         """``f_p`` at the flat vector ``u``."""
-        return softmax_cost(self.unflatten(u), self.X, self.y, self.total)
+        return _cost_from_logits(self._logits(u), self.y, self.total)
 
     def gradient(self, u: np.ndarray) -> np.ndarray:
         """Flat gradient of ``f_p`` at the flat vector ``u`` (column-major, like ``u``)."""
-        return softmax_gradient(self.unflatten(u), self.X, self.Y, self.total).ravel(order="F")
+        return _gradient_from_logits(self._logits(u), self.X, self.Y, self.total).ravel(order="F")
 
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
@@ -190,8 +207,9 @@ class MulticlassLogistic:
 
     def agent(self) -> cvxdp.Agent:
         """The :class:`cvxdp.Agent` (shared key ``"theta"`` = the whole matrix)."""
+        # value=: the vectorised numpy objective (same number as CVXPY's, tested) for the per-round metric
         return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.theta},
-                           gradient=self.gradient, sensitivity=self.sensitivity)
+                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value)
 
 
 def multiclass_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, classes: int, bound: float,

@@ -130,3 +130,21 @@ def test_gradient_of_wrong_shape_is_reported():
 
     with pytest.raises(DeclarationError, match="gradient returned shape"):
         agent.grad(np.zeros(2))
+
+
+def test_value_hook_replaces_the_cvxpy_evaluation():
+    x = cp.Variable(2)
+    calls = []
+    agent = cvxdp.Agent("v", cp.sum_squares(x), [x <= 1, x >= -1], shared={"x": x},
+                        value=lambda u: calls.append(1) or float(u @ u))
+
+    assert agent.objective_value(np.array([1.0, 2.0])) == 5.0
+    assert calls == [1]
+
+
+def test_box_feasibility_is_read_off_the_bounds():
+    x = cp.Variable(2)
+    empty = cvxdp.Agent("boxy", cp.sum_squares(x), [x <= 0, x >= 1], shared={"x": x})
+
+    with pytest.raises(InfeasibleAgentError, match="boxy.*coordinate 0"):
+        cvxdp.solve([empty], algorithm=cvxdp.LinearizedADMM(rounds=1))

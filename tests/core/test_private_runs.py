@@ -88,7 +88,19 @@ def test_result_save_and_load_round_trip(tmp_path):
     assert np.array_equal(loaded.solution["x"], result.solution["x"])
     assert loaded.privacy == result.privacy
     assert set(loaded.history.columns) >= {"objective", "consensus_residual", "max_violation", "noise_magnitude",
-                                           "eps_basic", "eps_pld", "wall_time", "solver_time"}
+                                           "eps_basic", "eps_rdp", "wall_time", "solver_time"}
+
+
+def test_authors_step_schedule_takes_epsilon_from_the_mechanism():
+    agents = boundary_agents()
+    eta = cvxdp.schedules.StepSchedule(c1=2.0, c2=0.5, period=5)  # c1 * 1.2**floor(t/5) + c2/eps
+    mech = cvxdp.ObjectivePerturbation("gaussian", epsilon=0.25, delta=1e-6)
+
+    result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=eta, rounds=6), privacy=mech)
+    plain = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=eta, rounds=6))
+
+    assert list(result.history["eta"]) == pytest.approx([2.0 + 2.0] * 4 + [2.4 + 2.0] * 2)
+    assert list(plain.history["eta"]) == pytest.approx([2.0] * 4 + [2.4] * 2)
 
 
 def test_ledger_reports_all_accountants_per_agent():

@@ -30,6 +30,7 @@ def test_declaration_value_gradient(cancer):
     u = np.random.default_rng(0).uniform(-5, 5, 30)
     m.f.value = u
     assert m.value(u) == pytest.approx(m.objective.value, rel=1e-12)
+    assert agents[0].objective_value(u) == pytest.approx(cvxdp.Agent.objective_value(agents[0], u), rel=1e-12)
     h = 1e-6
     fd = np.array([(m.value(u + h * e) - m.value(u - h * e)) / (2 * h) for e in np.eye(30)])
     np.testing.assert_allclose(m.gradient(u), fd, rtol=1e-6, atol=1e-10)

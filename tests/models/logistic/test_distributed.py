@@ -56,7 +56,10 @@ def test_objective_perturbation_stays_feasible(digits5):
     assert obj.history["max_violation"].max() == 0.0  # ObjPert: every communicated z_p is in W
     assert out.history["max_violation"].max() > 0.0  # OutPert may leave the box
     assert obj.history["noise_magnitude"].min() > 0
-    assert np.isfinite(inst.evaluate(obj)["train_cost"])
+    ev = inst.evaluate(obj)
+    assert np.isfinite(ev["train_cost"]) and np.isfinite(ev["train_cost_local_mean"])
+    local_mean = np.mean([obj.local[a.name] for a in inst.agents], axis=0)
+    assert np.max(np.abs(local_mean)) <= inst.info["bound"] + 1e-12  # feasible, whatever the noise
     laplace = cvxdp.solve(inst.agents, algorithm=algo, accountant="rdp", seed=1,
                           privacy=cvxdp.ObjectivePerturbation("laplace", epsilon=1.0))
     assert laplace.history["max_violation"].max() == 0.0

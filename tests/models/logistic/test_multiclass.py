@@ -47,10 +47,15 @@ def test_declaration_is_dcp_dpp_and_a_box(model):
 
 def test_value_matches_cvxpy(model):
     rng = np.random.default_rng(1)
+    agent = model.agent()
     for _ in range(3):
         u = rng.uniform(-2, 2, 24)
+        g = model.gradient(u)  # fills the logits cache; value and gradient must still be right after
+        assert agent.objective_value(u) == pytest.approx(cvxdp.Agent.objective_value(agent, u), rel=1e-12)
         model.theta.value = model.unflatten(u)
         assert model.value(u) == pytest.approx(model.objective.value, rel=1e-12)
+        np.testing.assert_array_equal(model.gradient(u), g)
+        assert model.value(u + rng.normal(size=24)) != model.value(u)  # the cache follows u
     assert model.value(np.zeros(24)) == pytest.approx(40 * math.log(4) / 100)
 
 

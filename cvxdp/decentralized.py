@@ -1,0 +1,520 @@
+"""The iteration loop of decentralized ADMM over a graph (SPEC §3-§4): M-ADMM, PP, DVP, R-ADMM, MR-ADMM.
+
+Called by the algorithms' ``run`` (``cvxdp.solve`` dispatches there because ``custom_loop = True``).
+
+Nodes are ordinary :class:`cvxdp.Agent` objects whose shared blocks cover every coordinate of their local
+vector (every node shares the full f; the papers' setting). The primal update of node i is always
+
+    f_i = argmin_{f in W_i}  O(f, D_i) + a ||f||^2 - p^T f                               (:class:`LocalProx`)
+
+with ``a = eta_i V_i`` and ``p = eta_i sum_{j in V_i} (f_i + f_j) - 2 lambda_i - noise``, where the noise is
+``2 eta_i V_i eps`` (PP/DVP, eq. 24) or ``eps`` (MR-ADMM, eq. 18) and ``eps`` is Gamma-norm noise drawn from
+node i's own generator (one per node from ``SeedSequence(seed).spawn(N)``, never reseeded). Expanding the
+penalty ``eta sum_j ||f - (f_i + f_j)/2||^2`` gives exactly this form.
+
+The local problem is compiled once per node: a damped Newton method when the agent's ``gradient`` is a
+:class:`SmoothObjective` with a Hessian and there are no constraints (the ERM template), scipy's L-BFGS-B when
+there is a gradient and no constraints, otherwise a CVXPY problem that is DPP in the two things that change
+(``sum_squares(s * f)`` with the Parameter ``s = sqrt(a)`` and the linear Parameter ``p``), solved with the
+solver chain (Clarabel, then ECOS).
+
+Every iteration appends one row to ``result.history``: round, iteration ("exact" or "recycled"),
+objective ``sum_i O(f_i)``, average_loss (ERM nodes: the papers' ``L(t)``), consensus_residual
+(``sum over edges ||f_i - f_j||``), max_deviation (``max_i ||f_i - mean f||``), primal/dual residuals,
+max_violation, noise_magnitude (mean ``||eps||`` of the perturbed nodes), eta_min/eta_max, and for private
+runs bound_P (the papers' bound so far: (26) or (32)), eps_basic (the same, from the ledger) and eps_rdp
+(zCDP of the pure steps) when the accountant is "rdp"; the PLD total is computed once, in the final summary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ._validation import check_float, fail
+from .agent import Agent, check_agents
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .errors import DeclarationError, InvalidParameterError, SolverFailedError
+from .graphs import Topology, check_graph, describe_graph
+from .local_solver import SolveReport
+from .results import Result
+
+__all__ = ["LocalProx", "SmoothObjective", "privacy_plan", "recycled_step", "run_graph_admm"]
+
+_OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+HISTORY_COLUMNS = ["round", "iteration", "objective", "consensus_residual", "max_deviation", "primal_residual",
+                   "dual_residual", "max_violation", "noise_magnitude", "eta_min", "eta_max", "solver_time",
+                   "wall_time"]
+
+
+# --------------------------------------------------------------------------- local solves
+class SmoothObjective:
+    """A gradient callable that also exposes the objective's value (and optionally its Hessian) in numpy.
+
+    Pass it as ``cvxdp.Agent(..., gradient=SmoothObjective(value, gradient, hessian))``: the engine calls it
+    like any gradient, and the decentralized primal update uses ``value``/``hessian`` for a fast exact solve
+    (Newton) when the agent has no constraints. All three take the flat local vector ``u``.
+    """
+
+    def __init__(self, value: Callable[[np.ndarray], float], gradient: Callable[[np.ndarray], np.ndarray],
+                 hessian: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        self.value = value
+        self.gradient = gradient
+        self.hessian = hessian
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        return self.gradient(u)
+
+
+class LocalProx:
+    """Node i's exact primal update ``argmin_{u in W} O(u) + a ||u||^2 - p^T u`` (a > 0), compiled once.
+
+    Parameters
+    ----------
+    agent : cvxdp.Agent
+    method : {"auto", "newton", "lbfgs", "cvxpy"}
+        See the module docstring; "auto" picks the fastest one the declaration allows.
+    solvers : tuple of str
+        CVXPY solver chain of the "cvxpy" method.
+    tol : float
+        Stationarity tolerance of the smooth methods: ``||grad|| <= tol * (1 + ||p||)``.
+
+    Attributes
+    ----------
+    calls : int
+        Number of solves so far (each one reads the node's data).
+    """
+
+    def __init__(self, agent: Agent, *, method: str = "auto", solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
+                 tol: float = 1e-11) -> None:
+        self.agent = agent
+        self.solvers = tuple(s for s in solvers if s != "OSQP") or ("CLARABEL", "ECOS")
+        self.tol = tol
+        smooth = isinstance(agent.gradient, SmoothObjective)
+        constrained = bool(agent.constraints)
+        if method == "auto":
+            if constrained or agent.gradient is None:
+                method = "cvxpy"
+            elif smooth and agent.gradient.hessian is not None:
+                method = "newton"
+            else:
+                method = "lbfgs"
+        if method in ("newton", "lbfgs") and constrained:
+            raise InvalidParameterError(f"Agent {agent.name!r}: local_solver={method!r} needs an unconstrained "
+                                        "node; use 'cvxpy' (or 'auto').")
+        if method == "newton" and not (smooth and agent.gradient.hessian is not None):
+            raise InvalidParameterError(f"Agent {agent.name!r}: local_solver='newton' needs gradient="
+                                        "cvxdp.decentralized.SmoothObjective(value, gradient, hessian).")
+        if method == "lbfgs" and agent.gradient is None:
+            raise InvalidParameterError(f"Agent {agent.name!r}: local_solver='lbfgs' needs a gradient.")
+        self.method = method
+        self.calls = 0
+        self._problem: tuple[cp.Problem, cp.Parameter, cp.Parameter] | None = None
+
+    # -- numpy oracles ------------------------------------------------------
+    def value(self, u: np.ndarray) -> float:
+        g = self.agent.gradient
+        if isinstance(g, SmoothObjective):
+            return float(g.value(u))
+        return self.agent.objective_value(u)
+
+    def _newton(self, a: float, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, str]:
+        oracle: SmoothObjective = self.agent.gradient  # type: ignore[assignment]
+        scale = 1.0 + float(np.linalg.norm(p))
+        eye = 2.0 * a * np.eye(u.size)
+        phi = oracle.value(u) + a * (u @ u) - p @ u
+        best = math.inf
+        for it in range(60):
+            g = np.asarray(oracle.gradient(u), dtype=float) + 2.0 * a * u - p
+            gn = float(np.linalg.norm(g))
+            if gn <= self.tol * scale:
+                return u, f"newton:{it}"
+            if gn >= best and it > 3:  # stalled at machine precision
+                return u, f"newton:{it}"
+            best = min(best, gn)
+            H = np.asarray(oracle.hessian(u), dtype=float) + eye
+            try:
+                step = -np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                step = -g / (2.0 * a)
+            slope = float(g @ step)
+            if -slope <= 1e-12 * (1.0 + abs(phi)):  # quadratic region: the full step, values cannot tell
+                u = u + step
+                phi = oracle.value(u) + a * (u @ u) - p @ u
+                continue
+            t = 1.0
+            while True:
+                cand = u + t * step
+                phi_c = oracle.value(cand) + a * (cand @ cand) - p @ cand
+                if phi_c <= phi + 1e-4 * t * slope or t < 1e-10:
+                    break
+                t *= 0.5
+            u, phi = cand, phi_c
+        return u, "newton:maxiter"
+
+    def _lbfgs(self, a: float, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, str]:
+        from scipy.optimize import minimize
+
+        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+            return (self.value(x) + a * (x @ x) - p @ x,
+                    self.agent.grad(x) + 2.0 * a * x - p)
+
+        res = minimize(fun, u, jac=True, method="L-BFGS-B",
+                       options={"maxiter": 5000, "gtol": self.tol * (1.0 + float(np.linalg.norm(p))),
+                                "ftol": 1e-16, "maxcor": 20})
+        return np.asarray(res.x, dtype=float), f"lbfgs:{res.nit}"
+
+    def _cvxpy(self, a: float, p_val: np.ndarray, u: np.ndarray, round: int | None) -> tuple[np.ndarray, str]:
+        if self._problem is None:
+            x = self.agent.u_expression()
+            s = cp.Parameter(nonneg=True, name="sqrt_penalty")
+            p = cp.Parameter(x.size, name="linear")
+            obj = self.agent.objective + cp.sum_squares(s * x) - p @ x
+            self._problem = (cp.Problem(cp.Minimize(obj), self.agent.constraints), s, p)
+        prob, s, p = self._problem
+        s.value = math.sqrt(a)
+        p.value = p_val
+        for var, val in self.agent.layout.split(u).items():
+            var.value = val
+        failures = []
+        for name in self.solvers:
+            try:
+                prob.solve(solver=name, warm_start=True)
+                status = prob.status
+            except (cp.SolverError, ValueError) as exc:
+                status = f"error ({exc.__class__.__name__})"
+            if status in _OK:
+                layout = self.agent.layout
+                return layout.flatten({var: var.value for var in layout.variables}), name
+            failures.append(f"{name}:{status}")
+        raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the primal update in "
+                                f"iteration {round} ({', '.join(failures)}).", agent=self.agent.name, round=round,
+                                status=failures[-1] if failures else None)
+
+    def solve(self, a: float, p: np.ndarray, warm: np.ndarray, *, round: int | None = None
+              ) -> tuple[np.ndarray, SolveReport]:
+        """The minimiser, warm-started at ``warm``, and what it cost."""
+        self.calls += 1
+        start = time.perf_counter()
+        if self.method == "newton":
+            u, solver = self._newton(a, p, warm.copy())
+        elif self.method == "lbfgs":
+            u, solver = self._lbfgs(a, p, warm.copy())
+        else:
+            u, solver = self._cvxpy(a, p, warm, round)
+        if not np.all(np.isfinite(u)):
+            raise SolverFailedError(f"Agent {self.agent.name!r}: the primal update in iteration {round} returned "
+                                    f"non-finite values ({solver}).", agent=self.agent.name, round=round,
+                                    status="non-finite")
+        return u, SolveReport(solver=solver, seconds=time.perf_counter() - start)
+
+
+def recycled_step(f_odd: np.ndarray, recycled: np.ndarray, lam: np.ndarray, eta: float, disagreement: np.ndarray,
+                  degree: float, gamma: float) -> np.ndarray:
+    """The even update (16)/(19) from stored quantities only (no data).
+
+    ``f(2k) = f(2k-1) - (g + 2 lambda(2k-1) + eta sum_j (f_i(2k-1) - f_j(2k-1))) / (2 eta V + gamma)`` where
+    ``recycled`` is ``g = eps + grad O(f(2k-1))`` from the odd iteration's KKT condition and ``disagreement``
+    is ``sum_j (f_i(2k-1) - f_j(2k-1))``.
+    """
+    return f_odd - (recycled + 2.0 * lam + eta * disagreement) / (2.0 * eta * degree + gamma)
+
+
+# --------------------------------------------------------------------------- state
+@dataclass
+class _State:
+    """Everything that changes during a run; with the ledger it is a checkpoint."""
+
+    F: np.ndarray                 # (N, d) local iterates f_i(t)
+    lam: np.ndarray               # (N, d) duals lambda_i(t)
+    recycled: np.ndarray          # (N, d) eps + grad O from the last odd iteration's KKT condition (R-ADMM)
+    rng_states: list[dict]
+    ledger: Any = None
+    t: int = 0
+    rows: list[dict] = field(default_factory=list)
+    agent_rows: list[dict] = field(default_factory=list)
+    stop_reason: str | None = None
+
+
+def _check_privacy(privacy: Any, owner: str) -> Any:
+    from .privacy.gamma import PenaltyPerturbation
+
+    if privacy is None:
+        return None
+    if not isinstance(privacy, PenaltyPerturbation):
+        raise fail("privacy", owner, "None or a cvxdp.PenaltyPerturbation (Gamma-norm noise; the Laplace/Gaussian "
+                   "mechanisms belong to LinearizedADMM)", type(privacy).__name__)
+    return privacy.validate()
+
+
+def _check_nodes(agents: Sequence[Agent], owner: str) -> tuple[int, dict[str, int]]:
+    sizes = check_agents(agents, private=False)
+    keys = sorted(sizes)
+    dims = set()
+    for agent in agents:
+        layout = agent.layout
+        if sorted(layout.shared) != keys:
+            raise DeclarationError(f"Agent {agent.name!r}: {owner} needs every node to share the same keys "
+                                   f"{keys}; it shares {sorted(layout.shared)}.")
+        if not np.all(layout.shared_mask):
+            raise DeclarationError(f"Agent {agent.name!r}: {owner} needs every variable shared (every node shares "
+                                   f"the full f); {int(np.sum(~layout.shared_mask))} local-only coordinate(s) found.")
+        dims.add(layout.size)
+    if len(dims) != 1:  # pragma: no cover - implied by equal shared sizes covering everything
+        raise DeclarationError(f"{owner}: the nodes' local vectors differ in size ({sorted(dims)}).")
+    return dims.pop(), sizes
+
+
+def _check_backend(backend: Any, owner: str) -> None:
+    from .backends import SerialBackend
+
+    if backend is not None and not isinstance(backend, SerialBackend):
+        raise InvalidParameterError(f"{owner} runs its nodes in-process; use backend='serial'. "
+                                    f"Got {type(backend).__name__}.")
+
+
+# --------------------------------------------------------------------------- schedules and claims
+def _penalty_schedule(algorithm: Any, names: Sequence[str]) -> Callable[[int], np.ndarray]:
+    """``t -> eta_i(t)`` per node: ``eta_i(1) q_i^(t-1)`` (M-ADMM) or ``eta_hat_i q_i^ceil(t/2)`` (MR-ADMM)."""
+    eta1, q = algorithm.penalties(names)
+    if algorithm.kind == "radmm":
+        return lambda t: eta1 * q ** ((t + 1) // 2)
+    return lambda t: eta1 * q ** (t - 1)
+
+
+def _step_epsilons(erm: Sequence[Any], alpha: np.ndarray, eta: np.ndarray, V: np.ndarray,
+                   recycled: bool) -> np.ndarray:
+    """The per-node claims of one perturbed iteration: the summands of (26) or, for MR-ADMM, (32)."""
+    from .privacy.gamma import madmm_step_epsilon, mradmm_step_epsilon
+
+    if recycled:
+        return np.array([mradmm_step_epsilon(c.C, c.c1, a, e, v, c.B, c.reg)
+                         for c, a, e, v in zip(erm, alpha, eta, V)])
+    return np.array([madmm_step_epsilon(c.C, c.c1, a, e, v, c.B) for c, a, e, v in zip(erm, alpha, eta, V)])
+
+
+def privacy_plan(algorithm: Any, agents: Sequence[Agent], privacy: Any) -> pd.DataFrame:
+    """The per-iteration claims of a run, computed before running it (no data read, no noise drawn).
+
+    Returns a DataFrame indexed by iteration t = 1..T with one column per node (0 on recycled iterations);
+    ``plan.sum().max()`` is the papers' bound (26)/(32) of the run, ``plan.cumsum().max(axis=1)`` is P(t).
+    """
+    from .privacy.gamma import erm_constants
+
+    algorithm.validate()
+    privacy = _check_privacy(privacy, type(algorithm).__name__)
+    if privacy is None:
+        raise fail("privacy", "privacy_plan", "a cvxdp.PenaltyPerturbation", None)
+    names = [a.name for a in agents]
+    topo = check_graph(algorithm.build_graph(names), names, owner=f"{type(algorithm).__name__}'s graph")
+    erm = [erm_constants(a) for a in agents]
+    eta_of = _penalty_schedule(algorithm, names)
+    recycled = algorithm.kind == "radmm"
+    alpha1 = privacy.alphas(names)
+    rows = []
+    for t in range(1, algorithm.rounds + 1):
+        if recycled and t % 2 == 0:
+            rows.append(np.zeros(len(names)))
+            continue
+        alpha = privacy.alpha_at(alpha1, (t + 1) // 2 if recycled else t)
+        rows.append(_step_epsilons(erm, alpha, eta_of(t), topo.degrees, recycled))
+    return pd.DataFrame(rows, columns=names, index=pd.RangeIndex(1, algorithm.rounds + 1, name="round"))
+
+
+# --------------------------------------------------------------------------- the loop
+def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = None, accountant: str = "pld",
+                   budget: tuple[float, float] | None = None, backend: Any = None, seed: int = 0,
+                   target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
+                   progress: bool = False, callback: Callable[[int, dict], None] | None = None,
+                   checkpoint: Any = None, checkpoint_every: int = 1) -> Result:
+    """Run a :class:`~cvxdp.algorithms.madmm.GraphADMM` algorithm over ``agents`` and return a Result.
+
+    See :func:`cvxdp.solve` for the arguments; ``budget = (epsilon, delta)`` is a per-node cap on the basic
+    total (the papers' bound): the run stops before an iteration that would exceed it (``stop_reason ==
+    "budget"``). ``target_delta`` (default: the budget's delta if positive, else 1e-6) is the delta of the
+    zCDP and PLD totals.
+    """
+    from .privacy.gamma import GammaLedger, check_bound_condition, erm_constants, sample_gamma_norm
+
+    owner = type(algorithm).__name__
+    algorithm.validate()
+    privacy = _check_privacy(privacy, owner)
+    _check_backend(backend, owner)
+    if not isinstance(agents, (list, tuple)) or not agents:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
+    d, sizes = _check_nodes(agents, owner)
+    names = [a.name for a in agents]
+    topo: Topology = check_graph(algorithm.build_graph(names), names, owner=f"{owner}'s graph")
+    N = len(names)
+    V = topo.degrees
+    nbrs = [np.array(nb, dtype=int) for nb in topo.neighbors]
+    recycled = algorithm.kind == "radmm"
+    eta_of = _penalty_schedule(algorithm, names)
+    T = algorithm.rounds
+    if not recycled:
+        algorithm.check_convergence_condition(names)
+    if target_delta is None:
+        target_delta = budget[1] if budget is not None and budget[1] > 0 else 1e-6
+    target_delta = check_float(target_delta, "target_delta", "solve", 0.0, 1.0, closed="left")
+
+    erm = None
+    try:
+        erm = [erm_constants(a) for a in agents]
+    except DeclarationError:
+        if privacy is not None:
+            raise
+    if privacy is not None:
+        alpha1 = privacy.alphas(names)
+        if recycled:
+            check_bound_condition(erm, eta_of(1), V, names, weight_name="eta_i(1)", owner=owner)
+        else:
+            check_bound_condition(erm, algorithm.thetas(names), V, names, weight_name="theta", owner=owner)
+
+    config = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
+              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta, "agents": names,
+              "graph": describe_graph(topo.graph), "degrees": V.tolist(), "shared_sizes": sizes,
+              "erm": [c.to_dict() for c in erm] if erm is not None else None}
+    fp = fingerprint(config, agents) if checkpoint is not None else None
+
+    proxes = [LocalProx(a, method=algorithm.local_solver, solvers=solvers) for a in agents]
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(N)]
+    F0 = np.zeros((N, d))
+    for i, (agent, rng) in enumerate(zip(agents, rngs)):
+        if agent.initial is not None:
+            F0[i] = agent.layout.flatten(agent.initial)
+        elif algorithm.init_scale > 0:
+            F0[i] = algorithm.init_scale * rng.standard_normal(d)
+    ledger = GammaLedger(names, target_delta=target_delta, bound="(32)" if recycled else "(26)")
+    state = _State(F=F0, lam=np.zeros((N, d)), recycled=np.zeros((N, d)), rng_states=[], ledger=ledger)
+    if checkpoint is not None:
+        saved = load_checkpoint(checkpoint, fp)
+        if saved is not None:
+            state = saved["state"]
+            for rng, st in zip(rngs, state.rng_states):
+                rng.bit_generator.state = st
+    ledger = state.ledger
+    projections = None
+    if recycled and any(a.constraints for a in agents):
+        from .local_solver import compile_projection
+
+        projections = [compile_projection(a, solvers=solvers) if a.constraints else None for a in agents]
+
+    edges = np.array(topo.edges, dtype=int).reshape(-1, 2)
+    shared_idx = {k: np.concatenate([agents[0].layout.shared[k]]) for k in sorted(sizes)}
+
+    def metrics(F: np.ndarray) -> tuple[list[float], dict]:
+        values = [prox.value(F[i]) for i, prox in enumerate(proxes)]
+        diffs = F[edges[:, 0]] - F[edges[:, 1]]
+        en = np.linalg.norm(diffs, axis=1)
+        mean = F.mean(axis=0)
+        out = {"objective": float(sum(values)), "consensus_residual": float(en.sum()),
+               "max_deviation": float(np.max(np.linalg.norm(F - mean, axis=1))),
+               "primal_residual": float(math.sqrt(float(en @ en)))}
+        if erm is not None:
+            out["average_loss"] = float(np.mean([(v - c.reg * 0.5 * float(F[i] @ F[i])) / c.C
+                                                 for i, (v, c) in enumerate(zip(values, erm))]))
+        viol = [a.violation(F[i]) for i, a in enumerate(agents) if a.constraints]
+        out["max_violation"] = float(max(viol)) if viol else 0.0
+        return values, out
+
+    bar = tqdm(total=T, initial=state.t, disable=not progress, desc=f"cvxdp {algorithm.name}", unit="iter",
+               leave=False)
+    while state.t < T and state.stop_reason is None:
+        t = state.t + 1
+        start = time.perf_counter()
+        eta = eta_of(t)
+        exact = not recycled or t % 2 == 1
+        k = (t + 1) // 2
+        step_eps = np.zeros(N)
+        if privacy is not None and exact:
+            alpha = privacy.alpha_at(alpha1, k if recycled else t)
+            step_eps = _step_epsilons(erm, alpha, eta, V, recycled)
+            if budget is not None and any(ledger.would_exceed(n, e, budget) for n, e in zip(names, step_eps)):
+                state.stop_reason = "budget"
+                break
+        F, lam = state.F, state.lam
+        F_new = np.empty_like(F)
+        noise_norms = np.zeros(N)
+        reports: list[SolveReport] = [SolveReport(solver="recycled")] * N
+        if exact:
+            for i in range(N):
+                nb = nbrs[i]
+                nb_sum = V[i] * F[i] + F[nb].sum(axis=0)
+                p = eta[i] * nb_sum - 2.0 * lam[i]
+                if privacy is not None:
+                    eps = sample_gamma_norm(rngs[i], alpha[i], d)
+                    noise_norms[i] = float(np.linalg.norm(eps))
+                    p = p - (eps if recycled else 2.0 * eta[i] * V[i] * eps)
+                F_new[i], reports[i] = proxes[i].solve(eta[i] * V[i], p, F[i], round=t)
+                if recycled:  # eps + grad O(f_i(2k-1)) from the KKT condition of (14)/(18)
+                    state.recycled[i] = -2.0 * lam[i] - eta[i] * (2.0 * V[i] * F_new[i] - nb_sum)
+            step = eta if recycled else algorithm.theta_at(t, names)
+            lam_new = lam.copy()
+            for i in range(N):
+                lam_new[i] = lam[i] + 0.5 * step[i] * (V[i] * F_new[i] - F_new[nbrs[i]].sum(axis=0))
+            if privacy is not None:
+                for n, e in zip(names, step_eps):
+                    ledger.record(n, t, float(e))
+        else:
+            for i in range(N):
+                disagreement = V[i] * F[i] - F[nbrs[i]].sum(axis=0)
+                F_new[i] = recycled_step(F[i], state.recycled[i], lam[i], eta[i], disagreement, V[i],
+                                         algorithm.gamma)
+                if projections is not None and projections[i] is not None:
+                    F_new[i], reports[i] = projections[i].project(F_new[i], np.ones(d), round=t)
+            lam_new = lam
+            if privacy is not None:
+                for n in names:
+                    ledger.record_free(n, t)
+        values, row_metrics = metrics(F_new)
+        dual = float(np.linalg.norm(F_new - F))
+        state.F, state.lam, state.t = F_new, lam_new, t
+        row = {"round": t, "iteration": "exact" if exact else "recycled", **row_metrics, "dual_residual": dual,
+               "noise_magnitude": float(noise_norms.mean()) if privacy is not None and exact else 0.0,
+               "eta_min": float(eta.min()), "eta_max": float(eta.max()),
+               "solver_time": float(sum(r.seconds for r in reports))}
+        if privacy is not None:
+            worst = max(ledger.spent(n, "basic")[0] for n in names)
+            row["bound_P"] = worst
+            row["eps_basic"] = worst
+            if accountant == "rdp":
+                row["eps_rdp"] = max(ledger.spent(n, "rdp")[0] for n in names)
+        row["wall_time"] = time.perf_counter() - start
+        state.rows.append(row)
+        for i, n in enumerate(names):
+            state.agent_rows.append({
+                "round": t, "agent": n, "objective": values[i],
+                "residual": float(np.linalg.norm(V[i] * F_new[i] - F_new[nbrs[i]].sum(axis=0))),
+                "noise_magnitude": noise_norms[i], "eta": float(eta[i]), "epsilon": float(step_eps[i]),
+                "solver_time": reports[i].seconds, "solver": reports[i].solver})
+        if algorithm.tol is not None and exact and dual / math.sqrt(N) <= algorithm.tol \
+                and row["max_deviation"] <= algorithm.tol:
+            state.stop_reason = "tolerance"
+        state.rng_states = [rng.bit_generator.state for rng in rngs]
+        if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
+            save_checkpoint(checkpoint, {"fingerprint": fp, "state": state})
+        bar.update(1)
+        bar.set_postfix(objective=f"{row['objective']:.4g}", deviation=f"{row['max_deviation']:.2e}")
+        if callback is not None:
+            callback(t, row)
+    bar.close()
+    history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
+    mean = state.F.mean(axis=0)
+    solution = {k: mean[idx] for k, idx in shared_idx.items()}
+    local = {n: state.F[i].copy() for i, n in enumerate(names)}
+    summary = ledger.summary(pld=privacy is not None)
+    if privacy is None:
+        summary["paper_bound"] = None
+        summary["worst"]["paper_bound"] = None
+    return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
+                  privacy=summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=None,
+                  agents=list(agents))
