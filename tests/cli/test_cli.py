@@ -60,6 +60,12 @@ def test_run_by_shipped_name_and_central_agree(tmp_path):
     ("[case]\ntemplate = 'toy'\n[model]\nagents = 0", "'agents' entry of [model]"),
     ("[case]\ntemplate = 'toy'\n[algorithm]\nrho = -1.0", "'rho' parameter of LinearizedADMM"),
     ("[case]\ntemplate = 'toy'\n[wat]\nx = 1", "unknown section(s) [wat]"),
+    ("[case]\ntemplate = 'logistic'\n[model]\ndataset = 'libsvm'\npath = 'nothing.svm'", "nothing.svm"),
+    ("[case]\ntemplate = 'power'\n[model]\nnetwork = 'case14'\nzones = [[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14], []]",
+     "empty"),
+    ("[case]\ntemplate = 'power'\n[model]\nnetwork = 'case14'\nzones = [[1, 2, 3, 4, 5], [6, 10, 11, 12, 13], [7, 8, 9, 14]]\n"
+     "[privacy]\nmechanism = 'ObjG'\nepsilon = -1.0", "'epsilon' parameter"),
+    ("[case]\ntemplate = 'power'\n[model]\nnetwork = 'case99999'\nauto_zones = 3", "case99999"),
 ])
 def test_bad_case_files_get_one_clear_line(tmp_path, content, match):
     case = tmp_path / "bad.toml"
