@@ -573,7 +573,7 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
             assumption_ok = False
             msg = (f"Assumption 1.1 of Hu et al. fails before epoch {t}: ||y|| = {y_norm:.4g}, ||z|| = "
                    f"{z_norm:.4g}, b1 = {b1:.4g}; Lemma 1's sensitivity (and so the epoch's privacy claim) "
-                   "does not cover this release. Use larger bounds, sensitivity='worst_case', or a smaller rho.")
+                   "does not cover this release. Use larger bounds or sensitivity='worst_case'.")
             if mech.assumptions == "raise":
                 state.stop_reason = "assumption"
                 raise AssumptionViolation(msg)

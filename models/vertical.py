@@ -13,6 +13,7 @@ Template ``vertical`` (``[case] template = "vertical"``), ``[model]`` keys (defa
 =================  =====================================================================================
 dataset            "breast_cancer" | "digits" (bundled) | "libsvm" (local file, e.g. a9a, gisette)
 path, test_path    LIBSVM training / test file, relative to the case file
+n_features         LIBSVM: the number of features (a9a: 123; its test file lacks the last one)
 blocks             list of column counts ([66, 57]), list of [start, stop) ranges, or a name:
                    "a9a", "gisette", "halves" or "auto" (the paper's split when the feature count is
                    123 or 5000, else the bundled default or two halves)
@@ -53,7 +54,7 @@ BUNDLED_SPLITS: dict[str, list[int]] = {"breast_cancer": [15, 15], "digits": [32
 DATASETS = ("breast_cancer", "digits", "libsvm")
 DEFAULTS: dict[str, Any] = {
     "dataset": "breast_cancer", "path": None, "test_path": None, "blocks": "auto", "normalize": "party",
-    "bound": 50.0, "test_fraction": 0.25, "max_samples": None, "digits_positive": [5, 6, 7, 8, 9],
+    "bound": 100.0, "test_fraction": 0.25, "max_samples": None, "digits_positive": [5, 6, 7, 8, 9],
     "data_seed": 0, "lam": 1e-3, "n_features": None,
 }
 

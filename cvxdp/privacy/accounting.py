@@ -172,6 +172,10 @@ def pld_interval(grouped: Grouped, delta: float) -> float:
     return min(max(estimate * PLD_RELATIVE_INTERVAL, PLD_MIN_INTERVAL), PLD_MAX_INTERVAL)
 
 
+#: below this Gaussian noise multiplier the "pld" total falls back to RDP (an upper bound; see _pld_cached)
+PLD_MIN_GAUSSIAN_MULTIPLIER = 0.05
+
+
 @functools.lru_cache(maxsize=4096)
 def _pld_cached(grouped: Grouped, delta: float) -> float:
     if delta == 0.0:
@@ -181,6 +185,11 @@ def _pld_cached(grouped: Grouped, delta: float) -> float:
         if all(isinstance(e, dp_accounting.LaplaceDpEvent) for e, _ in grouped):
             return float(sum(c / e.noise_multiplier for e, c in grouped))
         return math.inf
+    if any(isinstance(e, dp_accounting.GaussianDpEvent) and e.noise_multiplier < PLD_MIN_GAUSSIAN_MULTIPLIER
+           for e, _ in grouped):
+        # a nearly noiseless Gaussian makes dp-accounting's PLD grid astronomically large (terabytes); its
+        # epsilon is huge anyway, and RDP's is a valid upper bound
+        return _rdp_cached(grouped, delta)
     acc = PLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
     with warnings.catch_warnings():  # dp-accounting overflows harmlessly (to inf) on very large totals
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -199,3 +199,15 @@ def test_last_bit_differences_are_merged_conservatively():
     assert rdp_epsilon([(b, 10), (a, 10)], 1e-5) == rdp_epsilon([(a, 20)], 1e-5)
     c = dp_accounting.GaussianDpEvent(6.1)  # a real difference is kept apart
     assert rdp_epsilon([(a, 10), (c, 10)], 1e-5) != rdp_epsilon([(a, 20)], 1e-5)
+
+
+def test_pld_of_a_nearly_noiseless_gaussian_falls_back_to_rdp():
+    import dp_accounting
+
+    from cvxdp.privacy.accounting import pld_epsilon, rdp_epsilon
+
+    event = dp_accounting.GaussianDpEvent(noise_multiplier=0.01)  # dp-accounting's PLD would need terabytes
+
+    eps = pld_epsilon([(event, 10)], 1e-5)
+
+    assert eps == rdp_epsilon([(event, 10)], 1e-5)
