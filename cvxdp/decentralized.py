@@ -21,9 +21,15 @@ solver chain (Clarabel, then ECOS).
 Every iteration appends one row to ``result.history``: round, iteration ("exact" or "recycled"),
 objective ``sum_i O(f_i)``, average_loss (ERM nodes: the papers' ``L(t)``), consensus_residual
 (``sum over edges ||f_i - f_j||``), max_deviation (``max_i ||f_i - mean f||``), primal/dual residuals,
-max_violation, noise_magnitude (mean ``||eps||`` of the perturbed nodes), eta_min/eta_max, and for private
+max_violation, noise_magnitude (mean ``||eps||`` over the nodes; NaN on recycled iterations of private runs:
+no noise is drawn), eta_min/eta_max, and for private
 runs bound_P (the papers' bound so far: (26) or (32)), eps_basic (the same, from the ledger) and eps_rdp
 (zCDP of the pure steps) when the accountant is "rdp"; the PLD total is computed once, in the final summary.
+
+``result.privacy`` is the :class:`~cvxdp.privacy.gamma.GammaLedger` summary (per node and worst node: basic =
+the papers' bound, zCDP, PLD; ``paper_bound``; and the per-iteration claims under ``"ledger"``, from which
+``GammaLedger.from_dict(result.privacy)`` rebuilds the ledger). ``result.ledger`` is None: dp-accounting has no
+event for the Gamma-norm mechanism, so there is no :class:`~cvxdp.privacy.PrivacyLedger` to attach.
 """
 
 from __future__ import annotations
@@ -117,14 +123,37 @@ class LocalProx:
             raise InvalidParameterError(f"Agent {agent.name!r}: local_solver='lbfgs' needs a gradient.")
         self.method = method
         self.calls = 0
+        # the consensus vector f is the agent's shared blocks in sorted key order: f = u[perm]
+        self.perm = agent.layout.shared_indices
+        self._identity = bool(np.array_equal(self.perm, np.arange(agent.layout.size)))
         self._problem: tuple[cp.Problem, cp.Parameter, cp.Parameter] | None = None
 
+    # -- layouts ------------------------------------------------------------
+    def to_u(self, f: np.ndarray) -> np.ndarray:
+        """The agent's flat local vector u of the consensus vector f."""
+        if self._identity:
+            return f
+        u = np.empty(f.size)
+        u[self.perm] = f
+        return u
+
+    def to_f(self, u: np.ndarray) -> np.ndarray:
+        """The consensus vector f (shared blocks, sorted keys) of the agent's flat vector u."""
+        return u if self._identity else u[self.perm]
+
     # -- numpy oracles ------------------------------------------------------
-    def value(self, u: np.ndarray) -> float:
+    def _value_u(self, u: np.ndarray) -> float:
         g = self.agent.gradient
         if isinstance(g, SmoothObjective):
             return float(g.value(u))
         return self.agent.objective_value(u)
+
+    def value(self, f: np.ndarray) -> float:
+        """``O(f, D_i)`` at the consensus vector f."""
+        return self._value_u(self.to_u(f))
+
+    def violation(self, f: np.ndarray) -> float:
+        return self.agent.violation(self.to_u(f))
 
     def _newton(self, a: float, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, str]:
         oracle: SmoothObjective = self.agent.gradient  # type: ignore[assignment]
@@ -164,7 +193,7 @@ class LocalProx:
         from scipy.optimize import minimize
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            return (self.value(x) + a * (x @ x) - p @ x,
+            return (self._value_u(x) + a * (x @ x) - p @ x,
                     self.agent.grad(x) + 2.0 * a * x - p)
 
         res = minimize(fun, u, jac=True, method="L-BFGS-B",
@@ -201,9 +230,13 @@ class LocalProx:
 
     def solve(self, a: float, p: np.ndarray, warm: np.ndarray, *, round: int | None = None
               ) -> tuple[np.ndarray, SolveReport]:
-        """The minimiser, warm-started at ``warm``, and what it cost."""
+        """The minimiser (a consensus vector f), warm-started at ``warm``, and what it cost.
+
+        ``p`` and ``warm`` are consensus vectors too (``||f||^2`` does not depend on the layout).
+        """
         self.calls += 1
         start = time.perf_counter()
+        p, warm = self.to_u(p), self.to_u(warm)
         if self.method == "newton":
             u, solver = self._newton(a, p, warm.copy())
         elif self.method == "lbfgs":
@@ -214,7 +247,7 @@ class LocalProx:
             raise SolverFailedError(f"Agent {self.agent.name!r}: the primal update in iteration {round} returned "
                                     f"non-finite values ({solver}).", agent=self.agent.name, round=round,
                                     status="non-finite")
-        return u, SolveReport(solver=solver, seconds=time.perf_counter() - start)
+        return self.to_f(u), SolveReport(solver=solver, seconds=time.perf_counter() - start)
 
 
 def recycled_step(f_odd: np.ndarray, recycled: np.ndarray, lam: np.ndarray, eta: float, disagreement: np.ndarray,
@@ -390,7 +423,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
     F0 = np.zeros((N, d))
     for i, (agent, rng) in enumerate(zip(agents, rngs)):
         if agent.initial is not None:
-            F0[i] = agent.layout.flatten(agent.initial)
+            F0[i] = proxes[i].to_f(agent.layout.flatten(agent.initial))
         elif algorithm.init_scale > 0:
             F0[i] = algorithm.init_scale * rng.standard_normal(d)
     ledger = GammaLedger(names, target_delta=target_delta, bound="(32)" if recycled else "(26)")
@@ -409,7 +442,8 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         projections = [compile_projection(a, solvers=solvers) if a.constraints else None for a in agents]
 
     edges = np.array(topo.edges, dtype=int).reshape(-1, 2)
-    shared_idx = {k: np.concatenate([agents[0].layout.shared[k]]) for k in sorted(sizes)}
+    offsets = np.cumsum([0] + [sizes[k] for k in sorted(sizes)])
+    shared_idx = {k: np.arange(offsets[j], offsets[j + 1]) for j, k in enumerate(sorted(sizes))}
 
     def metrics(F: np.ndarray) -> tuple[list[float], dict]:
         values = [prox.value(F[i]) for i, prox in enumerate(proxes)]
@@ -422,7 +456,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         if erm is not None:
             out["average_loss"] = float(np.mean([(v - c.reg * 0.5 * float(F[i] @ F[i])) / c.C
                                                  for i, (v, c) in enumerate(zip(values, erm))]))
-        viol = [a.violation(F[i]) for i, a in enumerate(agents) if a.constraints]
+        viol = [proxes[i].violation(F[i]) for i, a in enumerate(agents) if a.constraints]
         out["max_violation"] = float(max(viol)) if viol else 0.0
         return values, out
 
@@ -470,7 +504,8 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
                 F_new[i] = recycled_step(F[i], state.recycled[i], lam[i], eta[i], disagreement, V[i],
                                          algorithm.gamma)
                 if projections is not None and projections[i] is not None:
-                    F_new[i], reports[i] = projections[i].project(F_new[i], np.ones(d), round=t)
+                    u, reports[i] = projections[i].project(proxes[i].to_u(F_new[i]), np.ones(d), round=t)
+                    F_new[i] = proxes[i].to_f(u)
             lam_new = lam
             if privacy is not None:
                 for n in names:
@@ -479,7 +514,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         dual = float(np.linalg.norm(F_new - F))
         state.F, state.lam, state.t = F_new, lam_new, t
         row = {"round": t, "iteration": "exact" if exact else "recycled", **row_metrics, "dual_residual": dual,
-               "noise_magnitude": float(noise_norms.mean()) if privacy is not None and exact else 0.0,
+               "noise_magnitude": (float(noise_norms.mean()) if exact else math.nan) if privacy is not None else 0.0,
                "eta_min": float(eta.min()), "eta_max": float(eta.max()),
                "solver_time": float(sum(r.seconds for r in reports))}
         if privacy is not None:
@@ -494,7 +529,8 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
             state.agent_rows.append({
                 "round": t, "agent": n, "objective": values[i],
                 "residual": float(np.linalg.norm(V[i] * F_new[i] - F_new[nbrs[i]].sum(axis=0))),
-                "noise_magnitude": noise_norms[i], "eta": float(eta[i]), "epsilon": float(step_eps[i]),
+                "noise_magnitude": float(noise_norms[i]) if exact or privacy is None else math.nan,
+                "eta": float(eta[i]), "epsilon": float(step_eps[i]),
                 "solver_time": reports[i].seconds, "solver": reports[i].solver})
         if algorithm.tol is not None and exact and dual / math.sqrt(N) <= algorithm.tol \
                 and row["max_deviation"] <= algorithm.tol:
@@ -510,7 +546,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
     history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
     mean = state.F.mean(axis=0)
     solution = {k: mean[idx] for k, idx in shared_idx.items()}
-    local = {n: state.F[i].copy() for i, n in enumerate(names)}
+    local = {n: np.array(proxes[i].to_u(state.F[i]), copy=True) for i, n in enumerate(names)}
     summary = ledger.summary(pld=privacy is not None)
     if privacy is None:
         summary["paper_bound"] = None

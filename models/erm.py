@@ -106,7 +106,7 @@ class ERMNode:
     def agent(self) -> cvxdp.Agent:
         """The node as a :class:`cvxdp.Agent` (shared key ``"f"``), with its ERM constants attached."""
         agent = cvxdp.Agent(self.name, self.objective, [], shared={"f": self.f},
-                            gradient=SmoothObjective(self.value, self.gradient, self.hessian),
+                            gradient=SmoothObjective(self.value, self.gradient, self.hessian), value=self.value,
                             sensitivity=cvxdp.Sensitivity(l1=2.0 * self.C * math.sqrt(self.d) / self.B,
                                                           l2=2.0 * self.C / self.B, relation=RELATION))
         return attach_erm_constants(agent, self.constants)

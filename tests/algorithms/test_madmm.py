@@ -301,3 +301,95 @@ def test_shipped_graph_studies_load():
     madmm = load_graph_study(CASES / "study_madmm.toml")
     fig1 = madmm.setting("M-ADMM, theta = 0.5 fixed").algorithm
     assert fig1["eta"] == ETA1 and fig1["q"] == Q and fig1["theta"] == 0.5
+
+
+ADULT_ROWS = """\
+39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K
+50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, United-States, <=50K
+54, ?, 180211, Some-college, 10, Married-civ-spouse, ?, Husband, Asian-Pac-Islander, Male, 0, 0, 60, South, >50K
+52, Self-emp-inc, 287927, HS-grad, 9, Married-civ-spouse, Exec-managerial, Wife, White, Female, 15024, 0, 40, Cuba, >50K
+31, Private, 45781, Masters, 14, Never-married, Prof-specialty, Not-in-family, White, Female, 14084, 0, 50, United-States, >50K
+"""
+
+
+def test_erm_template_reads_adult_and_studies_take_it(tmp_path):
+    from cvxdp.errors import ConfigError
+    from cvxdp.study_graph import run_graph_study
+
+    adult = tmp_path / "adult.data"
+    adult.write_text(ADULT_ROWS * 150)  # 600 complete rows (the '?' row is dropped)
+    inst = make_erm({"dataset": "adult", "path": str(adult), "nodes": 4, "C": 5.0})
+    assert inst.info["features"] == 105 and inst.info["train_samples"] + inst.info["test_samples"] == 600
+    result = cvxdp.solve(inst.agents, algorithm=cvxdp.MADMM(graph="ring", rounds=3),
+                         privacy=cvxdp.PenaltyPerturbation(alpha=5.0))
+    assert np.isfinite(result.history["average_loss"]).all()
+    with pytest.raises(ConfigError, match="'adult' data set needs a 'path'"):
+        make_erm({"dataset": "adult"})
+
+    study = tmp_path / "s.toml"
+    study.write_text(f"""[study]
+kind = "graph"
+case = "{(CASES / 'erm_madmm.toml').as_posix()}"
+runs = 1
+rounds = 3
+[[setting]]
+label = "PP"
+algorithm = {{ name = "madmm", eta = 0.5, theta = 0.5 }}
+privacy = {{ mechanism = "gamma", alpha = 3.0 }}
+""")
+    info = run_graph_study(study, tmp_path / "o", data=adult, progress=False)
+    assert info["computed"] == 1
+    assert json.loads((tmp_path / "o" / "study.json").read_text())["case"]["model"]["dataset"] == "adult"
+
+
+def test_lbfgs_path_for_agents_with_a_plain_gradient(erm5):
+    inst, _ = erm5
+    plain = [cvxdp.Agent(nd.name, nd.objective, [], shared={"f": nd.f}, gradient=nd.gradient) for nd in inst.nodes]
+    kw = {"graph": "ring", "eta": 0.5, "theta": 0.5, "rounds": 4}
+    newton = cvxdp.solve(inst.agents, algorithm=cvxdp.MADMM(**kw), seed=0)
+    lbfgs = cvxdp.solve(plain, algorithm=cvxdp.MADMM(**kw), seed=0)
+
+    assert lbfgs.agent_history["solver"].str.startswith("lbfgs").all()
+    assert np.allclose(newton.history["objective"], lbfgs.history["objective"], rtol=1e-7)
+
+
+def test_several_shared_keys_in_any_variable_order():
+    rng = np.random.default_rng(1)
+    agents, targets = [], []
+    for i in range(3):
+        if i % 2:  # create y before x: the flat layout u differs between nodes
+            y, x = cp.Variable(1, name="y"), cp.Variable(2, name="x")
+        else:
+            x, y = cp.Variable(2, name="x"), cp.Variable(1, name="y")
+        tx, ty = rng.normal(size=2), rng.normal(size=1)
+        targets.append((tx, ty))
+        agents.append(cvxdp.Agent(f"n{i}", cp.sum_squares(x - tx) + 2 * cp.sum_squares(y - ty), [],
+                                  shared={"x": x, "y": y}))
+    result = cvxdp.solve(agents, algorithm=cvxdp.MADMM(graph="complete", eta=1.0, theta=1.0, rounds=60,
+                                                       local_solver="cvxpy"))
+
+    assert result.solution["x"] == pytest.approx(np.mean([t[0] for t in targets], axis=0), abs=1e-6)
+    assert result.solution["y"] == pytest.approx(np.mean([t[1] for t in targets], axis=0), abs=1e-6)
+    values = result.values("n1")
+    assert values[agents[1].layout.variables[0]].shape == (1,)  # result.local is in each agent's own layout
+
+
+def test_case_tables_build_the_graph_algorithms(erm5):
+    from cvxdp.config import make_algorithm, make_privacy
+    from cvxdp.errors import ConfigError
+
+    inst, _ = erm5
+    names = [a.name for a in inst.agents]
+    table = {"name": "madmm", "edges": [[a, b] for a, b in zip(names, names[1:])], "eta": dict.fromkeys(names, 0.5),
+             "q": 1.0, "theta": 0.5, "gamma": 0.3, "rho": 1.0, "local_updates": 1, "rounds": 3}
+    algo = make_algorithm(table)
+    result = cvxdp.solve(inst.agents, algorithm=algo, privacy=make_privacy({"mechanism": "gamma", "alpha": 4.0}))
+
+    assert isinstance(algo, cvxdp.MADMM) and result.config["graph"]["topology"] == "given"
+    assert len(result.config["graph"]["edges"]) == 4
+    assert isinstance(make_algorithm({**table, "name": "mradmm"}), cvxdp.MRADMM)
+    assert make_algorithm({"name": "radmm", "eta": 0.5, "q": 1.5, "theta": 2.0}).gamma == 0.5
+    with pytest.raises(ConfigError, match="'madmm', 'dvp', 'radmm', 'mradmm'"):
+        make_algorithm({"name": "nope"})
+    with pytest.raises(ConfigError, match="takes 'alpha' and 'growth'"):
+        make_privacy({"mechanism": "gamma", "epsilon": 1.0})

@@ -183,3 +183,33 @@ def test_audit_catches_the_broken_twins(broken):
 
 def test_audit_in_higher_dimension_is_not_refuted():
     assert not audit_gamma_mechanism(alpha=2.0, B=5, dim=3, trials=30_000, seed=2).violated
+
+
+def test_the_audited_release_is_what_solve_computes():
+    """The audit's closed form is the first PP update of cvxdp.solve (same noise draw, linear loss)."""
+    import cvxpy as cp
+
+    from cvxdp.decentralized import SmoothObjective
+    from cvxdp.privacy.gamma import attach_erm_constants
+
+    C_, B_, reg, eta, alpha, d = 1.0, 5, 0.1, 0.5, 2.0, 3
+    rng = np.random.default_rng(0)
+    agents, lins = [], []
+    for i in range(2):
+        lin = C_ / B_ * rng.normal(size=d)  # C/B sum_n y_n x_n
+        f = cp.Variable(d, name="f")
+        oracle = SmoothObjective(lambda u, lin=lin: float(-lin @ u + 0.5 * reg * u @ u),
+                                 lambda u, lin=lin: -lin + reg * u, lambda u: reg * np.eye(d))
+        agent = cvxdp.Agent(f"n{i}", -(lin @ f) + 0.5 * reg * cp.sum_squares(f), [], shared={"f": f},
+                            gradient=oracle)
+        agents.append(attach_erm_constants(agent, ERMConstants(C=C_, B=B_, reg=reg, c1=0.0)))
+        lins.append(lin)
+    result = cvxdp.solve(agents, algorithm=cvxdp.MADMM(graph="complete", eta=eta, theta=eta, rounds=1,
+                                                       init_scale=0.0),
+                         privacy=PenaltyPerturbation(alpha=alpha), seed=11)
+    for i, child in enumerate(np.random.SeedSequence(11).spawn(2)):
+        eps = sample_gamma_norm(np.random.default_rng(child), alpha, d)
+        V = 1.0
+        expected = (lins[i] - 2 * eta * V * eps) / (reg + 2 * eta * V)  # lambda(0) = 0, f(0) = 0
+        assert result.local[f"n{i}"] == pytest.approx(expected, abs=1e-10)
+    assert result.privacy["paper_bound"] == pytest.approx(madmm_step_epsilon(C_, 0.0, alpha, eta, 1.0, B_))
