@@ -61,6 +61,32 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML: {exc}.") from None
 
 
+def read_study_file(path: str | Path, *, keys: set[str], sections: set[str], kind: str | None = None,
+                    ) -> tuple[Path, dict[str, Any], dict[str, Any], Path]:
+    """The checks every study file shares: a [study] table (of ``kind`` if given), known sections and
+    keys, and a ``case`` entry naming an existing case file next to it.
+
+    Returns the resolved path, the raw TOML, the [study] table and the case file's path.
+    """
+    path = resolve_case_path(path)
+    raw = load_toml(path)
+    table = raw.get("study")
+    if kind is not None and (not isinstance(table, dict) or table.get("kind") != kind):
+        raise ConfigError(f"{path}: a {kind} study needs a [study] table with kind = \"{kind}\".")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: a study file needs a [study] table.")
+    extra = sorted(set(raw) - sections - {"study"})
+    if extra:
+        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{e}]' for e in extra)}.")
+    _check_keys(table, keys, "study", path)
+    if "case" not in table:
+        raise ConfigError(f"{path}: [study] needs a 'case' entry naming the case file.")
+    case_path = (path.parent / table["case"]).resolve()
+    if not case_path.is_file():
+        raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
+    return path, raw, table, case_path
+
+
 def _check_keys(table: dict, allowed: set[str], section: str, path: Path) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:

@@ -50,7 +50,7 @@ from .agent import Agent, check_agents
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
 from .graphs import Topology, check_graph, describe_graph
-from .local_solver import SolveReport
+from .local_solver import SolveReport, solve_chain
 from .results import Result
 
 __all__ = ["LocalProx", "SmoothObjective", "privacy_plan", "recycled_step", "run_graph_admm"]
@@ -213,17 +213,10 @@ class LocalProx:
         p.value = p_val
         for var, val in self.agent.layout.split(u).items():
             var.value = val
-        failures = []
-        for name in self.solvers:
-            try:
-                prob.solve(solver=name, warm_start=True)
-                status = prob.status
-            except (cp.SolverError, ValueError) as exc:
-                status = f"error ({exc.__class__.__name__})"
-            if status in _OK:
-                layout = self.agent.layout
-                return layout.flatten({var: var.value for var in layout.variables}), name
-            failures.append(f"{name}:{status}")
+        name, failures = solve_chain(prob, self.solvers)
+        if name is not None:
+            layout = self.agent.layout
+            return layout.flatten({var: var.value for var in layout.variables}), name
         raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the primal update in "
                                 f"iteration {round} ({', '.join(failures)}).", agent=self.agent.name, round=round,
                                 status=failures[-1] if failures else None)

@@ -42,6 +42,25 @@ class SolveReport:
     fallbacks: list[str] = field(default_factory=list)  # "SOLVER:status" of each failed attempt
 
 
+def solve_chain(prob: cp.Problem, solvers: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    """Solve a compiled CVXPY problem with each solver in turn (warm-started).
+
+    Returns the name of the first solver that reached an optimal status (None if none did) and the
+    ``"SOLVER:status"`` of every failed attempt.
+    """
+    failures: list[str] = []
+    for name in solvers:
+        try:
+            prob.solve(solver=name, warm_start=True)
+            status = prob.status
+        except (cp.SolverError, ValueError) as exc:
+            status = f"error ({exc.__class__.__name__})"
+        if status in _OK:
+            return name, failures
+        failures.append(f"{name}:{status}")
+    return None, failures
+
+
 class BoxProjection:
     """Closed-form projection onto ``{lo <= u <= hi}`` (a clip; independent of the weights)."""
 
@@ -208,19 +227,12 @@ class ProxSolver:
     def solve(self, target: np.ndarray, rho: float, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
         prob, p = self._problem(rho)
         p.value = rho * target
-        report = SolveReport()
         start = time.perf_counter()
-        for name in self.solvers:
-            try:
-                prob.solve(solver=name, warm_start=True)
-                status = prob.status
-            except (cp.SolverError, ValueError) as exc:
-                status = f"error ({exc.__class__.__name__})"
-            if status in _OK:
-                report.solver, report.seconds = name, time.perf_counter() - start
-                layout = self.agent.layout
-                return layout.flatten({var: var.value for var in layout.variables}), report
-            report.fallbacks.append(f"{name}:{status}")
-        raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the exact local step in "
-                                f"round {round} ({', '.join(report.fallbacks)}).", agent=self.agent.name,
-                                round=round, status=report.fallbacks[-1])
+        name, failures = solve_chain(prob, self.solvers)
+        report = SolveReport(solver=name or "", seconds=time.perf_counter() - start, fallbacks=failures)
+        if name is None:
+            raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the exact local step in "
+                                    f"round {round} ({', '.join(failures)}).", agent=self.agent.name,
+                                    round=round, status=failures[-1])
+        layout = self.agent.layout
+        return layout.flatten({var: var.value for var in layout.variables}), report

@@ -23,7 +23,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .checkpoint import remove_checkpoint
-from .config import MECHANISMS, load_case, load_toml, resolve_case_path
+from .config import MECHANISMS, load_case, read_study_file
 from .errors import ConfigError
 from .results import RESULT_FILE, _jsonable, load_result
 from .runs import build_instance, run_case
@@ -82,20 +82,7 @@ def _list(table: dict, key: str, path: Path, kind: type, positive: bool) -> list
 
 def load_study(path: str | Path) -> Study:
     """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
-    path = resolve_case_path(path)
-    raw = load_toml(path)
-    if "study" not in raw:
-        raise ConfigError(f"{path}: a study file needs a [study] table.")
-    table = raw["study"]
-    unknown = sorted(set(table) - _STUDY_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [study]. "
-                          f"Allowed: {', '.join(sorted(_STUDY_KEYS))}.")
-    if "case" not in table:
-        raise ConfigError(f"{path}: [study] needs a 'case' entry naming the case file.")
-    case_path = (path.parent / table["case"]).resolve()
-    if not case_path.is_file():
-        raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
+    path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"algorithm", "privacy", "run"})
     mechanisms = table.get("mechanisms", ["ObjL", "ObjG", "OutL", "OutG"])
     bad = [m for m in mechanisms if m not in MECHANISMS or m == "none"]
     if bad:
@@ -104,9 +91,6 @@ def load_study(path: str | Path) -> Study:
     rounds = table.get("rounds")
     if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
         raise ConfigError(f"{path}: the 'rounds' entry of [study] must be an int in [1, inf). Got {rounds!r} instead.")
-    extra = sorted(set(raw) - {"study", "algorithm", "privacy", "run"})
-    if extra:
-        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{e}]' for e in extra)}.")
     return Study(path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
                  epsilons=_list(table, "epsilons", path, float, True),
                  local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],

@@ -115,25 +115,10 @@ def _pos_int(value: Any, key: str, where: str, path: Path) -> int:
 
 def load_graph_study(path: str | Path) -> GraphStudy:
     """Load and check a graph study file (see the module docstring)."""
-    from .config import load_toml, resolve_case_path
+    from .config import read_study_file
 
-    path = resolve_case_path(path)
-    raw = load_toml(path)
-    table = raw.get("study")
-    if not isinstance(table, dict) or table.get("kind") != "graph":
-        raise ConfigError(f"{path}: a graph study needs a [study] table with kind = \"graph\".")
-    extra = sorted(set(raw) - {"study", "setting", "comparison"})
-    if extra:
-        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{e}]' for e in extra)}.")
-    unknown = sorted(set(table) - _STUDY_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [study]. "
-                          f"Allowed: {', '.join(sorted(_STUDY_KEYS))}.")
-    if "case" not in table:
-        raise ConfigError(f"{path}: [study] needs a 'case' entry naming the case file.")
-    case_path = (path.parent / table["case"]).resolve()
-    if not case_path.is_file():
-        raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
+    path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"setting", "comparison"},
+                                                  kind="graph")
     metric = table.get("metric", "average_loss")
     if metric not in METRICS:
         raise ConfigError(f"{path}: the 'metric' entry of [study] must be one of {', '.join(map(repr, METRICS))}. "

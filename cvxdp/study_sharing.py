@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import load_case, load_toml, resolve_case_path
+from .config import load_case, load_toml, read_study_file
 from .errors import ConfigError
 from .results import _jsonable
 
@@ -70,23 +70,7 @@ def _numbers(table: dict, key: str, path: Path, *, nonneg: bool, integer: bool =
 
 def load_sharing_study(path: str | Path) -> dict[str, Any]:
     """Load and check a sharing study file; returns its resolved settings."""
-    path = resolve_case_path(path)
-    raw = load_toml(path)
-    table = raw.get("study")
-    if not isinstance(table, dict) or table.get("kind") != "sharing":
-        raise ConfigError(f"{path}: a sharing study needs a [study] table with kind = \"sharing\".")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in [study]. "
-                          f"Allowed: {', '.join(sorted(_KEYS))}.")
-    extra = sorted(set(raw) - {"study", "model", "algorithm"})
-    if extra:
-        raise ConfigError(f"{path}: unknown section(s) {', '.join(f'[{e}]' for e in extra)}.")
-    if "case" not in table:
-        raise ConfigError(f"{path}: [study] needs a 'case' entry naming the case file.")
-    case_path = (path.parent / table["case"]).resolve()
-    if not case_path.is_file():
-        raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
+    path, raw, table, case_path = read_study_file(path, keys=_KEYS, sections={"model", "algorithm"}, kind="sharing")
     epochs = table.get("epochs")
     if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
         raise ConfigError(f"{path}: the 'epochs' entry of [study] must be an int in [1, inf). Got {epochs!r} instead.")
