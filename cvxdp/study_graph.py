@@ -382,9 +382,9 @@ def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
         stats = stats.reindex([s.label for s in study.settings if s.label in stats.index])
         fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(stats)), 4.0))
         x = np.arange(len(stats))
-        ax.bar(x, stats["mean"], color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
-        ax.errorbar(x, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]], fmt="none",
-                    ecolor="black", capsize=3)
+        mean, low, high = (stats[k].to_numpy(dtype=float) for k in ("mean", "min", "max"))
+        ax.bar(x, mean, color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
+        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
         ax.set_xticks(x)
         ax.set_xticklabels(stats.index, rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("test classification error (mean, min-max)")

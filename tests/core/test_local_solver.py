@@ -10,6 +10,9 @@ import cvxdp
 from cvxdp.errors import SolverFailedError
 from cvxdp.local_solver import BoxProjection, ConicProjection, compile_projection
 
+# the reference solves ask Clarabel for a 1e-11 gap, which it sometimes reports as "inaccurate"
+pytestmark = pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
+
 
 def soc_agent():
     x = cp.Variable(5)
