@@ -39,6 +39,6 @@ delta = 1e-6
     assert (private["eps_pld"] <= 1.001 * private["eps_rdp"]).all()
     assert (private["eps_pld"] <= 1.001 * private["eps_basic"]).all()
     for name in ("noise_vs_epsilon.png", "objective_vs_rounds_J1.png", "objective_vs_rounds_J3.png",
-                 "residual_ObjL_by_J.png", "report.md", "ledger.json", "histories.csv"):
+                 "residual_ObjG_by_J.png", "report.md", "ledger.json", "histories.csv"):
         assert (tmp_path / "out" / name).exists(), name
     assert "ObjPert vs OutPert" in (tmp_path / "out" / "report.md").read_text()
