@@ -123,8 +123,9 @@ def central_cmd(case_file, objective, as_json) -> None:
     from ..runs import build_instance
 
     case = load_case(case_file)
-    if objective is not None:
+    if objective is not None and objective != case.model.get("objective"):
         case.model["objective"] = objective
+        case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
     instance = build_instance(case)
     if instance.central is not None:
         info = instance.central()

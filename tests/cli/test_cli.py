@@ -119,3 +119,14 @@ def test_bad_study_files(tmp_path):
     result = invoke("study", str(study), "--out", str(tmp_path / "o"), ok=False)
 
     assert "'epsilons' entry of [study] must hold positive numbers" in result.output
+
+
+@pytest.mark.parametrize("case, ac_cost", [("case14_3zones", 8081.53)])
+def test_central_cost_sits_just_below_the_ac_opf_cost(case, ac_cost):
+    # the case file's penalty weight belongs to its balance objective; --objective cost means exact balance
+    payload = last_json(invoke("central", case, "--objective", "cost", "--json"))
+
+    assert payload["objective_kind"] == "cost"
+    assert 0.0 <= (ac_cost - payload["cost"]) / ac_cost <= 0.01  # $/h
+    assert payload["objective"] == pytest.approx(payload["cost"] / 1000.0)  # model units: k$/h
+    assert payload["ac_converged"]
