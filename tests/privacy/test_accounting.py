@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import time
 
 import dp_accounting
+import numpy as np
 import pytest
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
 from cvxdp.errors import InvalidParameterError
+from cvxdp.privacy import accounting
 from cvxdp.privacy.accounting import (
     PrivacyLedger,
     basic_composition,
@@ -72,12 +73,12 @@ def test_pure_laplace_at_delta_zero():
     assert pld_epsilon([(GAU, 7)], 0.0) == float("inf")
 
 
-def test_pld_is_fast_for_many_events():
+def test_pld_for_many_events_is_bounded_by_rdp():
+    # a thousand composed calls stay computable and PLD stays at or below RDP (timings: benchmarks/bench_timings.py)
     for plan in (LAP, GAU):
-        t0 = time.perf_counter()
-        pld_epsilon([(NoisePlan(plan.noise, plan.scale * 1.2345, plan.sensitivity, plan.epsilon, plan.delta),
-                      1000)], 1e-5)
-        assert time.perf_counter() - t0 < 0.5  # ~10 ms on a laptop; generous for slow CI
+        scaled = NoisePlan(plan.noise, plan.scale * 1.2345, plan.sensitivity, plan.epsilon, plan.delta)
+        pld = pld_epsilon([(scaled, 1000)], 1e-5)
+        assert np.isfinite(pld) and 0 < pld <= rdp_epsilon([(scaled, 1000)], 1e-5) * (1 + 1e-9)
 
 
 def test_event_dict_round_trip():
@@ -183,14 +184,16 @@ def test_spent_every_round_is_cheap():
         ledger.record(name, plans[p], 300)
     for name in agents:  # warm: first evaluation of each distinct plan
         ledger.spent(name, "pld")
-    t0 = time.perf_counter()
+        ledger.spent(name, "rdp")
+    before = (accounting._pld_cached.cache_info().misses, accounting._rdp_cached.cache_info().misses)
     for _ in range(20):
         for name in agents:
             ledger.spent(name, "pld")
             ledger.spent(name, "rdp")
             ledger.spent(name, "basic")
-    per_round = (time.perf_counter() - t0) / 20
-    assert per_round < 0.01
+    # every repeated question is answered from the cache: no accountant is rebuilt per round
+    after = (accounting._pld_cached.cache_info().misses, accounting._rdp_cached.cache_info().misses)
+    assert after == before
 
 
 def test_last_bit_differences_are_merged_conservatively():

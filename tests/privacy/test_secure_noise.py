@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
 from types import SimpleNamespace
 
 import cvxpy as cp
@@ -171,18 +170,13 @@ def test_opendp_samples_have_the_right_law_and_ignore_the_seed(noise):
 
 
 @needs_opendp
-def test_opendp_sampling_speed():
-    # a few thousand coordinates per call, well under 50 ms for Laplace; Gaussian ~15 us / coordinate
-    for noise, n, limit in (("laplace", 2000, 0.05), ("gaussian", 1000, 0.05)):
-        secure.sample(noise, 1.3, n)  # build and cache the measurement
-        best = min(_timed(noise, n) for _ in range(3))
-        assert best < limit, (noise, n, best)
-
-
-def _timed(noise, n):
-    t = time.perf_counter()
-    secure.sample(noise, 1.3, n)
-    return time.perf_counter() - t
+def test_opendp_samples_have_the_requested_shape_and_spread():
+    # timings live in benchmarks/bench_timings.py; here: shape, finiteness and a scale that could be wrong
+    for noise, n in (("laplace", 2000), ("gaussian", 1000)):
+        draw = np.asarray(secure.sample(noise, 1.3, n))
+        assert draw.shape == (n,) and np.all(np.isfinite(draw))
+        spread = np.mean(np.abs(draw)) if noise == "laplace" else np.std(draw)
+        assert 1.1 < spread < 1.5, (noise, spread)  # E|Laplace(b)| = b and std N(0, s) = s, here 1.3
 
 
 @needs_opendp

@@ -113,10 +113,11 @@ def test_auto_zones_bad_k(case14):
         auto_zones(case14, 2.5)  # type: ignore[arg-type]
 
 
-def test_auto_zones_large_case_is_fast():
-    import time
-
+def test_auto_zones_large_case_gives_k_zones_covering_every_bus():
+    # the partitioner's speed is measured in benchmarks/bench_timings.py, not asserted here
     case = load_case("case1354pegase")
-    start = time.perf_counter()
     zones = auto_zones(case, 8)
-    assert len(zones) == 8 and time.perf_counter() - start < 5
+    assert len(zones) == 8
+    assert sorted(int(b) for z in zones for b in z) == list(range(len(case.bus_number)))
+    graph = bus_graph(case)
+    assert all(nx.is_connected(graph.subgraph(int(b) for b in z)) for z in zones)
