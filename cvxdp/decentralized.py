@@ -409,7 +409,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
               "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta, "agents": names,
               "graph": describe_graph(topo.graph), "degrees": V.tolist(), "shared_sizes": sizes,
               "erm": [c.to_dict() for c in erm] if erm is not None else None}
-    fp = fingerprint(config, agents) if checkpoint is not None else None
+    fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
 
     proxes = [LocalProx(a, method=algorithm.local_solver, solvers=solvers) for a in agents]
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(N)]
