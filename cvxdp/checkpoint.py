@@ -159,6 +159,19 @@ def file_hash(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def case_context(case: Any) -> dict[str, Any]:
+    """Fingerprint components of a case file: its ``[model]`` table and the content of every file or
+    directory that a string entry of the table names (relative to the case file)."""
+    context: dict[str, Any] = {"[model] table": case.model}
+    base = Path(case.path).parent
+    for key, value in sorted(case.model.items()):
+        if isinstance(value, str) and value:
+            candidate = base / value
+            if candidate.exists():
+                context[f"data file {value!r} ([model] {key})"] = file_hash(candidate)
+    return context
+
+
 def _changed(saved: Mapping[str, str], expected: Mapping[str, str]) -> list[str]:
     keys = sorted(set(saved) | set(expected))
     return [k for k in keys if saved.get(k) != expected.get(k)]
