@@ -428,6 +428,8 @@ def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         raise ConfigError(f"UCI Adult file {str(path)!r} is malformed ({str(exc).strip()}); every line must have "
                           "15 comma-separated columns.") from None
     df = df.dropna(how="all")
+    if len(df) == 0:
+        raise ConfigError(f"UCI Adult file {str(path)!r} is empty (expected lines of 15 comma-separated columns).")
     if df.shape[1] != 15 or df["income"].isna().all():
         raise ConfigError(f"UCI Adult file {str(path)!r} must have 15 comma-separated columns.")
     df = df.dropna()
