@@ -12,6 +12,7 @@ import errno
 import gzip
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -272,8 +273,6 @@ def _reference(case: Path, tmp: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS, errno.EACCES], ids=["ENOSPC", "EROFS", "EACCES"])
 def test_failed_checkpoint_write_keeps_the_last_good_one(tmp_path, monkeypatch, code):
-    import cvxdp.outdir as outdir
-
     case = toy_case(tmp_path)
     case.write_text(case.read_text().replace("rounds = 6", "rounds = 30"))  # a checkpoint every 5 rounds
     reference = _reference(case, tmp_path)
@@ -285,7 +284,7 @@ def test_failed_checkpoint_write_keeps_the_last_good_one(tmp_path, monkeypatch, 
             raise OSError(code, os.strerror(code))
         real_fsync(fd)
 
-    monkeypatch.setattr(outdir.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     result = cli_run("run", case, "--out", tmp_path / "o", "--no-progress")
     assert_one_clear_line(result, "checkpoint.pkl", errno.errorcode[code], "previous version (if any) is intact")
     monkeypatch.undo()
@@ -299,19 +298,13 @@ def test_failed_checkpoint_write_keeps_the_last_good_one(tmp_path, monkeypatch, 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS], ids=["ENOSPC", "EROFS"])
 def test_failed_result_write_keeps_the_checkpoint(tmp_path, monkeypatch, code):
-    import cvxdp.results as results
-
     case = toy_case(tmp_path)
     reference = _reference(case, tmp_path)
-    real = results.atomic_write
 
-    def failing(target, write, what="file"):
-        if Path(target).name == "arrays.npz":
-            raise results.OutputError(f"Could not write the {what} {str(target)!r}: {os.strerror(code)} "
-                                      f"({errno.errorcode[code]}).")
-        return real(target, write, what)
+    def failing_savez(*args, **kwargs):
+        raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(results, "atomic_write", failing)
+    monkeypatch.setattr(np, "savez", failing_savez)
     assert_one_clear_line(cli_run("run", case, "--out", tmp_path / "o", "--no-progress"), "arrays.npz",
                           errno.errorcode[code])
     monkeypatch.undo()
@@ -355,15 +348,15 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     assert (tmp_path / "o" / "result.json").exists() and not (tmp_path / "o" / ".cvxdp.lock").exists()
 
 
-def test_concurrent_writers_of_one_file_never_collide(tmp_path):
-    from cvxdp.outdir import atomic_write_text
+def test_concurrent_checkpoint_writers_never_share_a_temporary_file(tmp_path):
+    from cvxdp.checkpoint import save_checkpoint
 
     errors = []
 
     def writer(k):
         try:
             for i in range(40):
-                atomic_write_text(tmp_path / "table.json", json.dumps({"writer": k, "i": i}))
+                save_checkpoint(tmp_path, {"fingerprint": {}, "writer": k, "i": i})
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -374,8 +367,9 @@ def test_concurrent_writers_of_one_file_never_collide(tmp_path):
         t.join()
 
     assert errors == []
-    assert json.loads((tmp_path / "table.json").read_text())["i"] == 39
-    assert list(tmp_path.iterdir()) == [tmp_path / "table.json"]
+    with open(tmp_path / "checkpoint.pkl", "rb") as fh:
+        assert pickle.load(fh)["i"] == 39
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pkl"]
 
 
 def _study_file(tmp: Path, rounds: int) -> Path:
