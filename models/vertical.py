@@ -351,6 +351,9 @@ def _resolve(model: dict) -> dict[str, Any]:
     tf = cfg["test_fraction"]
     if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not (0 <= tf < 1):
         raise ConfigError(f"The 'test_fraction' entry of [model] must be a float in [0, 1). Got {tf!r} instead.")
+    ds = cfg["data_seed"]
+    if isinstance(ds, bool) or not isinstance(ds, int) or ds < 0:
+        raise ConfigError(f"The 'data_seed' entry of [model] must be an int in [0, inf). Got {ds!r} instead.")
     return cfg
 
 

@@ -98,6 +98,31 @@ def test_bad_case_value_gets_one_clear_line(tmp_path, what, kw, words):
     assert_one_clear_line(cli_run("run", case, "--out", tmp_path / "o", "--no-progress"), *words)
 
 
+TEMPLATE_VALUES = [
+    ("erm float data_seed", "erm_madmm.toml", {"data_seed": 1.5}, ["'data_seed'", "[model]"]),
+    ("erm string C", "erm_madmm.toml", {"C": "50"}, ["'C'", "[model]"]),
+    ("vertical string data_seed", "sharing_breast_cancer.toml", {"data_seed": "0"}, ["'data_seed'", "[model]"]),
+    ("vertical string bound", "sharing_breast_cancer.toml", {"bound": "100"}, ["'bound'", "[model]"]),
+    ("logistic float agents", "digits_fl.toml", {"agents": 2.5}, ["'agents'", "[model]"]),
+    ("logistic string clip", "digits_fl.toml", {"clip": "1"}, ["'clip'", "[model]"]),
+]
+
+
+@pytest.mark.parametrize("what, case_name, change, words", TEMPLATE_VALUES, ids=[t[0] for t in TEMPLATE_VALUES])
+def test_bad_model_value_of_a_shipped_template_names_the_entry(what, case_name, change, words):
+    from cvxdp.errors import ConfigError
+    from cvxdp.runs import build_instance
+
+    case = load_case(CASES / case_name)
+    case.model.update(change)
+
+    with pytest.raises(ConfigError) as info:
+        build_instance(case)
+
+    for word in words:
+        assert word in str(info.value)
+
+
 # --------------------------------------------------------------------------- study files
 STUDY = """[study]
 case = "{case}"
