@@ -89,7 +89,14 @@ class Layout:
 
 def _all_finite(value) -> bool:
     data = value.data if hasattr(value, "tocoo") else np.asarray(value)
-    return bool(np.all(~np.isnan(data)))
+    return bool(np.all(np.isfinite(data)))
+
+
+_UNSUPPORTED = ("integer", "boolean", "complex", "imag", "hermitian")
+
+
+def _label(leaf) -> str:
+    return f"{type(leaf).__name__.lower()} {leaf.name()!r} (shape {leaf.shape})"
 
 
 def _is_selection(expr: cp.Expression) -> bool:
@@ -152,6 +159,7 @@ class Agent:
             raise fail("name", "Agent", "a non-empty str", self.name)
         if not isinstance(self.objective, cp.Expression):
             raise self._fail(f"the objective must be a cvxpy Expression. Got {type(self.objective).__name__}.")
+        self._check_kinds()
         if not self.objective.is_scalar():
             raise self._fail(f"the objective must be scalar. Got shape {self.objective.shape}.")
         if not self.objective.is_convex():
@@ -179,10 +187,14 @@ class Agent:
                 raise self._fail(f"data parameter {param.name()!r} has no value.")
             if not np.all(np.isfinite(value)):
                 raise self._fail(f"data parameter {param.name()!r} holds NaN or infinite values.")
-        for const in self.problem.constants():
-            value = const.value
-            if np.issubdtype(np.asarray(value).dtype, np.number) and not _all_finite(value):
-                raise self._fail("a data constant of the objective or constraints holds NaN values.")
+        for where, exprs in (("the objective", [self.objective]), ("constraint", self.constraints)):
+            for k, expr in enumerate(exprs):
+                for const in expr.constants():
+                    value = const.value
+                    if np.issubdtype(np.asarray(value).dtype, np.number) and not _all_finite(value):
+                        place = where if where == "the objective" else f"constraint {k}"
+                        raise self._fail(f"a data constant of {place} holds NaN or infinite values "
+                                         f"(shape {const.shape}); data must be finite numbers.")
         for name in ("gradient", "value"):
             fn = getattr(self, name)
             if fn is not None and not callable(fn):
@@ -193,6 +205,21 @@ class Agent:
         idx = self.layout.shared_indices
         if len(np.unique(idx)) != len(idx):
             raise self._fail("two shared blocks overlap; each coordinate may belong to one key only.")
+
+    def _check_kinds(self) -> None:
+        """Integer, boolean and complex variables, complex parameters and constants are not supported."""
+        exprs = [self.objective, *[c for c in self.constraints
+                                   if isinstance(c, cp.constraints.constraint.Constraint)]]
+        for expr in exprs:
+            for var in expr.variables():
+                kinds = [k for k in _UNSUPPORTED if var.attributes.get(k)]
+                if kinds:
+                    raise self._fail(f"{_label(var)} is declared {kinds[0]}=True; cvxdp solves continuous, "
+                                     "real convex problems only (drop the attribute or relax the variable).")
+            for leaf in [*expr.parameters(), *expr.constants()]:
+                if leaf.is_complex() or (leaf.value is not None and np.iscomplexobj(leaf.value)):
+                    raise self._fail(f"{_label(leaf)} is complex; cvxdp solves real problems only (split real "
+                                     "and imaginary parts into real data).")
 
     def check_box(self, lo: np.ndarray, hi: np.ndarray) -> None:
         """The closed-form version of :meth:`check_feasible` for a box ``lo <= u <= hi``."""
@@ -267,10 +294,18 @@ class Agent:
         for var, value in self.layout.split(u).items():
             var.value = value
 
-    def objective_value(self, u: np.ndarray) -> float:
-        """``f_p(u)`` (the user's ``value`` callable when given)."""
+    def _nonfinite(self, what: str, round: int | None) -> DeclarationError:
+        when = f" in round {round}" if round is not None else ""
+        return self._fail(f"the {what} returned NaN or infinite values{when}; it must return finite numbers "
+                          "(check the data it closes over and the point it is evaluated at).")
+
+    def objective_value(self, u: np.ndarray, *, round: int | None = None) -> float:
+        """``f_p(u)`` (the user's ``value`` callable when given; a non-finite value raises naming it)."""
         if self.value is not None:
-            return float(self.value(u))
+            v = float(self.value(u))
+            if not math.isfinite(v):
+                raise self._nonfinite("'value' callable", round)
+            return v
         self._set(u)
         return float(self.objective.value)
 
@@ -283,12 +318,14 @@ class Agent:
             worst = max(worst, float(np.max(v)) if np.size(v) else 0.0)
         return worst
 
-    def grad(self, u: np.ndarray) -> np.ndarray:
+    def grad(self, u: np.ndarray, *, round: int | None = None) -> np.ndarray:
         """Gradient of the objective at ``u``: the user's callable, else CVXPY's ``Expression.grad``."""
         if self.gradient is not None:
             g = np.asarray(self.gradient(u), dtype=float).ravel()
             if g.shape != (self.layout.size,):
                 raise self._fail(f"gradient returned shape {g.shape}; expected ({self.layout.size},).")
+            if not np.all(np.isfinite(g)):
+                raise self._nonfinite("'gradient' callable", round)
             return g
         self._set(u)
         grads = self.objective.grad
@@ -329,4 +366,14 @@ def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = 
             if agent.sensitivity is None or agent.sensitivity.norm(q) is None:
                 raise DeclarationError(f"Agent {agent.name!r}: a private run with {noise} noise needs "
                                        f"sensitivity=cvxdp.Sensitivity(l{q}=...).")
+    holders: dict[str, list[str]] = {}
+    for agent in agents:
+        for key in agent.layout.shared:
+            holders.setdefault(key, []).append(agent.name)
+    alone = [a.name for a in agents if all(len(holders[k]) == 1 for k in a.layout.shared)]
+    if len(agents) > 1 and alone:
+        keys = {a.name: sorted(a.layout.shared) for a in agents if a.name in alone}
+        warnings.warn(f"Agent(s) {', '.join(map(repr, alone))} share no key with any other agent (keys: {keys}); "
+                      "they run uncoupled and the consensus couples nothing. Give agents that should agree the "
+                      "same shared key.", UserWarning, stacklevel=3)
     return {k: v[0] for k, v in sizes.items()}

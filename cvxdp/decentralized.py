@@ -49,6 +49,7 @@ from ._validation import check_float, fail
 from .agent import Agent, check_agents
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
+from .feasibility import solution_violation
 from .graphs import Topology, check_graph, describe_graph
 from .local_solver import SolveReport, solve_chain
 from .results import Result
@@ -409,7 +410,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
               "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta, "agents": names,
               "graph": describe_graph(topo.graph), "degrees": V.tolist(), "shared_sizes": sizes,
               "erm": [c.to_dict() for c in erm] if erm is not None else None}
-    fp = fingerprint(config, agents) if checkpoint is not None else None
+    fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
 
     proxes = [LocalProx(a, method=algorithm.local_solver, solvers=solvers) for a in agents]
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(N)]
@@ -546,4 +547,4 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         summary["worst"]["paper_bound"] = None
     return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
                   privacy=summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=None,
-                  agents=list(agents))
+                  agents=list(agents), solution_violation=solution_violation(agents, solution, local))

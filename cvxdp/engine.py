@@ -18,9 +18,11 @@ from .agent import Agent, check_agents
 from .algorithms.base import Algorithm, dual_update, global_update
 from .algorithms.ladmm import LinearizedADMM
 from .backends import Backend, get_backend
-from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .checkpoint import checkpoint_path, fingerprint, load_checkpoint, save_checkpoint
 from .errors import InvalidParameterError
+from .feasibility import solution_violation
 from .local_solver import DEFAULT_SOLVERS
+from .outdir import OutputLock
 from .results import Result
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
@@ -114,11 +116,14 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     budget = _check_budget(budget)
     seed = check_int(seed, "seed", "solve", 0)
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", "solve", 1)
+    if checkpoint is not None:
+        checkpoint_path(checkpoint)  # a directory or a .pkl file, not some other existing file
     backend = get_backend(backend)
     if algorithm.custom_loop:  # decentralized / sharing algorithms bring their own round structure
-        return algorithm.run(agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
-                             seed=seed, target_delta=target_delta, solvers=tuple(solvers), progress=progress,
-                             callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+        with OutputLock(checkpoint, "checkpoint directory"):
+            return algorithm.run(agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
+                                 seed=seed, target_delta=target_delta, solvers=tuple(solvers), progress=progress,
+                                 callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     _check_privacy(privacy, algorithm)
     sizes = check_agents(agents, private=False)
     if privacy is not None:
@@ -146,9 +151,10 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
 
     if hasattr(algorithm, "bind_epsilon"):  # the authors' eta schedule reads epsilon from the mechanism
         algorithm.bind_epsilon(getattr(privacy, "epsilon", None))
-    fp = fingerprint(config, agents) if checkpoint is not None else None
-    infos = backend.start(agents, algorithm, np.random.SeedSequence(seed).spawn(len(agents)), tuple(solvers))
+    fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
+    lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
+        infos = backend.start(agents, algorithm, np.random.SeedSequence(seed).spawn(len(agents)), tuple(solvers))
         state = _ServerState(ez=backend.initial_shared(), lam=[np.zeros(len(g)) for g in gidx])
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         if saved is not None:
@@ -222,11 +228,12 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         local = dict(zip(names, backend.local_solutions()))
     finally:
         backend.close()
+        lock.release()
     solution = {k: w_final[offsets[k]:offsets[k] + sizes[k]] for k in keys}
     history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
     return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
                   privacy=ledger.summary(), config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
-                  agents=list(agents))
+                  agents=list(agents), solution_violation=solution_violation(agents, solution, local))
 
 
 @dataclass

@@ -36,3 +36,15 @@ class ConfigError(CvxdpError, ValueError):
 
 class OptionalDependencyError(CvxdpError, ImportError):
     """An optional extra (e.g. ray, pandapower) is needed but not installed."""
+
+
+class CorruptFileError(CvxdpError, ValueError):
+    """A checkpoint or saved result is truncated, garbage, empty or written by something else."""
+
+
+class OutputError(CvxdpError, OSError):
+    """An output directory cannot be written (disk full, read-only, a path under a file, ...)."""
+
+
+class OutputLockedError(OutputError):
+    """Another live cvxdp process is writing the same output directory."""

@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import CvxdpError
+from .errors import CorruptFileError, CvxdpError, OutputError
+from .outdir import atomic_write, atomic_write_text, describe_oserror, prepare_dir
 
 RESULT_FILE = "result.json"
+RESULT_FORMAT = "cvxdp-result/1"
 
 
 def _jsonable(obj: Any) -> Any:
@@ -51,6 +53,9 @@ class Result:
         Everything needed to rerun: algorithm, mechanism, accountant, seed, agents.
     stop_reason : str
         "rounds", "tolerance" or "budget".
+    solution_violation : dict or None
+        Distance of the consensus solution to every agent's feasible set (``{"max", "agent", "per_agent"}``,
+        :func:`cvxdp.feasibility.solution_violation`); large in noise-dominated runs.
     """
 
     history: pd.DataFrame
@@ -62,6 +67,7 @@ class Result:
     stop_reason: str
     ledger: Any = field(default=None, repr=False)
     agents: list = field(default_factory=list, repr=False)
+    solution_violation: dict[str, Any] | None = None
 
     @property
     def seed(self) -> int:
@@ -87,42 +93,90 @@ class Result:
         out["solver_time"] = float(self.history["solver_time"].sum()) if len(self.history) else 0.0
         worst = self.privacy.get("worst", {}) if self.privacy else {}
         out["privacy"] = {k: worst.get(k) for k in ("basic", "rdp", "pld")} if worst else None
+        if self.solution_violation is not None:
+            out["solution_violation"] = self.solution_violation.get("max")
         return _jsonable(out)
 
     # ------------------------------------------------------------------ I/O
-    def save(self, path: str | Path) -> Path:
-        """Write the result to directory ``path`` (CSV histories, NPZ arrays, JSON config/ledger)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        self.history.to_csv(path / "history.csv", index=False, float_format="%.17g")
-        self.agent_history.to_csv(path / "agent_history.csv", index=False, float_format="%.17g")
+    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write the result to directory ``path`` (CSV histories, NPZ arrays, JSON config/ledger).
+
+        ``result.json`` is written last: its presence marks a complete save. A directory that already holds
+        a saved result is refused unless ``overwrite=True``; an incomplete save (no ``result.json``) is
+        replaced. A failed write (disk full, read-only) raises :class:`~cvxdp.errors.OutputError`.
+        """
+        path = prepare_dir(path, "result directory")
+        meta_file = path / RESULT_FILE
+        if meta_file.exists() and not overwrite:
+            raise OutputError(f"The directory {str(path)!r} already holds a saved cvxdp result; pass "
+                              "overwrite=True (CLI: --overwrite) to replace it, or choose another directory.")
+        meta = {"format": RESULT_FORMAT, "config": self.config, "privacy": self.privacy,
+                "stop_reason": self.stop_reason, "summary": self.summary(),
+                "ledger": self.ledger.to_dict() if self.ledger is not None else None,
+                "solution_violation": self.solution_violation}
         arrays = {f"w:{k}": v for k, v in self.solution.items()}
         arrays.update({f"z:{k}": v for k, v in self.local.items()})
-        np.savez(path / "arrays.npz", **arrays)
-        meta = {"format": "cvxdp-result/1", "config": self.config, "privacy": self.privacy,
-                "stop_reason": self.stop_reason, "summary": self.summary(),
-                "ledger": self.ledger.to_dict() if self.ledger is not None else None}
-        tmp = path / (RESULT_FILE + ".tmp")
-        tmp.write_text(json.dumps(_jsonable(meta), indent=2))
-        tmp.replace(path / RESULT_FILE)  # result.json appears last: its presence marks a complete save
+        try:
+            meta_file.unlink(missing_ok=True)  # an interrupted overwrite must not look complete
+        except OSError as exc:
+            raise OutputError(f"Could not replace {str(meta_file)!r}: {describe_oserror(exc)}.") from None
+        atomic_write(path / "history.csv", lambda fh: self.history.to_csv(fh, index=False, float_format="%.17g"),
+                     "result file")
+        atomic_write(path / "agent_history.csv",
+                     lambda fh: self.agent_history.to_csv(fh, index=False, float_format="%.17g"), "result file")
+        atomic_write(path / "arrays.npz", lambda fh: np.savez(fh, **arrays), "result file")
+        atomic_write_text(meta_file, json.dumps(_jsonable(meta), indent=2), "result file")
         return path
 
 
+def _corrupt(path: Path, name: str, exc: BaseException | str) -> CorruptFileError:
+    reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return CorruptFileError(f"The saved result in {str(path)!r} is incomplete or corrupt: {name} {reason}. "
+                            "Delete the directory and run again (a study re-runs that cell).")
+
+
 def load_result(path: str | Path) -> Result:
-    """Read a result written by :meth:`Result.save`."""
+    """Read a result written by :meth:`Result.save`.
+
+    Raises :class:`FileNotFoundError` when ``path`` holds no result and
+    :class:`~cvxdp.errors.CorruptFileError` naming the file when one of its files is missing or unreadable.
+    """
     path = Path(path)
     meta_file = path / RESULT_FILE
-    if not meta_file.exists():
+    if not meta_file.is_file():
         raise FileNotFoundError(f"No cvxdp result in {str(path)!r}: {RESULT_FILE} is missing.")
-    meta = json.loads(meta_file.read_text())
-    with np.load(path / "arrays.npz") as arrays:
-        solution = {k[2:]: arrays[k] for k in arrays.files if k.startswith("w:")}
-        local = {k[2:]: arrays[k] for k in arrays.files if k.startswith("z:")}
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise _corrupt(path, RESULT_FILE, exc) from None
+    if not isinstance(meta, dict) or not str(meta.get("format", "")).startswith("cvxdp-result/") \
+            or not {"config", "privacy", "stop_reason"} <= set(meta):
+        raise _corrupt(path, RESULT_FILE, "is not a cvxdp result (no 'format': 'cvxdp-result/...' header)")
+    for name in ("arrays.npz", "history.csv", "agent_history.csv"):
+        if not (path / name).is_file():
+            raise _corrupt(path, name, "is missing")
+    try:
+        with np.load(path / "arrays.npz") as arrays:
+            solution = {k[2:]: arrays[k] for k in arrays.files if k.startswith("w:")}
+            local = {k[2:]: arrays[k] for k in arrays.files if k.startswith("z:")}
+    except Exception as exc:  # noqa: BLE001 - zipfile, pickle and OS errors all mean an unreadable file
+        raise _corrupt(path, "arrays.npz", exc) from None
+    tables = {}
+    for name in ("history.csv", "agent_history.csv"):
+        try:
+            tables[name] = pd.read_csv(path / name, float_precision="round_trip")
+        except pd.errors.EmptyDataError:
+            tables[name] = pd.DataFrame()
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise _corrupt(path, name, exc) from None
     ledger = None
     if meta.get("ledger"):
         from .privacy import PrivacyLedger
-        ledger = PrivacyLedger.from_dict(meta["ledger"])
-    return Result(history=pd.read_csv(path / "history.csv", float_precision="round_trip"),
-                  agent_history=pd.read_csv(path / "agent_history.csv", float_precision="round_trip"),
+        try:
+            ledger = PrivacyLedger.from_dict(meta["ledger"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _corrupt(path, RESULT_FILE, f"has an unreadable ledger ({type(exc).__name__}: {exc})") from None
+    return Result(history=tables["history.csv"], agent_history=tables["agent_history.csv"],
                   solution=solution, local=local, privacy=meta["privacy"], config=meta["config"],
-                  stop_reason=meta["stop_reason"], ledger=ledger)
+                  stop_reason=meta["stop_reason"], ledger=ledger,
+                  solution_violation=meta.get("solution_violation"))

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .checkpoint import CheckpointTarget, case_context
 from .config import Case, make_algorithm, make_privacy
 from .engine import solve
 from .errors import OptionalDependencyError
@@ -35,6 +36,8 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
     from a checkpoint of the same run found there.
     """
     instance = build_instance(case) if instance is None else instance
+    if checkpoint is not None and not isinstance(checkpoint, CheckpointTarget):
+        checkpoint = CheckpointTarget(checkpoint, case_context(case))
     run = case.run
     budget = None
     if run.get("budget_epsilon") is not None:

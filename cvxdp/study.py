@@ -80,10 +80,28 @@ def _list(table: dict, key: str, path: Path, kind: type, positive: bool) -> list
     return values
 
 
+def _study_delta(value: object, path: Path) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ConfigError(f"{path}: the 'delta' entry of [study] must be a float in (0, 1). Got {value!r} instead.")
+    return float(value)
+
+
+def _study_bool(value: object, key: str, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: the {key!r} entry of [study] must be true or false (a TOML boolean). "
+                          f"Got {value!r} instead.")
+    return value
+
+
 def load_study(path: str | Path) -> Study:
     """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
     path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"algorithm", "privacy", "run"})
     mechanisms = table.get("mechanisms", ["ObjL", "ObjG", "OutL", "OutG"])
+    if not isinstance(mechanisms, list) or not mechanisms:
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be a non-empty list of names from ObjL, "
+                          f"ObjG, OutL, OutG. Got {mechanisms!r} instead.")
     bad = [m for m in mechanisms if m not in MECHANISMS or m == "none"]
     if bad:
         raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must hold names from ObjL, ObjG, OutL, "
@@ -95,7 +113,8 @@ def load_study(path: str | Path) -> Study:
                  epsilons=_list(table, "epsilons", path, float, True),
                  local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],
                  seeds=_list(table, "seeds", path, int, False) if "seeds" in table else [0],
-                 rounds=rounds, delta=table.get("delta"), baseline=bool(table.get("baseline", True)),
+                 rounds=rounds, delta=_study_delta(table.get("delta"), path),
+                 baseline=_study_bool(table.get("baseline", True), "baseline", path),
                  overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")})
 
 
@@ -104,7 +123,7 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     if cell.epsilon is not None:
         privacy["epsilon"] = cell.epsilon
         if cell.mechanism.endswith("G"):
-            privacy["delta"] = study.delta or base.privacy.get("delta", 1e-6)
+            privacy["delta"] = study.delta if study.delta is not None else base.privacy.get("delta", 1e-6)
     case = base.with_overrides(algorithm={**study.overrides["algorithm"], "local_updates": cell.local_updates,
                                           "rounds": rounds or study.rounds},
                                privacy={**study.overrides["privacy"]},

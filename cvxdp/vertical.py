@@ -28,8 +28,6 @@ warm-started) and solved with the solver fallback chain.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 import warnings
@@ -56,7 +54,7 @@ from .algorithms.sharing import (
     sharing_dual_update,
     z_update,
 )
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
 from .results import Result
 
@@ -445,13 +443,9 @@ def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, 
     return plan, info
 
 
-def _fingerprint(config: dict, parties: list[VerticalParty], labels: np.ndarray) -> str:
-    h = hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode())
-    for p in parties:
-        h.update(p.name.encode())
-        h.update(np.ascontiguousarray(p.data).tobytes())
-    h.update(np.ascontiguousarray(labels).tobytes())
-    return h.hexdigest()
+def _fingerprint(config: dict, parties: list[VerticalParty], labels: np.ndarray, checkpoint: Any) -> dict[str, str]:
+    data = {f"party {p.name!r} features": p.data for p in parties}
+    return fingerprint(config, data={**data, "labels": labels}, context=checkpoint)
 
 
 def _accountant_ok(accountant: str, plans: Sequence[Any]) -> bool:
@@ -542,7 +536,7 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
     workers = [_PartyWorker(p, rho, lam, tuple(solvers), rng, plan) for p, rng, plan in zip(parties, rngs, plans)]
     centre = _Centre(labels, loss, rho)
     state = _State()
-    fp = _fingerprint(config, parties, labels) if checkpoint is not None else None
+    fp = _fingerprint(config, parties, labels, checkpoint) if checkpoint is not None else None
     if checkpoint is not None:
         saved = load_checkpoint(checkpoint, fp)
         if saved is not None:

@@ -88,15 +88,17 @@ class AgentWorker:
             norms, reports = [], [report]
         else:
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
+            grad = lambda u: self.agent.grad(u, round=msg.round)  # noqa: E731 - names the round on NaN
             z, norms, reports = linearized_updates(
-                self.z, grad=self.agent.grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
+                self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
                 placement=msg.placement)
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         return LocalReport(
-            name=self.agent.name, ez=ez, objective=self.agent.objective_value(z), violation=self.agent.violation(z),
+            name=self.agent.name, ez=ez, objective=self.agent.objective_value(z, round=msg.round),
+            violation=self.agent.violation(z),
             noise_norms=norms, solver_time=sum(r.seconds for r in reports),
             compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
             fallbacks=[f for r in reports for f in r.fallbacks])

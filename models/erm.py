@@ -203,6 +203,9 @@ def _resolve(model: dict[str, Any]) -> dict[str, Any]:
     tf = cfg["test_fraction"]
     if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not 0 <= tf < 1:
         raise ConfigError(f"The 'test_fraction' entry of [model] must be a float in [0, 1). Got {tf!r} instead.")
+    ds = cfg.get("data_seed", 0)
+    if isinstance(ds, bool) or not isinstance(ds, int) or ds < 0:
+        raise ConfigError(f"The 'data_seed' entry of [model] must be an int in [0, inf). Got {ds!r} instead.")
     ms = cfg["max_samples"]
     if ms is not None and (isinstance(ms, bool) or not isinstance(ms, int) or ms < 2 * n):
         raise ConfigError(f"The 'max_samples' entry of [model] must be an int >= 2 * nodes. Got {ms!r} instead.")

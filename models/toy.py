@@ -63,9 +63,13 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     if unknown:
         raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the toy template. "
                           f"Allowed: {', '.join(sorted(_KEYS))}.")
-    for key in ("agents", "dim", "samples"):
-        v = model.get(key, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ConfigError(f"The {key!r} entry of [model] must be an int in [1, inf). Got {v!r} instead.")
+    for key, low in (("agents", 1), ("dim", 1), ("samples", 1), ("seed", 0)):
+        v = model.get(key, low)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"The {key!r} entry of [model] must be an int in [{low}, inf). Got {v!r} instead.")
+    for key in ("bound", "radius"):
+        v = model.get(key, 1.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+            raise ConfigError(f"The {key!r} entry of [model] must be a float in (0, inf). Got {v!r} instead.")
     agents = make_agents(**model)
     return ModelInstance(agents=agents, info={"template": "toy", **model})

@@ -147,21 +147,18 @@ def load_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[np.
 
     Labels: -1/+1 are kept; any other two values map to -1 (smaller) and +1 (larger).
     """
-    from sklearn.datasets import load_svmlight_file
+    from .logistic.data import load_libsvm as _load_libsvm
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"LIBSVM file {str(path)!r} does not exist (expected a local text file of "
                                 "'label index:value ...' lines, e.g. a9a or gisette_scale from the LIBSVM site).")
-    try:
-        X, y = load_svmlight_file(str(path), n_features=n_features)
-    except ValueError as exc:
-        raise ConfigError(f"LIBSVM file {str(path)!r} is malformed: {exc}") from exc
+    X, y = _load_libsvm(path, n_features=n_features)  # clear errors for malformed, empty, non-finite, bad .gz
     values = np.unique(y)
     if len(values) != 2:
         raise ConfigError(f"LIBSVM file {str(path)!r} has {len(values)} distinct labels; ADMM sharing here is "
                           "binary (logistic) and needs two.")
-    return np.asarray(X.todense(), dtype=float), np.where(y == values[1], 1.0, -1.0)
+    return np.asarray(X, dtype=float), np.where(y == values[1], 1.0, -1.0)
 
 
 def _max_scale(X: np.ndarray) -> np.ndarray:
@@ -354,6 +351,9 @@ def _resolve(model: dict) -> dict[str, Any]:
     tf = cfg["test_fraction"]
     if isinstance(tf, bool) or not isinstance(tf, (int, float)) or not (0 <= tf < 1):
         raise ConfigError(f"The 'test_fraction' entry of [model] must be a float in [0, 1). Got {tf!r} instead.")
+    ds = cfg["data_seed"]
+    if isinstance(ds, bool) or not isinstance(ds, int) or ds < 0:
+        raise ConfigError(f"The 'data_seed' entry of [model] must be an int in [0, inf). Got {ds!r} instead.")
     return cfg
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import functools
 import json
+import pickle
 import sys
+import zlib
 from pathlib import Path
 
 import click
@@ -24,7 +26,9 @@ def _emit(payload: dict, as_json: bool, human: str) -> None:
 
 
 def friendly_errors(func):
-    """Turn cvxdp's own errors (and missing files) into one clear line and exit status 2."""
+    """Turn cvxdp's own errors, OS errors (missing file, disk full, read-only), truncated or corrupt
+    compressed files and unpicklable data into one clear line and a non-zero exit status (never click's
+    bare "Aborted!", never a traceback)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -32,6 +36,14 @@ def friendly_errors(func):
             return func(*args, **kwargs)
         except (CvxdpError, FileNotFoundError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+        except OSError as exc:
+            from ..outdir import describe_oserror
+
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise click.ClickException(f"{type(exc).__name__}: {describe_oserror(exc)}{where}") from None
+        except (EOFError, zlib.error, pickle.UnpicklingError) as exc:
+            raise click.ClickException(f"{type(exc).__name__}: a file is truncated or corrupt ({exc}); "
+                                       "check the data and output files named in the command.") from None
 
     return wrapper
 
@@ -75,14 +87,18 @@ def cases_cmd(as_json: bool) -> None:
 @click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the history (default runs/<case>-<mechanism>-<seed>).")
+@click.option("--overwrite", is_flag=True, help="Replace a finished run already saved in --out.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
 def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_updates, algorithm, seed, accountant, out,
-            progress, as_json) -> None:
+            overwrite, progress, as_json) -> None:
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
     from ..checkpoint import remove_checkpoint
     from ..config import load_case
+    from ..errors import OutputError
+    from ..outdir import OutputLock, prepare_dir
+    from ..results import RESULT_FILE
     from ..runs import run_case
 
     case = load_case(case_file).with_overrides(
@@ -92,9 +108,13 @@ def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_up
     mech = case.privacy.get("mechanism", "none")
     out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
     # checkpoints go next to the history: a killed run resumes when the same command is run again
-    outcome = run_case(case, progress=progress and sys.stderr.isatty(), checkpoint=out)
-    outcome.result.save(out)
-    remove_checkpoint(out)
+    with OutputLock(prepare_dir(out)):
+        if (out / RESULT_FILE).exists() and not overwrite:
+            raise OutputError(f"{str(out)!r} already holds a finished run; pass --overwrite to replace it, or "
+                              "choose another --out.")
+        outcome = run_case(case, progress=progress and sys.stderr.isatty(), checkpoint=out)
+        outcome.result.save(out, overwrite=overwrite)
+        remove_checkpoint(out)
     summary = {**outcome.summary, "history": str(out)}
     priv = summary.get("privacy") or {}
     human = "\n".join([f"case {case.name}: {summary['rounds']} rounds ({summary['stop_reason']}), "
@@ -157,6 +177,16 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
     decentralized-ADMM study (settings x runs, cvxdp.study_graph); --data/--test-data then give the UCI Adult
     files (adult.data / adult.test) instead of the bundled data.
     """
+    from ..outdir import OutputLock, prepare_dir
+
+    with OutputLock(prepare_dir(out), "study directory"):  # a second study on the same --out is refused
+        info = _dispatch_study(study_file, out, rounds, data, test_data, progress)
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    _emit(info, as_json, human)
+
+
+def _dispatch_study(study_file, out, rounds, data, test_data, progress) -> dict:
     from ..study import run_study
     from ..study_graph import is_graph_study, run_graph_study
     from ..study_sharing import is_sharing_study, run_sharing_study
@@ -171,9 +201,7 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
         raise click.UsageError("--data/--test-data apply to sharing studies ([study] kind = \"sharing\") only.")
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress)
-    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
-            + "\n".join(f"  {f}" for f in info["files"])
-    _emit(info, as_json, human)
+    return info
 
 
 def _register_optional() -> None:

@@ -20,10 +20,12 @@ Splits
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import struct
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,11 +80,53 @@ def _max_scale(X: np.ndarray) -> np.ndarray:
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
+@contextlib.contextmanager
+def _reading(path: Path, kind: str) -> Iterator[None]:
+    """Turn the errors of reading ``path`` (truncated or corrupt gzip, binary garbage, OS errors) into one
+    :class:`ConfigError` naming the file."""
+    try:
+        yield
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ConfigError(f"{kind} file {str(path)!r} is truncated or not a valid gzip file ({type(exc).__name__}: "
+                          f"{exc}); download or decompress it again.") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{kind} file {str(path)!r} is not a text file ({exc}).") from None
+    except OSError as exc:
+        raise ConfigError(f"{kind} file {str(path)!r} cannot be read ({exc.strerror or exc}).") from None
+
+
 def _open_bytes(path: Path) -> bytes:
-    if path.suffix == ".gz":
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    return path.read_bytes()
+    with _reading(path, "IDX"):
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+
+
+def _text_line(path: Path, record: int) -> int | None:
+    """The 1-based line number of data record ``record`` (0-based; blank and '#' lines skipped)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    seen = -1
+    with opener(path, "rt", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            text = line.split("#", 1)[0].strip()
+            if text:
+                seen += 1
+                if seen == record:
+                    return number
+    return None
+
+
+def _check_finite(path: Path, kind: str, X: np.ndarray, y: np.ndarray | None = None) -> None:
+    bad_rows = ~np.isfinite(X).all(axis=1)
+    if y is not None:
+        bad_rows |= ~np.isfinite(np.asarray(y, dtype=float))
+    if bad_rows.any():
+        record = int(np.argmax(bad_rows))
+        line = _text_line(path, record)
+        where = f"line {line}" if line is not None else f"record {record + 1}"
+        raise ConfigError(f"{kind} file {str(path)!r}: {where} holds NaN or infinite values; every value must be "
+                          "a finite number.")
 
 
 def load_idx(path: str | Path) -> np.ndarray:
@@ -199,29 +243,63 @@ def _leaf_files(directory: Path, part: str) -> list[Path]:
     return sorted(directory.glob(f"*_{part}_*.json"))
 
 
+def _leaf_array(file: Path, user: str, data: object, key: str, dtype: type) -> np.ndarray:
+    if not isinstance(data, dict) or key not in data:
+        raise ConfigError(f"LEAF file {str(file)!r}: user_data[{user!r}] has no {key!r} entry (expected "
+                          "{'x': [...], 'y': [...]}).")
+    try:
+        arr = np.asarray(data[key], dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"LEAF file {str(file)!r}: user_data[{user!r}][{key!r}] is not a rectangular array of "
+                          f"numbers (ragged rows or non-numbers: {exc}).") from None
+    if not np.all(np.isfinite(arr)):
+        row = int(np.argmax(~np.isfinite(arr.reshape(len(arr), -1)).all(axis=1))) if arr.ndim else 0
+        raise ConfigError(f"LEAF file {str(file)!r}: user_data[{user!r}][{key!r}] record {row} holds NaN or "
+                          "infinite values.")
+    return arr
+
+
 def _read_leaf(files: list[Path]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for file in files:
+        with _reading(file, "LEAF"):
+            with open(file, "rb") as fh:
+                raw = fh.read()
+        if not raw.strip():
+            raise ConfigError(f"LEAF file {str(file)!r} is empty (expected a json object with 'users', "
+                              "'num_samples', 'user_data').")
         try:
-            with open(file) as fh:
-                blob = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"LEAF file {str(file)!r} is not valid JSON ({exc}).") from exc
+            blob = json.loads(raw)
+        except ValueError as exc:
+            raise ConfigError(f"LEAF file {str(file)!r} is not valid JSON ({exc}).") from None
+        if not isinstance(blob, dict):
+            raise ConfigError(f"LEAF file {str(file)!r} must hold a json object with 'users', 'num_samples', "
+                              f"'user_data'. Got a {type(blob).__name__} instead.")
         for key in ("users", "num_samples", "user_data"):
             if key not in blob:
                 raise ConfigError(f"LEAF file {str(file)!r} has no {key!r} entry (expected keys 'users', "
                                   "'num_samples', 'user_data').")
+        if not isinstance(blob["users"], list) or not isinstance(blob["num_samples"], list) \
+                or len(blob["users"]) != len(blob["num_samples"]) or not isinstance(blob["user_data"], dict):
+            raise ConfigError(f"LEAF file {str(file)!r}: 'users' and 'num_samples' must be lists of equal length "
+                              "and 'user_data' an object.")
         for user, n in zip(blob["users"], blob["num_samples"]):
             if user not in blob["user_data"]:
                 raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} is listed but has no user_data.")
             data = blob["user_data"][user]
-            X = np.asarray(data["x"], dtype=float)
-            y = np.asarray(data["y"], dtype=int)
-            if X.ndim != 2 or len(X) != len(y) or len(y) != n:
+            X = _leaf_array(file, user, data, "x", float)
+            y = _leaf_array(file, user, data, "y", float)
+            if X.ndim != 2 or y.ndim != 1 or len(X) != len(y) or len(y) != n:
                 raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} has x of shape {X.shape}, "
                                   f"{len(y)} labels and num_samples {n}; they must agree.")
+            if np.any(y != np.round(y)):
+                raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} has non-integer labels.")
+            y = y.astype(int)
             if user in out:  # a writer split over shards: concatenate
                 X0, y0 = out[user]
+                if X0.shape[1] != X.shape[1]:
+                    raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} has {X.shape[1]} features here "
+                                      f"but {X0.shape[1]} in an earlier shard.")
                 X, y = np.vstack([X0, X]), np.concatenate([y0, y])
             out[user] = (X, y)
     return out
@@ -281,10 +359,15 @@ def load_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[np.
         raise FileNotFoundError(f"LIBSVM file {str(path)!r} does not exist (expected a text file of "
                                 "'label index:value ...' lines).")
     try:
-        X, y = load_svmlight_file(str(path), n_features=n_features)
+        with _reading(path, "LIBSVM"):
+            X, y = load_svmlight_file(str(path), n_features=n_features)
     except ValueError as exc:
-        raise ConfigError(f"LIBSVM file {str(path)!r} is malformed: {exc}") from exc
-    return np.asarray(X.todense()), np.asarray(y)
+        raise ConfigError(f"LIBSVM file {str(path)!r} is malformed: {exc}") from None
+    if X.shape[0] == 0:
+        raise ConfigError(f"LIBSVM file {str(path)!r} holds no samples (expected 'label index:value ...' lines).")
+    X = np.asarray(X.todense())
+    _check_finite(path, "LIBSVM", X, y)
+    return X, np.asarray(y)
 
 
 # --------------------------------------------------------------------------- UCI Adult
@@ -335,9 +418,18 @@ def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         raise FileNotFoundError(f"UCI Adult file {str(path)!r} does not exist (expected adult.data or adult.test, "
                                 "15 comma-separated columns without a header).")
-    df = pd.read_csv(path, header=None, names=ADULT_COLUMNS, skipinitialspace=True, comment="|",
-                     dtype=str, na_values=["?"], keep_default_na=False)
+    try:
+        with _reading(path, "UCI Adult"):
+            df = pd.read_csv(path, header=None, names=ADULT_COLUMNS, skipinitialspace=True, comment="|",
+                             dtype=str, na_values=["?"], keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise ConfigError(f"UCI Adult file {str(path)!r} is empty (expected 15 comma-separated columns).") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ConfigError(f"UCI Adult file {str(path)!r} is malformed ({str(exc).strip()}); every line must have "
+                          "15 comma-separated columns.") from None
     df = df.dropna(how="all")
+    if len(df) == 0:
+        raise ConfigError(f"UCI Adult file {str(path)!r} is empty (expected lines of 15 comma-separated columns).")
     if df.shape[1] != 15 or df["income"].isna().all():
         raise ConfigError(f"UCI Adult file {str(path)!r} must have 15 comma-separated columns.")
     df = df.dropna()
@@ -353,7 +445,11 @@ def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         parts = [df[ADULT_CONTINUOUS].astype(float).to_numpy()]
     except ValueError as exc:
-        raise ConfigError(f"UCI Adult file {str(path)!r}: a continuous column is not numeric ({exc}).") from exc
+        raise ConfigError(f"UCI Adult file {str(path)!r}: a continuous column is not numeric ({exc}).") from None
+    bad = ~np.isfinite(parts[0]).all(axis=1)
+    if bad.any():
+        raise ConfigError(f"UCI Adult file {str(path)!r}: the record at data row {int(df.index[np.argmax(bad)]) + 1} "
+                          "holds a NaN or infinite continuous value; every value must be a finite number.")
     for col, cats in ADULT_CATEGORIES.items():
         unknown = ~df[col].isin(cats)
         if unknown.any():
