@@ -36,3 +36,7 @@ class ConfigError(CvxdpError, ValueError):
 
 class OptionalDependencyError(CvxdpError, ImportError):
     """An optional extra (e.g. ray, pandapower) is needed but not installed."""
+
+
+class PrivacyWarning(UserWarning):
+    """A privacy claim is not a guarantee (a paper preset, a failed assumption) or is conditional."""

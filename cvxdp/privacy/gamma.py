@@ -43,6 +43,7 @@ import numpy as np
 
 from .._validation import check_float, check_int, fail
 from ..errors import DeclarationError, InvalidParameterError
+from .notes import GuaranteeNotes
 
 __all__ = [
     "ERMConstants", "GammaLedger", "PenaltyPerturbation", "alpha_for_bound", "attach_erm_constants",
@@ -392,7 +393,20 @@ def _pld_epsilon(eps_steps: np.ndarray, delta: float) -> float:
     return min(basic, float(total.get_epsilon_for_delta(delta)))
 
 
-class GammaLedger:
+def inexact_solve_note(proxes: Sequence[Any]) -> str:
+    """The condition the papers' bounds (26)/(32) rest on, with the tolerance the run actually used.
+
+    The bounds assume the **exact** minimiser of the perturbed primal problem (the noise is recovered from
+    its optimality condition); cvxdp solves it to a tolerance (damped Newton / L-BFGS on the stationarity
+    residual, or a conic solver's own tolerances), warm-started. The ledger's totals are conditional on it.
+    """
+    parts = sorted({f"{p.method} (stationarity ||grad|| <= {p.tol:g} (1 + ||p||))" if p.method != "cvxpy"
+                    else "cvxpy (the conic solver's default tolerances)" for p in proxes})
+    return ("penalty perturbation: the bound assumes the exact minimiser of the perturbed primal problem; "
+            "the solver tolerance is " + "; ".join(parts))
+
+
+class GammaLedger(GuaranteeNotes):
     """Per-node record of the pure-epsilon claims of a run with Gamma-norm noise (one entry per iteration).
 
     ``record(node, t, eps)`` stores a perturbed iteration's claim (the summand of eq. 26 or 32);
@@ -496,10 +510,11 @@ class GammaLedger:
                 "accountants": {"basic": f"sum of the papers' per-iteration pure epsilons = bound {self.bound}",
                                 "rdp": "zCDP of pure eps-DP steps (eps^2/2 each), at target_delta",
                                 "pld": "dp-accounting PLD of pure eps-DP steps (randomized response), at target_delta"},
-                "ledger": self.to_dict()}
+                "ledger": self.to_dict(), **self.notes_summary()}
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": "cvxdp-gamma-ledger/1", "target_delta": self.target_delta, "bound": self.bound,
+                "notes": self.notes,
                 "agents": {n: [[t, e] for t, e in steps] for n, steps in self._steps.items()}}
 
     @classmethod
@@ -510,6 +525,7 @@ class GammaLedger:
             ledger = cls(list(d["agents"]), target_delta=d["target_delta"], bound=d.get("bound", "(26)"))
             for name, rows in d["agents"].items():
                 ledger._steps[name] = [(int(t), float(e)) for t, e in rows]
+            ledger._restore_notes(d)
         except (KeyError, TypeError, ValueError) as err:
             raise InvalidParameterError(f"GammaLedger.from_dict: malformed ledger dict ({err!r}).") from err
         return ledger
