@@ -389,7 +389,7 @@ def _as_mechanism(privacy: Any) -> SharingGaussian | None:
     from .privacy import OutputPerturbation
 
     if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
-        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m, calibrated by Lemma 1
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
         privacy.validate()
         calibration = "classic" if privacy.calibration == "classic" else "analytic"
         return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,

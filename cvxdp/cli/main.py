@@ -108,6 +108,8 @@ def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_up
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
                          if k in ("train_cost", "test_error") and v is not None),
                        f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
+                         if summary.get("guarantee") is False),
                        f"  history saved to {out}"])
     _emit(summary, as_json, human)
 
