@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import math
 
-import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -28,7 +27,7 @@ CANDIDATE_X = [np.array([math.cos(a), math.sin(a)]) for a in ANGLES]
 def _parts(labels_of, n=4, agents=2):
     rng = np.random.default_rng(0)
     parts = []
-    for p in range(agents):
+    for _ in range(agents):
         X = rng.normal(size=(n, 2))
         X /= np.linalg.norm(X, axis=1, keepdims=True)
         parts.append((X, labels_of(rng, n)))

@@ -76,9 +76,9 @@ def test_paper_preset_true_over_claimed_epsilon_on_case14():
 
 
 def test_paper_preset_flagged_in_study_report(tmp_path):
-    from cvxdp.study import write_report
-
     import pandas as pd
+
+    from cvxdp.study import write_report
 
     results = pd.DataFrame([{"cell": "c", "mechanism": "ObjL", "epsilon": 1.0, "local_updates": 1, "seed": 0,
                              "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "eps_rdp": 1.0,

@@ -104,11 +104,14 @@ def test_graph_and_sharing_loops_default_to_secret_noise():
     agents = []
     for i, c in enumerate(data):
         f = cp.Variable(2, name="f")
-        val = (lambda u, c=c: float(0.5 * np.sum((u - c) ** 2)))
-        grad = (lambda u, c=c: u - c)
-        hess = (lambda u: np.eye(2))
+        def val(u, c=c):
+            return float(0.5 * np.sum((u - c) ** 2))
+
+        def grad(u, c=c):
+            return u - c
+
         a = cvxdp.Agent(f"n{i}", 0.5 * cp.sum_squares(f - c), [], shared={"f": f}, value=val,
-                        gradient=SmoothObjective(val, grad, hess))
+                        gradient=SmoothObjective(val, grad, lambda u: np.eye(2)))
         agents.append(attach_erm_constants(a, ERMConstants(C=1.0, B=10, reg=1.0)))
     alg = cvxdp.MADMM("ring", rounds=3, init_scale=0.0)
     r1 = cvxdp.solve(agents, algorithm=alg, privacy=cvxdp.PenaltyPerturbation(alpha=5.0))
