@@ -126,7 +126,11 @@ class Agent:
     sensitivity : Sensitivity, optional
         Gradient sensitivity under the declared neighbouring relation; required for private runs.
     initial : mapping cvxpy.Variable -> array, optional
-        Starting point of the local copy; defaults to the projection of 0 onto ``W_p``.
+        Starting point of the local copy; defaults to the projection of 0 onto ``W_p``. The first message
+        is computed from it, so a private run refuses it unless ``initial_public=True``.
+    initial_public : bool, default False
+        Declares ``initial`` data independent (public), so that a private run may start from it. A starting
+        point computed from private data is not accounted for by any mechanism: leave it out instead.
     value : callable, optional
         ``value(u) -> float``: a fast evaluation of the objective at flat ``u`` for the per-round metrics
         (must equal CVXPY's value of ``objective``). Defaults to evaluating the CVXPY expression.
@@ -136,7 +140,7 @@ class Agent:
                  *, shared: Mapping[str, cp.Expression] | None = None, gradient: GradientFn | None = None,
                  sensitivity: Sensitivity | None = None,
                  initial: Mapping[cp.Variable, np.ndarray] | None = None,
-                 value: Callable[[np.ndarray], float] | None = None) -> None:
+                 value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False) -> None:
         self.name = name
         self.objective = objective
         self.constraints = list(constraints)
@@ -144,6 +148,7 @@ class Agent:
         self.gradient = gradient
         self.sensitivity = sensitivity
         self.initial = initial
+        self.initial_public = initial_public
         self.value = value
 
     def __repr__(self) -> str:

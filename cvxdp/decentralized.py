@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ._seeding import root_seed_sequence, seed_config
 from ._validation import check_float, fail
 from .agent import Agent, check_agents
 from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
@@ -358,7 +359,7 @@ def privacy_plan(algorithm: Any, agents: Sequence[Agent], privacy: Any) -> pd.Da
 
 # --------------------------------------------------------------------------- the loop
 def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = None, accountant: str = "pld",
-                   budget: tuple[float, float] | None = None, backend: Any = None, seed: int = 0,
+                   budget: tuple[float, float] | None = None, backend: Any = None, seed: int | None = None,
                    target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
                    progress: bool = False, callback: Callable[[int, dict], None] | None = None,
                    checkpoint: Any = None, checkpoint_every: int = 1) -> Result:
@@ -369,9 +370,16 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
     "budget"``). ``target_delta`` (default: the budget's delta if positive, else 1e-6) is the delta of the
     zCDP and PLD totals.
     """
-    from .privacy.gamma import GammaLedger, check_bound_condition, erm_constants, sample_gamma_norm
+    from .privacy.gamma import (
+        GammaLedger,
+        check_bound_condition,
+        erm_constants,
+        inexact_solve_note,
+        sample_gamma_norm,
+    )
 
     owner = type(algorithm).__name__
+    seed, root = root_seed_sequence(seed, "solve")
     algorithm.validate()
     privacy = _check_privacy(privacy, owner)
     _check_backend(backend, owner)
@@ -399,6 +407,9 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         if privacy is not None:
             raise
     if privacy is not None:
+        from .privacy.checks import check_public_initial
+
+        check_public_initial(agents)
         alpha1 = privacy.alphas(names)
         if recycled:
             check_bound_condition(erm, eta_of(1), V, names, weight_name="eta_i(1)", owner=owner)
@@ -406,14 +417,14 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
             check_bound_condition(erm, algorithm.thetas(names), V, names, weight_name="theta", owner=owner)
 
     config = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
-              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "accountant": accountant, "budget": list(budget) if budget else None, **seed_config(seed),
               "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta, "agents": names,
               "graph": describe_graph(topo.graph), "degrees": V.tolist(), "shared_sizes": sizes,
               "erm": [c.to_dict() for c in erm] if erm is not None else None}
     fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
 
     proxes = [LocalProx(a, method=algorithm.local_solver, solvers=solvers) for a in agents]
-    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(N)]
+    rngs = [np.random.default_rng(s) for s in root.spawn(N)]
     F0 = np.zeros((N, d))
     for i, (agent, rng) in enumerate(zip(agents, rngs)):
         if agent.initial is not None:
@@ -429,6 +440,8 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
             for rng, st in zip(rngs, state.rng_states):
                 rng.bit_generator.state = st
     ledger = state.ledger
+    if privacy is not None:
+        ledger.note(inexact_solve_note(proxes), voids=False)
     projections = None
     if recycled and any(a.constraints for a in agents):
         from .local_solver import compile_projection
@@ -531,7 +544,7 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
             state.stop_reason = "tolerance"
         state.rng_states = [rng.bit_generator.state for rng in rngs]
         if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
-            save_checkpoint(checkpoint, {"fingerprint": fp, "state": state})
+            save_checkpoint(checkpoint, {"fingerprint": fp, "state": state, "entropy": root.entropy})
         bar.update(1)
         bar.set_postfix(objective=f"{row['objective']:.4g}", deviation=f"{row['max_deviation']:.2e}")
         if callback is not None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ._seeding import root_seed_sequence, seed_config
 from ._validation import check_choice, check_float, check_int, fail
 from .agent import Agent, check_agents
 from .algorithms.base import Algorithm, dual_update, global_update
@@ -65,7 +66,7 @@ def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, step
 
 def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privacy: Any = None,
           accountant: str = "pld", budget: tuple[float, float] | None = None,
-          backend: str | Backend = "serial", seed: int = 0, target_delta: float | None = None,
+          backend: str | Backend = "serial", seed: int | None = None, target_delta: float | None = None,
           solvers: tuple[str, ...] = DEFAULT_SOLVERS, progress: bool = False,
           callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
           checkpoint_every: int = 1) -> Result:
@@ -86,8 +87,12 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         Per-agent total; the run stops before a round that would exceed it (``stop_reason == "budget"``).
     backend : "serial" or a Backend
         Where the agents run. Same seed, same numbers.
-    seed : int
-        Root of the agents' SeedSequence (one generator per agent).
+    seed : int or None, default None
+        Root of the agents' SeedSequence (one generator per agent). None (the default): fresh, secret
+        entropy from the operating system, so the noise cannot be replayed; ``result.config`` then records
+        ``"seed": None, "seeded": False`` (the entropy is kept only in the private checkpoint, for resume).
+        An int reproduces the run exactly: for research and tests, not for release (anyone who knows the
+        seed can replay the noise).
     target_delta : float, optional
         Delta at which RDP/PLD totals are reported; default: the budget's delta, else T*J*delta_step
         for Gaussian noise, else 1e-6.
@@ -114,7 +119,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     algorithm.validate()
     check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
     budget = _check_budget(budget)
-    seed = check_int(seed, "seed", "solve", 0)
+    seed, root = root_seed_sequence(seed, "solve")
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", "solve", 1)
     if checkpoint is not None:
         checkpoint_path(checkpoint)  # a directory or a .pkl file, not some other existing file
@@ -127,6 +132,9 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     _check_privacy(privacy, algorithm)
     sizes = check_agents(agents, private=False)
     if privacy is not None:
+        from .privacy.checks import check_public_initial
+
+        check_public_initial(agents)
         for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing
             privacy.noise_plan(agent, min_weight=1.0, separable=True, steps=1, accountant=accountant)
 
@@ -145,7 +153,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         check_float(target_delta, "target_delta", "solve", 0.0, 1.0)
     ledger = PrivacyLedger(names, target_delta=target_delta)
     config = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
-              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "accountant": accountant, "budget": list(budget) if budget else None, **seed_config(seed),
               "backend": type(backend).__name__, "solvers": list(solvers), "target_delta": target_delta,
               "agents": names, "shared_sizes": sizes}
 
@@ -154,13 +162,17 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
-        infos = backend.start(agents, algorithm, np.random.SeedSequence(seed).spawn(len(agents)), tuple(solvers))
+        infos = backend.start(agents, algorithm, root.spawn(len(agents)), tuple(solvers))
         state = _ServerState(ez=backend.initial_shared(), lam=[np.zeros(len(g)) for g in gidx])
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         if saved is not None:
             state = saved["server"]
             backend.restore(saved["workers"])
             ledger = PrivacyLedger.from_dict(saved["ledger"])
+        if privacy is not None and privacy.sensitivity == "paper":
+            from .privacy.notes import PAPER_PRESET
+
+            ledger.note(PAPER_PRESET)
         bar = tqdm(total=T, initial=state.t, disable=not progress, desc="cvxdp", unit="round", leave=False)
         while state.t < T and state.stop_reason is None:
             t = state.t + 1
@@ -217,7 +229,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                 state.stop_reason = "tolerance"
             if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
                 save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "workers": backend.states(),
-                                             "ledger": ledger.to_dict()})
+                                             "ledger": ledger.to_dict(), "entropy": root.entropy})
             bar.update(1)
             bar.set_postfix(residual=f"{state.primal:.2e}", objective=f"{row['objective']:.4g}")
             if callback is not None:

@@ -48,3 +48,7 @@ class OutputError(CvxdpError, OSError):
 
 class OutputLockedError(OutputError):
     """Another live cvxdp process is writing the same output directory."""
+
+
+class PrivacyWarning(UserWarning):
+    """A privacy claim is not a guarantee (a paper preset, a failed assumption) or is conditional."""

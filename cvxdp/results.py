@@ -17,6 +17,14 @@ from .outdir import atomic_write, atomic_write_text, describe_oserror, prepare_d
 RESULT_FILE = "result.json"
 RESULT_FORMAT = "cvxdp-result/1"
 
+#: History columns that are functions of released values (messages, consensus, schedule) or of the public
+#: accounting only; everything else (objective, violation, test metrics, noise norms, timings) reads private
+#: data or the secret noise and stays out of a public export.
+PUBLIC_HISTORY_COLUMNS = ("round", "epoch", "iteration", "consensus_residual", "primal_residual",
+                          "dual_residual", "rho", "sigma", "bound_P", "eps_basic", "eps_rdp", "eps_pld",
+                          "eps_corollary1")
+PUBLIC_AGENT_COLUMNS = ("round", "epoch", "agent", "sigma", "sent_arrays", "sent_values", "epsilon")
+
 
 def _jsonable(obj: Any) -> Any:
     if isinstance(obj, dict):
@@ -70,8 +78,35 @@ class Result:
     solution_violation: dict[str, Any] | None = None
 
     @property
-    def seed(self) -> int:
-        return int(self.config["seed"])
+    def seed(self) -> int | None:
+        """The run's seed, or None for a default (unseeded, secret-noise) run."""
+        seed = self.config.get("seed")
+        return None if seed is None else int(seed)
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the noise was seeded (replayable by whoever knows the seed: research, not release)."""
+        return bool(self.config.get("seeded", self.config.get("seed") is not None))
+
+    def release(self) -> Result:
+        """The public view of this result: only what the agents released and the privacy accounting.
+
+        Keeps the consensus solution (post-processing of the released messages), the history columns in
+        :data:`PUBLIC_HISTORY_COLUMNS` (residuals of released values, the penalty schedule, privacy spent),
+        the ledger and the configuration without the seed. Drops every value computed on private data
+        (objective, constraint violation, train/test metrics, norms of local models), the noise norms,
+        timings, and the local copies ``z_p`` (their private coordinates never left the agents).
+        """
+        config = {k: v for k, v in self.config.items() if k != "seed"}
+        case = config.get("case")
+        if isinstance(case, dict) and isinstance(case.get("run"), dict):
+            config["case"] = {**case, "run": {k: v for k, v in case["run"].items() if k != "seed"}}
+        config["public"] = True
+        return Result(history=self.history[[c for c in self.history.columns if c in PUBLIC_HISTORY_COLUMNS]],
+                      agent_history=self.agent_history[[c for c in self.agent_history.columns
+                                                        if c in PUBLIC_AGENT_COLUMNS]],
+                      solution={k: np.array(v, copy=True) for k, v in self.solution.items()}, local={},
+                      privacy=self.privacy, config=config, stop_reason=self.stop_reason, ledger=self.ledger)
 
     def values(self, agent: str) -> dict:
         """The final local copy of ``agent`` as ``{cvxpy.Variable: array}`` (needs the live agents)."""
@@ -85,26 +120,37 @@ class Result:
         """Final metrics in one flat, JSON-able dict (what the CLI prints)."""
         last = self.history.iloc[-1] if len(self.history) else None
         out: dict[str, Any] = {"rounds": int(len(self.history)), "stop_reason": self.stop_reason}
+        public = bool(self.config.get("public"))
         for col in ("objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation"):
-            out[col] = float(last[col]) if last is not None else float("nan")
-        noise = self.history["noise_magnitude"] if len(self.history) else pd.Series(dtype=float)
-        out["noise_magnitude"] = float(noise.mean()) if len(noise) else 0.0  # paper eq. 29
-        out["wall_time"] = float(self.history["wall_time"].sum()) if len(self.history) else 0.0
-        out["solver_time"] = float(self.history["solver_time"].sum()) if len(self.history) else 0.0
+            if col in self.history.columns or not public:
+                out[col] = float(last[col]) if last is not None else float("nan")
+        for col, how in (("noise_magnitude", "mean"), ("wall_time", "sum"), ("solver_time", "sum")):
+            if col in self.history.columns or not public:  # noise_magnitude: paper eq. 29
+                out[col] = float(getattr(self.history[col], how)()) if len(self.history) else 0.0
         worst = self.privacy.get("worst", {}) if self.privacy else {}
         out["privacy"] = {k: worst.get(k) for k in ("basic", "rdp", "pld")} if worst else None
         if self.solution_violation is not None:
             out["solution_violation"] = self.solution_violation.get("max")
+        if self.privacy and "guarantee" in self.privacy:
+            out["guarantee"] = self.privacy["guarantee"]
+            out["privacy_notes"] = [n["reason"] for n in self.privacy.get("notes", [])]
+        out["seeded"] = self.seeded
         return _jsonable(out)
 
     # ------------------------------------------------------------------ I/O
-    def save(self, path: str | Path, *, overwrite: bool = False) -> Path:
+    def save(self, path: str | Path, *, overwrite: bool = False, public: bool = False) -> Path:
         """Write the result to directory ``path`` (CSV histories, NPZ arrays, JSON config/ledger).
 
         ``result.json`` is written last: its presence marks a complete save. A directory that already holds
         a saved result is refused unless ``overwrite=True``; an incomplete save (no ``result.json``) is
         replaced. A failed write (disk full, read-only) raises :class:`~cvxdp.errors.OutputError`.
+
+        ``public=True`` writes :meth:`release` instead: no seed, no values computed on private data, no
+        local copies — the files are then safe to share (see the README, "What the guarantee covers").
+        The default writes everything (for the data owner, resume and research).
         """
+        if public and not self.config.get("public"):
+            return self.release().save(path, overwrite=overwrite)
         path = prepare_dir(path, "result directory")
         meta_file = path / RESULT_FILE
         if meta_file.exists() and not overwrite:

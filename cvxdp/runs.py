@@ -45,12 +45,12 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
     start = time.perf_counter()
     result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
                    accountant=run.get("accountant", "pld"), budget=budget, backend=run.get("backend", "serial"),
-                   seed=run.get("seed", 0), target_delta=run.get("target_delta"), progress=progress,
+                   seed=run.get("seed"), target_delta=run.get("target_delta"), progress=progress,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     result.config["case"] = case.to_dict()
     summary = {"case": case.name, "mechanism": case.privacy.get("mechanism", "none"),
                "epsilon": case.privacy.get("epsilon"), "local_updates": case.algorithm.get("local_updates", 1),
-               "seed": run.get("seed", 0), **result.summary(), "elapsed_s": time.perf_counter() - start}
+               "seed": run.get("seed"), **result.summary(), "elapsed_s": time.perf_counter() - start}
     if instance.evaluate is not None:
         summary.update(instance.evaluate(result))
     return CaseRun(result, summary)

@@ -287,6 +287,13 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
     lines += ["", "## Privacy (worst agent, whole run)", "",
               results[["cell", "eps_basic", "eps_rdp", "eps_pld"]].dropna(subset=["eps_basic"]).head(40).to_string(
                   index=False), ""]
+    if "guarantee" in results.columns and (results["guarantee"] == False).any():  # noqa: E712
+        from .privacy.notes import PAPER_PRESET
+
+        lines += [f"**{PAPER_PRESET[0].upper() + PAPER_PRESET[1:]}.** The ledgers of these cells record "
+                  "guarantee = false.", ""]
+    lines += ["Seeded runs are for research, not release: anyone who knows a seed can replay the noise "
+              "(a default run draws fresh secret entropy).", ""]
     (out / "report.md").write_text("\n".join(lines))
     return "report.md"
 

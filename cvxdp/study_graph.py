@@ -436,7 +436,9 @@ def write_graph_report(runs: pd.DataFrame, curves: pd.DataFrame, verdicts: list[
              "setting as listed "
              "(seeds 0..runs-1). Curves: mean over runs with min-max bars; P(t) is the papers' privacy bound "
              "((26) for M-ADMM/DVP, (32) for R-ADMM/MR-ADMM); eps_pld / eps_rdp are our accountants' totals of "
-             "the same pure-DP steps at delta = target_delta.", "",
+             "the same pure-DP steps at delta = target_delta. Both are conditional: the bounds assume the "
+             "exact minimiser of the perturbed primal problem, which the runs solve to a tolerance (see each "
+             "ledger's notes). Seeded runs are for research, not release.", "",
              f"| setting | runs | final {m} mean | range | test error mean | min-max | bound P(T) | eps_pld | alpha |",
              "|---|---|---|---|---|---|---|---|---|"]
     for s in study.settings:

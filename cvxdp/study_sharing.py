@@ -183,7 +183,9 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     for sigma in study["noise_levels"]:
         seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
         for seed in seeds:
-            privacy = SharingGaussian(sigma=sigma, delta=study["delta"]) if sigma > 0 else None
+            # the paper's Fig. 3: Lemma 1 claims (a paper preset, recorded as such in every ledger)
+            privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper", calibration="classic",
+                                      assumptions="record") if sigma > 0 else None
             alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
             t0 = time.perf_counter()
             with warnings.catch_warnings():
@@ -342,6 +344,10 @@ def write_sharing_report(study: dict, results: pd.DataFrame, summary: pd.DataFra
     priv = summary[summary["noise"] > 0]
     if len(priv) and "sensitivity_C" in priv:
         lines += ["## What each noise level certifies (per party, worst party)", "",
+                  "**Paper preset: reproduces the published figure; not a privacy guarantee for this model** "
+                  "(Lemma 1's sensitivity and Corollary 1; the ledgers record guarantee = false). The sound "
+                  "default is SharingGaussian(sensitivity='worst_case'). Seeded runs are for research, not "
+                  "release.", "",
                   f"Lemma 1 sensitivity C (party 1) = {priv['sensitivity_C'].iloc[0]:.4g}; per-epoch delta = "
                   f"{study['delta']:g}; totals over {base['epochs']} epochs at delta = "
                   f"{results['target_delta'].dropna().iloc[0]:.3g} (Corollary 1's T delta + delta').", "",

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ._seeding import root_seed_sequence, seed_config
 from ._validation import check_float, fail
 from .agent import Agent
 from .algorithms.sharing import (
@@ -387,7 +387,7 @@ def _as_mechanism(privacy: Any) -> SharingGaussian | None:
     from .privacy import OutputPerturbation
 
     if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
-        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m, calibrated by Lemma 1
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
         privacy.validate()
         calibration = "classic" if privacy.calibration == "classic" else "analytic"
         return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
@@ -477,18 +477,24 @@ def _ledger_summary(ledger: Any, pld_ok: bool) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the round loop
 def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, privacy: Any = None,
                 accountant: str = "pld", budget: tuple[float, float] | None = None, backend: Any = None,
-                seed: int = 0, target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
+                seed: int | None = None, target_delta: float | None = None,
+                solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
                 progress: bool = False, callback: Any = None, checkpoint: Any = None,
                 checkpoint_every: int = 1) -> Result:
     """Algorithm 1 of Hu et al. over ``agents`` (normally reached through :func:`cvxdp.solve`)."""
     from .backends import SerialBackend
     from .privacy import PrivacyLedger
 
+    seed, root = root_seed_sequence(seed, "solve")
     algorithm.validate()
     if backend is not None and not isinstance(backend, SerialBackend):
         raise InvalidParameterError("ADMMSharing runs its parties in-process; use backend='serial'.")
     parties = check_parties(agents)
     mech = _as_mechanism(privacy)
+    if mech is not None:
+        from .privacy.checks import check_public_initial
+
+        check_public_initial(parties)
     labels, test_labels, host = _labels(algorithm, parties)
     rho, lam, T, loss = float(algorithm.rho), float(algorithm.lam), int(algorithm.epochs), algorithm.loss
     M, N = len(parties), parties[0].n_samples
@@ -525,14 +531,14 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
     pld_ok = _accountant_ok("pld", plans)
     guard = accountant if (accountant != "pld" or pld_ok) else "rdp"  # the accountant of budget checks
     config = {"algorithm": algorithm.describe(), "privacy": mech.describe() if mech is not None else None,
-              "accountant": accountant, "budget": list(budget) if budget else None, "seed": seed,
+              "accountant": accountant, "budget": list(budget) if budget else None, **seed_config(seed),
               "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta,
               "agents": names, "parties": {p.name: {"features": p.n_features, "bound": p.bound,
                                                      "closed_form": p.closed_form} for p in parties},
               "samples": N, "label_holder": host, "b1": b1}
 
     # ---------------- runtime objects
-    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(M)]
+    rngs = [np.random.default_rng(s) for s in root.spawn(M)]
     workers = [_PartyWorker(p, rho, lam, tuple(solvers), rng, plan) for p, rng, plan in zip(parties, rngs, plans)]
     centre = _Centre(labels, loss, rho)
     state = _State()
@@ -548,8 +554,13 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
 
     def snapshot() -> dict[str, Any]:
         return {"fingerprint": fp, "state": state, "centre": centre.state(),
-                "workers": [w.state() for w in workers], "ledger": ledger.to_dict()}
+                "workers": [w.state() for w in workers], "ledger": ledger.to_dict(), "entropy": root.entropy}
 
+    if mech is not None and mech.sensitivity == "paper":
+        from .privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
+
+        ledger.note(LEMMA1_PRESET)
+        ledger.note(COROLLARY1_NOTE, warn=False)
     bar = tqdm(total=T, initial=state.t, disable=not progress, desc="cvxdp sharing", unit="epoch", leave=False)
     while state.t < T and state.stop_reason is None:
         t = state.t + 1
@@ -571,8 +582,9 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
             if mech.assumptions == "raise":
                 state.stop_reason = "assumption"
                 raise AssumptionViolation(msg)
-            if not state.warned:
-                warnings.warn(msg, stacklevel=4)
+            if not state.warned:  # the explicit opt-out: the run goes on, the ledger says the claim is void
+                ledger.note(f"Assumption 1.1 of Hu et al. failed (first before epoch {t}); Lemma 1's claim does "
+                            "not cover the release (assumptions='record')")
                 state.warned = True
         uplinks = [w.step(residual, y, t) for w in workers]  # the only data that leave the parties
         if algorithm.record_messages:

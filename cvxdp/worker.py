@@ -92,7 +92,7 @@ class AgentWorker:
             z, norms, reports = linearized_updates(
                 self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
-                placement=msg.placement)
+                placement=msg.placement, grad_point=self._grad_point(msg))
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
@@ -102,6 +102,22 @@ class AgentWorker:
             noise_norms=norms, solver_time=sum(r.seconds for r in reports),
             compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
             fallbacks=[f for r in reports for f in r.fallbacks])
+
+    def _grad_point(self, msg: RoundMessage):
+        """Private runs: where the gradient is taken, ``Proj_W(u)`` (SPEC §2.1: the sensitivity holds on W).
+
+        A box is a clip (the identity on W, so ObjPert's iterates are unchanged bit for bit); other sets are
+        projected (c-weighted, like the update) only under output perturbation, whose noisy outputs leave W — ObjPert's
+        iterates are already the outputs of a projection onto W.
+        """
+        if msg.plan is None:
+            return None
+        if self.projection.is_box:
+            lo, hi = self.projection.lo, self.projection.hi
+            return lambda u, c: (np.clip(u, lo, hi), None)
+        if msg.placement != "output":
+            return None
+        return lambda u, c: self.projection.project(u, c, round=msg.round)
 
     def _perturber(self, plan):
         """``value -> value + xi`` with this agent's own generator (never reseeded)."""

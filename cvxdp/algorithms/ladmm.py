@@ -74,12 +74,16 @@ class LinearizedADMM(Algorithm):
 def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray], project: Projector,
                        sidx: np.ndarray, bw: np.ndarray, lam: np.ndarray, rho: float, eta: float, J: int,
                        perturb: Callable[[np.ndarray], np.ndarray] | None, placement: str | None,
+                       grad_point: Projector | None = None,
                        ) -> tuple[np.ndarray, list[float], list[object]]:
     """Run J local updates from ``u`` (SPEC §2 step 2) and return the average output and the noise norms.
 
     ``u^j = Proj_{W, c}(v)``, ``v = (eta u^{j-1} + rho E^T B w + E^T lambda - (g^{j-1} + xi^j)) / c``,
     ``c = eta + rho*[shared]``. ``perturb(value)`` returns ``value + xi`` (the mechanism's noise); under
     objective perturbation it perturbs the gradient, under output perturbation the projected point.
+    ``grad_point(u, c)`` (private runs, same signature as ``project``) maps ``u`` into ``W`` before the gradient is taken, so the declared
+    gradient sensitivity (a supremum over ``u in W``) holds where the gradient is evaluated even when ``u``
+    is a noisy output outside ``W`` (OutPert); the proximal term still uses ``u`` itself.
     """
     n = u.size
     c = np.full(n, eta)
@@ -90,7 +94,7 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
     norms: list[float] = []
     reports: list[object] = []
     for _ in range(J):
-        g = grad(u)
+        g = grad(u if grad_point is None else grad_point(u, c)[0])
         if perturb is not None and placement == "objective":
             noisy = perturb(g)
             norms.append(float(np.linalg.norm(noisy - g)))

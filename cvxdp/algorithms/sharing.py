@@ -43,7 +43,7 @@ from .base import Algorithm
 LOSSES = ("logistic", "squared")
 SENSITIVITIES = ("paper", "worst_case")
 CALIBRATIONS = ("classic", "analytic")
-ASSUMPTION_MODES = ("warn", "raise")
+ASSUMPTION_MODES = ("raise", "record", "warn")
 
 
 class AssumptionViolation(CvxdpError, RuntimeError):
@@ -262,31 +262,35 @@ class SharingGaussian:
         Fix the noise standard deviation instead (the paper's Fig. 3 "noise levels"); the per-epoch claim is
         then Theorem 1's ``eps = sqrt(2 ln(1.25/delta)) C / sigma`` when that is <= 1, else the analytic
         Gaussian epsilon (Balle & Wang 2018) of ``sigma / C`` at ``delta``, which is valid for every epsilon.
-    calibration : {"classic", "analytic"}
-        "classic": Theorem 1's formula (the paper). "analytic": the smallest sigma giving (eps, delta)-DP
-        (:func:`cvxdp.privacy.calibration.gaussian_sigma_analytic`), valid for any epsilon.
-    sensitivity : {"paper", "worst_case"} or float
-        "paper": Lemma 1's ``C_m = 3/(d_m rho) [lam c1 + (1 + M rho) b1]``, which rests on Assumption 1
-        (checked every epoch, see ``assumptions``). "worst_case": ``2 sqrt(N) b_m``, which needs only the
-        bounded set and normalised rows. A float: a sensitivity you derived yourself, used as is.
+    calibration : {"analytic", "classic"}, default "analytic"
+        "analytic": the smallest sigma giving (eps, delta)-DP
+        (:func:`cvxdp.privacy.calibration.gaussian_sigma_analytic`), valid for any epsilon. "classic":
+        Theorem 1's formula (the paper).
+    sensitivity : {"worst_case", "paper"} or float, default "worst_case"
+        "worst_case": ``2 sqrt(N) b_m``, sound: it needs only the bounded set and normalised rows (checked).
+        "paper": Lemma 1's ``C_m = 3/(d_m rho) [lam c1 + (1 + M rho) b1]`` — a **paper preset**: it
+        reproduces the published figures but is invalid in general (a counterexample is in the tests), so
+        the ledger records ``guarantee: false`` and the run warns once. A float: a sensitivity you derived
+        yourself, used as is.
     budget : {"step", "total"}
         "total": calibrate sigma so that ``epochs`` epochs compose to (epsilon, delta) under the run's
         accountant (:func:`cvxdp.privacy.calibration.calibrate_to_total`).
     delta_prime : float, optional
         The delta' of Corollary 1 (default: ``delta``). RDP/PLD totals are reported at the Corollary's total
         ``T delta + delta'`` unless ``solve(target_delta=...)`` says otherwise, so all three are comparable.
-    assumptions : {"warn", "raise"}
+    assumptions : {"raise", "record"}, default "raise"
         What to do when Assumption 1.1 fails during a run with ``sensitivity="paper"`` (``||y||`` or ``||z||``
-        above b1): warn once and mark the history (``assumption_ok``), or stop with
-        :class:`AssumptionViolation`.
+        above b1), which voids the claim: stop with :class:`AssumptionViolation` (default), or (explicit
+        opt-out) continue, mark the history (``assumption_ok``) and record in the ledger that the claim is
+        void. "warn" is an alias of "record".
     """
 
     placement = "output"
     short_name = "SharingG"
 
     def __init__(self, epsilon: float | None = None, delta: float = 1e-5, *, sigma: float | None = None,
-                 calibration: str = "classic", sensitivity: str | float = "paper", budget: str = "step",
-                 delta_prime: float | None = None, assumptions: str = "warn") -> None:
+                 calibration: str = "analytic", sensitivity: str | float = "worst_case", budget: str = "step",
+                 delta_prime: float | None = None, assumptions: str = "raise") -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.sigma = sigma

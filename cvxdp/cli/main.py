@@ -83,7 +83,8 @@ def cases_cmd(as_json: bool) -> None:
 @click.option("--rounds", type=int, default=None, help="Number of rounds T.")
 @click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
 @click.option("--algorithm", type=click.Choice(["ladmm", "admm", "sharing", "madmm", "dvp", "radmm", "mradmm"]), default=None)
-@click.option("--seed", type=int, default=None)
+@click.option("--seed", type=int, default=None,
+              help="Reproducible (research) noise; default: fresh secret OS entropy per run.")
 @click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the history (default runs/<case>-<mechanism>-<seed>).")
@@ -106,7 +107,8 @@ def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_up
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source},
         run={"seed": seed, "accountant": accountant})
     mech = case.privacy.get("mechanism", "none")
-    out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
+    seed_tag = f"seed{case.run['seed']}" if case.run.get("seed") is not None else "unseeded"
+    out = out or Path("runs") / f"{case.name}-{mech}-{seed_tag}"
     # checkpoints go next to the history: a killed run resumes when the same command is run again
     with OutputLock(prepare_dir(out)):
         if (out / RESULT_FILE).exists() and not overwrite:
@@ -126,6 +128,8 @@ def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_up
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
                          if k in ("train_cost", "test_error") and v is not None),
                        f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
+                         if summary.get("guarantee") is False),
                        f"  history saved to {out}"])
     _emit(summary, as_json, human)
 

@@ -27,6 +27,7 @@ from dp_accounting.rdp import RdpAccountant
 from .._validation import check_choice, check_float, check_int, fail
 from ..errors import InvalidParameterError
 from .noise import NoisePlan
+from .notes import GuaranteeNotes
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 NEIGHBORING = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
@@ -267,7 +268,7 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-class PrivacyLedger:
+class PrivacyLedger(GuaranteeNotes):
     """Per-agent record of the mechanism calls of a run and their composed privacy cost.
 
     Each agent's data are protected separately, so totals are per agent; the summary also reports the
@@ -394,11 +395,11 @@ class PrivacyLedger:
                 "worst": {"basic": [worst_eps, max(b[1] for b in basic)], "rdp": worst("rdp"),
                           "pld": worst("pld"), "steps": max(v["steps"] for v in per_agent.values()),
                           "agent": worst_agent},
-                "target_delta": self.target_delta}
+                "target_delta": self.target_delta, **self.notes_summary()}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able full state; :meth:`from_dict` rebuilds an equal ledger."""
-        return {"target_delta": self.target_delta,
+        return {"target_delta": self.target_delta, "notes": self.notes,
                 "agents": {name: [{"event": event_to_dict(e), "claim": [c[0], c[1]], "count": n}
                                   for (e, c), n in entries.items()]
                            for name, entries in self._entries.items()}}
@@ -413,6 +414,7 @@ class PrivacyLedger:
                 for row in rows:
                     ledger.record(name, event_from_dict(row["event"]), row["count"],
                                   claim=(row["claim"][0], row["claim"][1]))
+            ledger._restore_notes(d)
         except (KeyError, TypeError, IndexError) as err:
             raise InvalidParameterError(f"PrivacyLedger.from_dict: malformed ledger dict ({err!r}).") from err
         return ledger
@@ -420,6 +422,7 @@ class PrivacyLedger:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PrivacyLedger):
             return NotImplemented
-        return self.target_delta == other.target_delta and self._entries == other._entries
+        return (self.target_delta == other.target_delta and self._entries == other._entries
+                and self.notes == other.notes)
 
     __hash__ = None  # type: ignore[assignment]

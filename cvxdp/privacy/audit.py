@@ -380,3 +380,113 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
                "boundary_fraction": float(np.mean(np.abs(outputs[0]) >= bound * (1 - 1e-12)))}
     return _two_statistics(outputs[0], outputs[1], outputs[2], delta=delta_claim, alpha=a, claimed=eps_claim,
                            seed=s, details=details)
+
+
+# --------------------------------------------------------------------------- everything a node releases
+def _recording_backend() -> Any:
+    """A serial backend that keeps every message the agents send (``E_p z_p`` of every round)."""
+    from ..backends.serial import SerialBackend
+
+    class RecordingBackend(SerialBackend):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sent: list[list[np.ndarray]] = []
+
+        def step(self, messages):  # type: ignore[no-untyped-def]
+            reports = super().step(messages)
+            self.sent.append([rep.ez.copy() for rep in reports])
+            return reports
+
+    return RecordingBackend()
+
+
+def transcript_statistic(transcript: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Linear statistic of a node's whole release: ``sum_r <w, release_r>`` per replica.
+
+    ``transcript`` has shape (rounds, replicas, k) (every released coordinate of every round); ``direction``
+    (k,) is the shift of the neighbour's data. For a Gaussian release whose mean moves along ``w`` this is
+    the likelihood-ratio (Neyman-Pearson) direction; for any mechanism it is post-processing of everything
+    the node sent, so a correct mechanism keeps it within its composed claim.
+    """
+    return np.einsum("rik,k->i", np.asarray(transcript, dtype=float), np.asarray(direction, dtype=float))
+
+
+def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sensitivity: float = 1.0,
+                  trials: int = 20_000, seed: int = 0, broken: str | None = None, rho: float = 1.0,
+                  eta: float = 1.0, alpha: float = 0.05) -> AuditResult:
+    """Audit everything a node releases over ``rounds`` rounds of :func:`cvxdp.solve` against the run's ledger.
+
+    Problem: one agent whose replicas each hold ``k = coordinates`` shared coordinates,
+    ``f(x; d) = 0.5 ||x - d||^2`` on a box; D has ``d = 0``, D' moves every replica's ``d`` by ``Delta w``
+    with ``w`` an extreme point of the unit q-ball (q = 2, Gaussian: ``w = 1/sqrt(k)``, spread over every
+    released coordinate; q = 1, Laplace: ``w = e_1``, where a linear statistic of Laplace noise is
+    strongest). The runs on D, D' and a reference run on D use the mechanism's seed discipline (distinct
+    seeds; one seed for ``broken="reused-seed"``; OpenDP ignores seeds). A recording backend keeps every
+    message ``E z`` of every round; the statistic is :func:`transcript_statistic` over all rounds and
+    coordinates (and its difference with the reference run's), each at ``alpha / 2``. The claim is the
+    run's own ledger: its PLD epsilon at the ledger's target delta over all ``rounds`` steps.
+
+    Parameters
+    ----------
+    mechanism : ObjectivePerturbation or OutputPerturbation
+    rounds : int
+        Rounds of the run (J = 1), >= 1.
+    coordinates : int
+        Released coordinates per replica, >= 1.
+    sensitivity : float
+        ``Delta``, > 0 (the replica's gradient moves by ``Delta`` in the mechanism's norm).
+    trials : int
+        Replicas per input (packed as the agent's coordinates; the problem, the box and the noise are
+        separable by coordinate, so replicas are independent).
+    seed, broken, rho, eta, alpha
+        As in :func:`audit_local_update`.
+
+    Returns
+    -------
+    AuditResult
+        ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``.
+    """
+    import cvxpy as cp
+
+    from ..agent import Agent, Sensitivity
+    from ..algorithms.ladmm import LinearizedADMM
+    from ..engine import solve
+
+    owner = "audit_release"
+    mech = _check_mechanism(mechanism, owner)
+    d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
+    R = check_int(rounds, "rounds", owner, 1)
+    k = check_int(coordinates, "coordinates", owner, 1)
+    r, e = check_float(rho, "rho", owner, 0.0, math.inf), check_float(eta, "eta", owner, 0.0, math.inf)
+    c = r + e
+    honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=True, steps=1,
+                             accountant="pld")
+    spread = honest.scale / c if mech.placement == "objective" else honest.scale
+    bound = d / c + 3.0 * spread
+    declared = d / 2 if b == "half-sensitivity" else d
+    # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
+    w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))
+    x = cp.Variable(n * k, name="x")
+    data = cp.Parameter(n * k, name="d", value=np.zeros(n * k))
+    agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
+                  gradient=lambda u: u - data.value,
+                  sensitivity=Sensitivity(l1=declared, l2=declared,
+                                          relation="d' = d + Delta w per replica (k coordinates)"))
+    algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=R)
+    seeds = _run_seeds(s, b)
+    stats_, claims = [], []
+    for value, run_seed in zip((0.0, 1.0, 0.0), seeds):
+        data.value = np.tile(value * d * w, n)
+        backend = _recording_backend()
+        res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld", backend=backend)
+        transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), n, k)
+        stats_.append(transcript_statistic(transcript, w))
+        summary = res.privacy["worst"]
+        claims.append((summary["pld"], res.privacy["target_delta"]))
+    eps_claim, delta_claim = max(claims)
+    details = {"mechanism": mech.short_name, "mode": "release", "broken": b, "sensitivity": d,
+               "declared_sensitivity": declared, "noise": honest.noise, "noise_source": mech.noise_source,
+               "rounds": R, "coordinates": k, "rho": r, "eta": e, "box": [-bound, bound], "seed": s,
+               "run_seeds": seeds}
+    return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
+                           seed=s, details=details)

@@ -40,9 +40,13 @@ class _Perturbation:
         Gaussian per-step formula: the analytic Gaussian mechanism (Balle & Wang 2018, any epsilon) or the
         classic ``sqrt(2 ln(1.25/delta)) / epsilon`` bound (refused for a per-step epsilon >= 1).
     sensitivity : {"exact", "paper"}
-        "exact": the model's declared gradient sensitivity (``agent.sensitivity.l1``/``l2``), turned into
-        an output sensitivity for OutPert. "paper": the Ryu & Kim §6.1.1 preset, Delta = 2 alpha (ObjPert)
-        or alpha (OutPert) from ``agent.sensitivity.alpha``, used as is.
+        "exact" (default, sound): the model's declared gradient sensitivity (``agent.sensitivity.l1``/``l2``,
+        derived for its relation, e.g. ``4 s alpha`` for alpha-adjacent loads with penalty ``s``), turned into
+        an output sensitivity for OutPert with ``min(c)`` — the paper's alpha-adjacency scaled by the model.
+        "paper": the Ryu & Kim §6.1.1 preset, Delta = 2 alpha (ObjPert) or alpha (OutPert) from
+        ``agent.sensitivity.alpha``, used as is: it reproduces the published figures but ignores the
+        model's relation, ``s`` and ``min(c)``, so the ledger records ``guarantee: false`` and the run warns
+        once.
     budget : {"step", "total"}
         "step": epsilon/delta are per local update (the paper's setting). "total": they are each agent's
         total over the run, and the per-step scale is calibrated with
@@ -216,9 +220,16 @@ class ObjectivePerturbation(_Perturbation):
     Neighbouring relation: whatever the model declares in ``agent.sensitivity.relation`` (e.g. one bus load
     differs by at most alpha; add/remove one sample). Sensitivity: the gradient sensitivity
     ``Delta_q = sup_{u in W, D ~ D'} ||grad f(u; D) - grad f(u; D')||_q`` (q = 1 Laplace, 2 Gaussian),
-    used as is; "paper" mode uses ``2 alpha``. Privacy: the map ``xi -> u^j`` is a bijection with a
-    data-independent Jacobian, so each update costs what the Laplace/Gaussian mechanism on the gradient costs
-    (Ryu & Kim Thm 4.4/4.6). See :class:`_Perturbation` for the parameters.
+    used as is; "paper" mode uses ``2 alpha`` (a paper preset: not a guarantee for the model, flagged in the
+    ledger). Privacy: the update is ``u^j = Proj_{W,c}(v - (g^{j-1} + xi^j)/c)`` — a data-independent
+    function (the projection) of the noisy gradient ``g^{j-1} + xi^j`` and of values already released or
+    public (``u^{j-1}``, ``w``, ``lambda``). The noisy gradient is the Laplace/Gaussian mechanism on
+    ``grad f(u^{j-1})``, whose sensitivity holds because ``u^{j-1}`` lies in W where ``Delta_q`` is a
+    supremum (the engine evaluates the gradient at ``Proj_W(u^{j-1})``), so each update is
+    post-processing of an epsilon-DP (or (epsilon, delta)-DP) release. (The map ``xi -> u^j`` is *not* a
+    bijection when a constraint is active — many noise values project to the same boundary point — which
+    is why the argument goes through post-processing, not a change of variables.) See
+    :class:`_Perturbation` for the parameters.
     """
 
     placement: ClassVar[str] = "objective"
@@ -240,7 +251,10 @@ class OutputPerturbation(_Perturbation):
     output sensitivity. The update is a c-weighted projection, non-expansive in the c-weighted norm, so
     ``Delta_out,2 <= Delta_2 / min(c)``; for l1 the same bound ``Delta_1 / min(c)`` holds on separable sets
     (boxes), otherwise ``sqrt(n) Delta_2 / min(c)`` is used (``Delta_2`` = declared l2, else l1 >= l2).
-    "paper" mode uses ``alpha`` as is (Ryu & Kim §6.1.1). See :class:`_Perturbation` for the parameters.
+    The noisy output leaves W, so the next local gradient is taken at ``Proj_W(u)`` (the declared gradient
+    sensitivity is a supremum over W only). "paper" mode uses ``alpha`` as is (Ryu & Kim §6.1.1; a paper
+    preset, not a guarantee for the model, flagged in the ledger). See :class:`_Perturbation` for the
+    parameters.
     """
 
     placement: ClassVar[str] = "output"

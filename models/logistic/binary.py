@@ -9,7 +9,9 @@ Agent p holds ``I_p`` and gets ``f_p(f) = (1/N) sum_{i in I_p} log(1 + exp(-y_i 
 so ``sum_p f_p = O`` for any split. ``N`` and ``P`` are public constants, so under add/remove one sample only
 the loss term changes: the per-sample gradient is ``-y x sigma(-y f^T x)`` with ``|sigma| <= s_max <= 1``, hence
 ``Delta_2 <= s_max C / N`` and ``Delta_1 <= s_max sqrt(d) C / N``; with a box ``|f_j| <= bound``,
-``s_max = sigma(bound sqrt(d) C)`` (else 1). Optional box ``W = {|f_j| <= bound}``.
+``s_max = sigma(bound sqrt(d) C)`` (else 1; the engine evaluates the gradient in ``W``). Optional box
+``W = {|f_j| <= bound}``. ``N`` must be fixed across neighbours: public under add/remove one, or the data's
+own count under replace one, which doubles the bounds (:mod:`cvxdp_models.logistic.relation`).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from scipy.special import expit
 
 import cvxdp
 
+from . import relation as rel
 from .data import clip_rows
 
 __all__ = ["BinaryLogistic", "binary_agents", "binary_cost", "binary_sensitivity"]
 
-RELATION = "add/remove one sample"
 
 
 def binary_cost(f: np.ndarray, X: np.ndarray, y: np.ndarray, total: int, reg: float, reg_weight: float = 1.0) -> float:
@@ -36,11 +38,14 @@ def binary_cost(f: np.ndarray, X: np.ndarray, y: np.ndarray, total: int, reg: fl
     return float(np.logaddexp(0.0, -margins).sum() / total + 0.5 * reg * reg_weight * (f @ f))
 
 
-def binary_sensitivity(features: int, clip: float, total: int, bound: float | None = None) -> cvxdp.Sensitivity:
-    """Gradient sensitivity of the binary ERM under add/remove one sample with ``||x||_2 <= clip``."""
+def binary_sensitivity(features: int, clip: float, total: int, bound: float | None = None,
+                       relation: str = "add_remove") -> cvxdp.Sensitivity:
+    """Gradient sensitivity of the binary ERM with ``||x||_2 <= clip`` and ``N = total`` fixed across
+    neighbours: ``k s_max C / N`` (l2), ``k s_max sqrt(d) C / N`` (l1), k = 1 add/remove, 2 replace."""
     s_max = float(expit(bound * math.sqrt(features) * clip)) if bound is not None else 1.0
-    return cvxdp.Sensitivity(l1=s_max * math.sqrt(features) * clip / total, l2=s_max * clip / total,
-                             relation=RELATION)
+    k = rel.factor(relation)
+    return cvxdp.Sensitivity(l1=k * s_max * math.sqrt(features) * clip / total, l2=k * s_max * clip / total,
+                             relation=rel.describe(relation, total))
 
 
 class BinaryLogistic:
@@ -62,10 +67,11 @@ class BinaryLogistic:
         Box half-width; ``None`` declares no constraint.
     name : str
     clip : float
+    relation : {"add_remove", "replace"}
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, *, total: int, reg: float, reg_weight: float,
-                 bound: float | None, name: str, clip: float) -> None:
+                 bound: float | None, name: str, clip: float, relation: str = "add_remove") -> None:
         self.X = np.ascontiguousarray(X, dtype=float)
         self.y = np.asarray(y, dtype=float)
         if self.X.ndim != 2 or len(self.X) != len(self.y) or len(self.y) == 0:
@@ -74,7 +80,7 @@ class BinaryLogistic:
         if not np.all(np.isin(self.y, (-1.0, 1.0))):
             raise ValueError(f"Agent {name!r}: binary labels must be -1 or +1.")
         self.total, self.reg, self.reg_weight, self.bound = int(total), float(reg), float(reg_weight), bound
-        self.name, self.clip = name, clip
+        self.name, self.clip, self.relation = name, clip, relation
         n, d = self.X.shape
         self.shape = (d,)
         self.A = self.y[:, None] * self.X  # rows y_i x_i
@@ -90,7 +96,7 @@ class BinaryLogistic:
         m0 = models[0]
         return cls(np.vstack([m.X for m in models]), np.concatenate([m.y for m in models]), total=m0.total,
                    reg=m0.reg, reg_weight=sum(m.reg_weight for m in models), bound=m0.bound, name=name,
-                   clip=m0.clip)
+                   clip=m0.clip, relation=m0.relation)
 
     def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
         """``min f s.t. W`` with the data as constants, and its variable."""
@@ -123,7 +129,7 @@ class BinaryLogistic:
 
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
-        return binary_sensitivity(self.shape[0], self.clip, self.total, self.bound)
+        return binary_sensitivity(self.shape[0], self.clip, self.total, self.bound, self.relation)
 
     def agent(self) -> cvxdp.Agent:
         """The :class:`cvxdp.Agent` (shared key ``"theta"``)."""
@@ -133,10 +139,16 @@ class BinaryLogistic:
 
 def binary_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, reg: float, clip: float = 1.0,
                   bound: float | None = None, names: Sequence[str] | None = None,
-                  total: int | None = None) -> tuple[list[cvxdp.Agent], list[BinaryLogistic]]:
-    """One agent per ``(X_p, y_p)`` part (rows clipped to ``clip``; regulariser split evenly)."""
-    total = int(total if total is not None else sum(len(y) for _, y in parts))
+                  total: int | None = None, relation: str | None = None,
+                  ) -> tuple[list[cvxdp.Agent], list[BinaryLogistic]]:
+    """One agent per ``(X_p, y_p)`` part (rows clipped to ``clip``; regulariser split evenly).
+
+    ``total`` is the public ``N`` (required for ``relation="add_remove"``); without it ``N`` is the parts'
+    own total and the relation is "replace" (see :mod:`cvxdp_models.logistic.relation`).
+    """
+    total, relation = rel.resolve_relation(parts, total, relation, "binary_agents")
     names = list(names) if names is not None else [f"agent{p}" for p in range(len(parts))]
     models = [BinaryLogistic(clip_rows(X, clip), y, total=total, reg=reg, reg_weight=1.0 / len(parts),
-                             bound=bound, name=nm, clip=clip) for (X, y), nm in zip(parts, names)]
+                             bound=bound, name=nm, clip=clip, relation=relation)
+              for (X, y), nm in zip(parts, names)]
     return [m.agent() for m in models], models

@@ -12,8 +12,10 @@ The CVXPY objective is DCP and DPP: ``sum(log_sum_exp(X @ theta, axis=1)) - sum(
 private data ``X`` (n x d) and ``M = X^T Y`` (d x K, ``Y`` one-hot) as parameters. The box is declared as
 ``theta <= bound, theta >= -bound`` so the engine's projection is a clip.
 
-Sensitivity (add/remove one sample ``(x, y)`` with ``||x||_2 <= C``)
---------------------------------------------------------------------
+Sensitivity (add/remove one sample ``(x, y)`` with ``||x||_2 <= C``, public ``I``)
+---------------------------------------------------------------------------------
+``I`` must be the same for neighbours: a public constant under add/remove one, or the data's own total
+under replace one (see :mod:`cvxdp_models.logistic.relation`; replace one doubles the bounds below).
 The gradient changes by the per-sample term ``(1/I) x (p - e_y)^T`` with ``p = softmax(theta^T x)``, so
 
 - l2 (Frobenius): ``||x||_2 ||p - e_y||_2 / I``. With ``s = 1 - p_y = sum_{k != y} p_k``,
@@ -23,7 +25,9 @@ The gradient changes by the per-sample term ``(1/I) x (p - e_y)^T`` with ``p = s
 
 Here ``s_max = 1 - p_min`` where on the box ``|(theta_k - theta_y)^T x| <= 2 bound ||x||_1 <= 2 bound sqrt(d) C``
 gives ``p_y >= p_min = 1 / (1 + (K - 1) exp(2 bound sqrt(d) C))``. ``s_max = 1`` recovers SPEC §6.2's
-``sqrt(2) C / I``; the refinement only matters for small ``bound * C * sqrt(d)``.
+``sqrt(2) C / I``; the refinement only matters for small ``bound * C * sqrt(d)``. It holds for ``theta``
+in the box, which is where the engine evaluates the gradient in a private run (it projects a noisy
+OutPert output into ``W`` first).
 """
 
 from __future__ import annotations
@@ -36,12 +40,12 @@ import numpy as np
 
 import cvxdp
 
+from . import relation as rel
 from .data import clip_rows
 
 __all__ = ["MulticlassLogistic", "multiclass_agents", "multiclass_sensitivity", "one_hot", "softmax_cost",
            "softmax_gradient"]
 
-RELATION = "add/remove one sample"
 
 
 def one_hot(y: np.ndarray, classes: int) -> np.ndarray:
@@ -85,8 +89,8 @@ def softmax_gradient(theta: np.ndarray, X: np.ndarray, Y: np.ndarray, total: int
 
 
 def multiclass_sensitivity(features: int, classes: int, clip: float, total: int,
-                           bound: float | None = None) -> cvxdp.Sensitivity:
-    """Gradient sensitivity of eq. (30) under add/remove one sample with ``||x||_2 <= clip``.
+                           bound: float | None = None, relation: str = "add_remove") -> cvxdp.Sensitivity:
+    """Gradient sensitivity of eq. (30) with ``||x||_2 <= clip`` and a normaliser fixed across neighbours.
 
     Parameters
     ----------
@@ -98,18 +102,21 @@ def multiclass_sensitivity(features: int, classes: int, clip: float, total: int,
         The normaliser ``I`` (total number of training samples).
     bound : float, optional
         Box half-width; tightens ``s_max`` below 1 (see the module docstring). ``None``: ``s_max = 1``.
+    relation : {"add_remove", "replace"}
+        The neighbouring relation; "replace" doubles both bounds.
 
     Returns
     -------
     cvxdp.Sensitivity
-        ``l2 = sqrt(2) s_max C / I``, ``l1 = 2 sqrt(d) s_max C / I``.
+        ``l2 = k sqrt(2) s_max C / I``, ``l1 = k 2 sqrt(d) s_max C / I`` (k = 1 add/remove, 2 replace).
     """
     s_max = 1.0
     if bound is not None and classes >= 2:
         expo = 2.0 * bound * math.sqrt(features) * clip
         s_max = 1.0 - 1.0 / (1.0 + (classes - 1) * math.exp(expo)) if expo < 700 else 1.0
-    return cvxdp.Sensitivity(l1=2.0 * math.sqrt(features) * s_max * clip / total,
-                             l2=math.sqrt(2.0) * s_max * clip / total, relation=RELATION)
+    k = rel.factor(relation)
+    return cvxdp.Sensitivity(l1=k * 2.0 * math.sqrt(features) * s_max * clip / total,
+                             l2=k * math.sqrt(2.0) * s_max * clip / total, relation=rel.describe(relation, total))
 
 
 class MulticlassLogistic:
@@ -130,10 +137,12 @@ class MulticlassLogistic:
         Agent name.
     clip : float
         The row-norm bound the data satisfy (used for the sensitivity only).
+    relation : {"add_remove", "replace"}
+        The neighbouring relation of the sensitivity (``total`` must be fixed under it).
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, *, classes: int, total: int, bound: float, name: str,
-                 clip: float) -> None:
+                 clip: float, relation: str = "add_remove") -> None:
         self.X = np.ascontiguousarray(X, dtype=float)
         self.y = np.asarray(y, dtype=int)
         if self.X.ndim != 2 or len(self.X) != len(self.y) or len(self.y) == 0:
@@ -141,6 +150,7 @@ class MulticlassLogistic:
                              f"y {self.y.shape}.")
         self.Y = one_hot(self.y, classes)
         self.classes, self.total, self.bound, self.name, self.clip = classes, int(total), float(bound), name, clip
+        self.relation = relation
         n, d = self.X.shape
         self.shape = (d, classes)
         self.theta = cp.Variable(self.shape, name="theta")
@@ -158,7 +168,7 @@ class MulticlassLogistic:
         """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``)."""
         m0 = models[0]
         return cls(np.vstack([m.X for m in models]), np.concatenate([m.y for m in models]), classes=m0.classes,
-                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip)
+                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation)
 
     def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
         """``min f s.t. W`` with the data as constants (no parameter canonicalization), and its variable."""
@@ -203,7 +213,8 @@ class MulticlassLogistic:
 
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
-        return multiclass_sensitivity(self.shape[0], self.classes, self.clip, self.total, self.bound)
+        return multiclass_sensitivity(self.shape[0], self.classes, self.clip, self.total, self.bound,
+                                      self.relation)
 
     def agent(self) -> cvxdp.Agent:
         """The :class:`cvxdp.Agent` (shared key ``"theta"`` = the whole matrix)."""
@@ -213,9 +224,18 @@ class MulticlassLogistic:
 
 
 def multiclass_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, classes: int, bound: float,
-                      clip: float, names: Sequence[str] | None = None,
-                      total: int | None = None) -> tuple[list[cvxdp.Agent], list[MulticlassLogistic]]:
+                      clip: float, names: Sequence[str] | None = None, total: int | None = None,
+                      relation: str | None = None) -> tuple[list[cvxdp.Agent], list[MulticlassLogistic]]:
     """Build one agent per ``(X_p, y_p)`` part; rows are clipped to ``||x|| <= clip`` here.
+
+    Parameters
+    ----------
+    total : int, optional
+        The public normaliser ``I`` (the federation's declared sample count). Required for
+        ``relation="add_remove"``; without it ``I`` is the parts' own total and the relation is "replace".
+    relation : {"add_remove", "replace"}, optional
+        Default: "add_remove" when ``total`` is given, else "replace" (see
+        :mod:`cvxdp_models.logistic.relation`).
 
     Returns
     -------
@@ -223,8 +243,8 @@ def multiclass_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, classes
     models : list of MulticlassLogistic
         The per-agent models (``.value``, ``.gradient``, data), in the same order.
     """
-    total = int(total if total is not None else sum(len(y) for _, y in parts))
+    total, relation = rel.resolve_relation(parts, total, relation, "multiclass_agents")
     names = list(names) if names is not None else [f"agent{p}" for p in range(len(parts))]
     models = [MulticlassLogistic(clip_rows(X, clip), y, classes=classes, total=total, bound=bound, name=nm,
-                                 clip=clip) for (X, y), nm in zip(parts, names)]
+                                 clip=clip, relation=relation) for (X, y), nm in zip(parts, names)]
     return [m.agent() for m in models], models

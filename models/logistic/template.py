@@ -19,6 +19,10 @@ bound              box half-width: ``|theta_jk| <= bound`` ("binary": 0 = no box
 kind               "multiclass" (eq. 30, softmax) | "binary" (logistic + l2, labels mapped to -1/+1)
 reg                l2 weight of the binary ERM (multiclass: must be 0)
 data_seed          seed of the split, the subsample and the test split
+total_samples      the public normaliser N of the loss (a constant the federation declares); needed for
+                   relation = "add_remove". Absent: N is the training set's own size, fixed under "replace"
+relation           neighbouring relation of the sensitivity: "add_remove" (default with total_samples) or
+                   "replace" (default without; twice the sensitivity)
 baselines          add scikit-learn's pooled and one-agent test errors to ``evaluate`` (computed once)
 =================  =====================================================================================
 
@@ -52,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "dataset": "digits", "path": None, "test_path": None, "agents": None, "split": None,
     "dirichlet_alpha": 0.5, "classes_per_agent": 2, "test_fraction": 0.25, "max_samples": None,
     "standardize": None, "clip": 1.0, "bound": None, "kind": None, "reg": None, "data_seed": 0,
-    "baselines": True,
+    "baselines": True, "total_samples": None, "relation": None,
 }
 
 
@@ -123,6 +127,12 @@ def _resolve(model: dict) -> dict[str, Any]:
     cfg["clip"] = _float(cfg, "clip", 0.0)
     cfg["data_seed"] = _int(cfg, "data_seed", 0)
     cfg["baselines"] = _bool(cfg, "baselines")
+    cfg["total_samples"] = _int(cfg, "total_samples", 1, optional=True)
+    if cfg["relation"] is None:
+        cfg["relation"] = "replace" if cfg["total_samples"] is None else "add_remove"
+    cfg["relation"] = _choice(cfg, "relation", ("add_remove", "replace"))
+    if cfg["relation"] == "add_remove" and cfg["total_samples"] is None:
+        raise _bad("total_samples", "the public sample count N (an int) when relation = 'add_remove'", None)
     if cfg["standardize"] is None:
         cfg["standardize"] = cfg["dataset"] == "digits" and cfg["kind"] == "multiclass"
     cfg["standardize"] = _bool(cfg, "standardize")
@@ -270,11 +280,11 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     classes = len(ds["labels"])
     if cfg["kind"] == "multiclass":
         agents, models = multiclass_agents(parts, classes=classes, bound=cfg["bound"], clip=cfg["clip"],
-                                           names=ds["names"])
+                                           names=ds["names"], total=cfg["total_samples"], relation=cfg["relation"])
         pooled: MulticlassLogistic | BinaryLogistic = MulticlassLogistic.pooled(models)
     else:
-        agents, models = binary_agents(parts, reg=cfg["reg"], clip=cfg["clip"],
-                                       bound=cfg["bound"] or None, names=ds["names"])
+        agents, models = binary_agents(parts, reg=cfg["reg"], clip=cfg["clip"], bound=cfg["bound"] or None,
+                                       names=ds["names"], total=cfg["total_samples"], relation=cfg["relation"])
         pooled = BinaryLogistic.pooled(models)
     cache: dict[str, Any] = {}
 

@@ -12,7 +12,12 @@ objective : "balance" (default) or "cost"
     ``"balance"``: ``penalty * sum_i (pinj_i - pd_i)^2 + (qinj_i - qd_i)^2`` over each zone's buses (the
     paper's eq. 28). ``"cost"``: generator cost divided by ``cost_scale`` plus the same penalty term.
 alpha : float > 0, default 0.1
-    Adjacency size (p.u.) of the neighbouring relation on loads (see :func:`load_sensitivity`).
+    Adjacency size (p.u.) of the neighbouring relation on loads (see :func:`load_sensitivity`). The agents
+    declare the exact sensitivity ``4 s alpha`` (l1) / ``2 sqrt(2) s alpha`` (l2) — the sound form of the
+    paper's preset, scaled by the relation and ``s`` (the mechanisms divide by ``min(c)`` for OutPert) — and
+    ``alpha`` itself for the "paper" preset (``sensitivity="paper"``), which reproduces Ryu & Kim's figures
+    (Delta = 2 alpha / alpha) but is not a privacy guarantee for this model: on case14 the true per-step
+    epsilon is 2x the claim (ObjL, balance), 50x (ObjL, cost with s = 25), 1.47x (OutG); the ledger says so.
 penalty : float >= 0
     Weight ``s`` of the squared balance deviations; default 1 for "balance". For "cost" the default (or 0)
     is **exact** balance ``pinj = pd, qinj = qd`` as constraints: the economic dispatch, which ADMM solves
