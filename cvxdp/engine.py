@@ -57,7 +57,7 @@ def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, step
         return budget[1]
     delta = getattr(privacy, "delta", None)
     if delta:
-        return float(min(delta if privacy.budget == "total" else delta * steps, 0.5))
+        return float(min(delta if getattr(privacy, "scope", "step") == "total" else delta * steps, 0.5))
     return 1e-6
 
 

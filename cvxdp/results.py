@@ -17,6 +17,7 @@ RESULT_FILE = "result.json"
 
 
 def _jsonable(obj: Any) -> Any:
+    """Plain JSON types: arrays -> lists, NaN -> None (JSON null), +-inf -> "inf"/"-inf" (JSON has neither)."""
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -25,6 +26,8 @@ def _jsonable(obj: Any) -> Any:
         return obj.tolist()
     if isinstance(obj, (np.floating, float)):
         f = float(obj)
+        if math.isnan(f):
+            return None
         return f if math.isfinite(f) else str(f)
     if isinstance(obj, np.integer):
         return int(obj)
@@ -120,8 +123,12 @@ def load_result(path: str | Path) -> Result:
         local = {k[2:]: arrays[k] for k in arrays.files if k.startswith("z:")}
     ledger = None
     if meta.get("ledger"):
-        from .privacy import PrivacyLedger
-        ledger = PrivacyLedger.from_dict(meta["ledger"])
+        if meta["ledger"].get("format") == "cvxdp-gamma-ledger/1":  # graph runs (cvxdp.decentralized)
+            from .privacy.gamma import GammaLedger
+            ledger = GammaLedger.from_dict(meta["ledger"])
+        else:
+            from .privacy import PrivacyLedger
+            ledger = PrivacyLedger.from_dict(meta["ledger"])
     return Result(history=pd.read_csv(path / "history.csv", float_precision="round_trip"),
                   agent_history=pd.read_csv(path / "agent_history.csv", float_precision="round_trip"),
                   solution=solution, local=local, privacy=meta["privacy"], config=meta["config"],

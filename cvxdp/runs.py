@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .config import Case, make_algorithm, make_privacy
@@ -19,6 +20,18 @@ def build_instance(case: Case):
     except ImportError as exc:  # pragma: no cover - installed together
         raise OptionalDependencyError("The templates package 'cvxdp_models' is not installed.") from exc
     return build_model(case.template, case.model, base_dir=case.path.parent)
+
+
+def default_run_dir(case: Case, root: str | Path = "runs") -> Path:
+    """``runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>``: runs that differ in algorithm, mechanism,
+    epsilon or seed never share (and overwrite) a directory. An unseeded run gets a time stamp instead."""
+    mech = case.privacy.get("mechanism", "none")
+    parts = [case.name, str(case.algorithm.get("name", "ladmm")), str(mech)]
+    if mech != "none" and case.privacy.get("epsilon") is not None:
+        parts.append(f"eps{case.privacy['epsilon']:g}")
+    seed = case.run.get("seed", 0)
+    parts.append(f"seed{seed}" if seed is not None else time.strftime("unseeded-%Y%m%d-%H%M%S"))
+    return Path(root) / "-".join(parts)
 
 
 @dataclass

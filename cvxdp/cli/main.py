@@ -64,7 +64,7 @@ def cases_cmd(as_json: bool) -> None:
 @click.argument("case_file")
 @click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG"]), default=None,
               help="Privacy mechanism (overrides [privacy] mechanism).")
-@click.option("--epsilon", type=float, default=None, help="Per-step epsilon (or total with budget='total').")
+@click.option("--epsilon", type=float, default=None, help="Per-step epsilon (or each agent's total with [privacy] calibrate = 'total').")
 @click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise.")
 @click.option("--noise-source", type=click.Choice(["numpy", "opendp"]), default=None,
               help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable).")
@@ -74,7 +74,7 @@ def cases_cmd(as_json: bool) -> None:
 @click.option("--seed", type=int, default=None)
 @click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory for the history (default runs/<case>-<mechanism>-<seed>).")
+              help="Directory for the history (default runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>).")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
@@ -83,14 +83,13 @@ def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_up
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
     from ..checkpoint import remove_checkpoint
     from ..config import load_case
-    from ..runs import run_case
+    from ..runs import default_run_dir, run_case
 
     case = load_case(case_file).with_overrides(
         algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source},
         run={"seed": seed, "accountant": accountant})
-    mech = case.privacy.get("mechanism", "none")
-    out = out or Path("runs") / f"{case.name}-{mech}-seed{case.run.get('seed', 0)}"
+    out = out or default_run_dir(case)
     # checkpoints go next to the history: a killed run resumes when the same command is run again
     outcome = run_case(case, progress=progress and sys.stderr.isatty(), checkpoint=out)
     outcome.result.save(out)
