@@ -22,6 +22,17 @@ def build_instance(case: Case):
     return build_model(case.template, case.model, base_dir=case.path.parent)
 
 
+def power_case(network: str, zones: int, *, objective: str | None = None) -> Case:
+    """An in-memory power case (``cvxdp run/central --network NAME --zones N``): ``network`` split into
+    ``zones`` automatic connected zones, LinearizedADMM with rho = eta = 1, 300 rounds, non-private."""
+    model = {"network": network, "auto_zones": int(zones)}
+    if objective is not None:
+        model["objective"] = objective
+    return Case(path=Path.cwd() / f"{network}_{zones}zones.toml", name=f"{network}_{zones}zones", template="power",
+                model=model, algorithm={"name": "ladmm", "rho": 1.0, "eta": 1.0, "local_updates": 1, "rounds": 300},
+                privacy={"mechanism": "none", "delta": 1e-6}, run={"accountant": "pld"})
+
+
 def default_run_dir(case: Case, root: str | Path = "runs") -> Path:
     """``runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>``: runs that differ in algorithm, mechanism,
     epsilon or seed never share (and overwrite) a directory. An unseeded run gets a time stamp instead."""

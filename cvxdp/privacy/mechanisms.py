@@ -141,8 +141,10 @@ class _Perturbation:
 
     # ------------------------------------------------------------------ calibration
     def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
+        relation = getattr(getattr(agent, "sensitivity", None), "relation", None)
+        reason = f" The model says why it has none: {relation}." if relation else ""
         return DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name}{why} needs "
-                                f"sensitivity=cvxdp.Sensitivity({field}=...).")
+                                f"sensitivity=cvxdp.Sensitivity({field}=...).{reason}")
 
     def _declared(self, agent: object, field: str, why: str = "") -> float:
         sens = getattr(agent, "sensitivity", None)
