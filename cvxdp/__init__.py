@@ -9,7 +9,7 @@
 from . import errors, schedules
 from .agent import Agent, Sensitivity
 from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
-from .central import solve_central
+from .central import CentralResult, solve_central
 from .engine import solve
 from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
 from .privacy.gamma import PenaltyPerturbation
@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DVP", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM",
-    "ADMM", "ADMMSharing", "Agent", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
+    "ADMM", "ADMMSharing", "Agent", "CentralResult", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
     "PrivacyLedger", "Result", "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result",
     "schedules", "solve", "solve_central",
 ]

@@ -56,3 +56,18 @@ def check_choice(value: object, name: str, owner: str, choices: Iterable[str]) -
         expected = "one of " + ", ".join(repr(c) for c in choices)
         raise fail(name, owner, expected, value)
     return str(value)
+
+
+def deprecated_alias(value: object, old_value: object, name: str, old: str, owner: str) -> object:
+    """``value``, or ``old_value`` (with a :class:`FutureWarning`) when the caller used the old keyword ``old``.
+
+    Giving both (with different values) is an error naming both keywords.
+    """
+    if old_value is None:
+        return value
+    import warnings
+
+    warnings.warn(f"The {old!r} parameter of {owner} is deprecated; use {name}={old_value!r} instead "
+                  f"({old!r} also names the stopping guard solve(budget=(eps, delta))).", FutureWarning,
+                  stacklevel=3)
+    return old_value

@@ -23,7 +23,7 @@ GRAPH_MECHANISMS = ("gamma",)  # Gamma-norm noise of the decentralized algorithm
 _CASE_KEYS = {"name", "template", "description"}
 _ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual",
                    "lam", "epochs", "loss"}  # the last three: name = "sharing" (ADMMSharing)
-_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "budget", "noise_source"}
+_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "calibrate", "budget", "noise_source"}
 _PRIVACY_KEYS |= {"alpha", "growth"}  # mechanism = "gamma"
 _ALGORITHM_KEYS |= GRAPH_KEYS  # name = "madmm" | "dvp" | "radmm" | "mradmm"
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}

@@ -28,8 +28,9 @@ runs bound_P (the papers' bound so far: (26) or (32)), eps_basic (the same, from
 
 ``result.privacy`` is the :class:`~cvxdp.privacy.gamma.GammaLedger` summary (per node and worst node: basic =
 the papers' bound, zCDP, PLD; ``paper_bound``; and the per-iteration claims under ``"ledger"``, from which
-``GammaLedger.from_dict(result.privacy)`` rebuilds the ledger). ``result.ledger`` is None: dp-accounting has no
-event for the Gamma-norm mechanism, so there is no :class:`~cvxdp.privacy.PrivacyLedger` to attach.
+``GammaLedger.from_dict(result.privacy)`` rebuilds the ledger). ``result.ledger`` is that
+:class:`~cvxdp.privacy.gamma.GammaLedger` (dp-accounting has no event for the Gamma-norm mechanism, so it is not
+a :class:`~cvxdp.privacy.PrivacyLedger`); ``Result.save`` stores it and ``load_result`` rebuilds it.
 """
 
 from __future__ import annotations
@@ -559,5 +560,5 @@ def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = No
         summary["paper_bound"] = None
         summary["worst"]["paper_bound"] = None
     return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
-                  privacy=summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=None,
+                  privacy=summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
                   agents=list(agents), solution_violation=solution_violation(agents, solution, local))

@@ -31,6 +31,17 @@ HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual"
                    "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
 
 
+def with_final_pld(history: pd.DataFrame, privacy: dict | None) -> pd.DataFrame:
+    """Add the ``eps_pld`` column: the worst agent's PLD total in the last row (PLD is computed once, at the
+    end, as it costs tens of ms per round); NaN in earlier rows (eps_basic / eps_rdp track every round)."""
+    pld = ((privacy or {}).get("worst") or {}).get("pld")
+    history = history.copy()
+    history["eps_pld"] = np.nan
+    if len(history) and pld is not None:
+        history.loc[history.index[-1], "eps_pld"] = float(pld)
+    return history
+
+
 def _check_privacy(privacy: Any, algorithm: Algorithm) -> None:
     from .privacy import ObjectivePerturbation, OutputPerturbation
 
@@ -60,7 +71,7 @@ def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, step
         return budget[1]
     delta = getattr(privacy, "delta", None)
     if delta:
-        return float(min(delta if privacy.budget == "total" else delta * steps, 0.5))
+        return float(min(delta if getattr(privacy, "scope", "step") == "total" else delta * steps, 0.5))
     return 1e-6
 
 
@@ -243,8 +254,10 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         lock.release()
     solution = {k: w_final[offsets[k]:offsets[k] + sizes[k]] for k in keys}
     history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
+    privacy_summary = ledger.summary()
+    history = with_final_pld(history, privacy_summary)
     return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
-                  privacy=ledger.summary(), config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
+                  privacy=privacy_summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
                   agents=list(agents), solution_violation=solution_violation(agents, solution, local))
 
 

@@ -1,4 +1,10 @@
-"""Figures in the layout of Ryu & Kim's Figures 3-6 from a study's tidy tables (matplotlib, Agg)."""
+"""Figures in the layout of Ryu & Kim's Figures 3-6 from a study's tidy tables (matplotlib, Agg).
+
+Every axis carries its definition and unit (:func:`axis_label`); seeds are shown as a min-max band around the
+mean; panels of one figure share their y range; legends sit outside the data. When private runs plateau at a
+noise floor far above the non-private run, the y range is set by the private curves and the non-private
+reference is drawn in its own panel (``reference="panel"``).
+"""
 
 from __future__ import annotations
 
@@ -8,76 +14,175 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-STYLE = {"ObjL": ("tab:blue", "-"), "ObjG": ("tab:green", "-"), "OutL": ("tab:orange", "--"),
-         "OutG": ("tab:red", "--"), "none": ("black", ":")}
+STYLE = {"ObjL": ("tab:blue", "-", "o"), "ObjG": ("tab:green", "-", "s"), "OutL": ("tab:orange", "--", "^"),
+         "OutG": ("tab:red", "--", "v"), "none": ("black", ":", None)}
+
+#: metric -> (definition, unit) per template family; "power" is the SOC template, "fl" the logistic one.
+DEFINITIONS = {
+    "power": {
+        "objective": ("objective = sum of squared P/Q balance deviations", "p.u.^2"),
+        "consensus_residual": ("consensus residual sum_p ||B_p w - E_p z_p||_2", "p.u."),
+        "noise_magnitude": ("noise magnitude: mean ||xi||_2 per local update (eq. 29)", "p.u."),
+        "max_violation": ("max constraint violation of the sent z_p", "p.u."),
+    },
+    "fl": {
+        "objective": ("training cost sum_p f_p (mean cross-entropy)", "nats"),
+        "train_cost": ("training cost at the consensus w (mean cross-entropy)", "nats"),
+        "test_error": ("test error", "fraction misclassified"),
+        "consensus_residual": ("consensus residual sum_p ||w - z_p||_2", "parameter units"),
+        "noise_magnitude": ("noise magnitude: mean ||xi||_2 per local update (eq. 32)", "parameter units"),
+        "max_violation": ("max box violation of the sent z_p", "parameter units"),
+    },
+}
 
 
-def _style(mech: str) -> dict:
-    color, ls = STYLE.get(mech, ("tab:gray", "-"))
-    return {"color": color, "linestyle": ls}
+def axis_label(metric: str, family: str = "power") -> str:
+    """``"definition (unit)"`` of ``metric`` for a template family ("power" or "fl")."""
+    definition, unit = DEFINITIONS.get(family, {}).get(metric, (metric.replace("_", " "), ""))
+    return f"{definition} [{unit}]" if unit else definition
 
 
-def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: str, logy: bool = True) -> Path:
-    """One panel per J: mean (over seeds) of ``metric`` vs epsilon, a line per mechanism, min-max band."""
-    private = results[results["mechanism"] != "none"]
-    js = sorted(private["local_updates"].unique())
-    fig, axes = plt.subplots(1, len(js), figsize=(4.2 * len(js), 3.4), squeeze=False)
-    for ax, J in zip(axes[0], js):
-        sub = private[private["local_updates"] == J]
-        for mech, grp in sub.groupby("mechanism"):
-            stats = grp.groupby("epsilon")[metric].agg(["mean", "min", "max"]).sort_index()
-            ax.plot(stats.index, stats["mean"], marker="o", label=mech, **_style(mech))
-            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=_style(mech)["color"])
-        base = results[(results["mechanism"] == "none") & (results["local_updates"] == J)]
-        if len(base) and metric in base and (base[metric].mean() > 0 or not logy):
-            ax.axhline(base[metric].mean(), label="non-private", **_style("none"))
-        ax.set_xscale("log")
-        if logy and (sub[metric] > 0).all():
-            ax.set_yscale("log")
-        ax.set_xlabel("epsilon (per local update)")
-        ax.set_title(f"J = {J}")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(metric.replace("_", " "))
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def _style(mech: str, **extra) -> dict:
+    color, ls, marker = STYLE.get(mech, ("tab:gray", "-", None))
+    return {"color": color, "linestyle": ls, "marker": marker, **extra}
+
+
+def _legend(fig, axes) -> None:
+    handles, labels = {}, []
+    for ax in np.ravel(axes):
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    fig.legend([handles[lab] for lab in labels], labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
+               fontsize=8, frameon=False)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
+def _positive_range(values: np.ndarray) -> tuple[float, float] | None:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return None
+    return float(v.min()) / 2.0, float(v.max()) * 2.0
+
+
+def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: str, logy: bool = True,
+                      family: str = "power", x: str = "step", rounds: int | None = None) -> Path:
+    """Mean (over seeds) of the final ``metric`` vs epsilon with a min-max band; one panel per J, shared y.
+
+    ``x="step"``: epsilon per local update. ``x="total"``: each agent's basic-composition total
+    ``T * J * eps_step`` (``rounds`` = T), so runs with different J are compared at equal total privacy, in one
+    panel. A panel whose curves do not depend on J (noise magnitude) is drawn once.
+    """
+    private = results[results["mechanism"] != "none"].copy()
+    js = sorted(private["local_updates"].unique())
+    if x == "total":
+        private["x"] = private["epsilon"] * private["local_updates"] * (rounds or 1)
+        groups = [("all J", private)]
+    else:
+        private["x"] = private["epsilon"]
+        first = private[private["local_updates"] == js[0]].groupby(["mechanism", "epsilon"])[metric].mean()
+        same = all(np.allclose(first.values, private[private["local_updates"] == J].groupby(
+            ["mechanism", "epsilon"])[metric].mean().reindex(first.index).values, rtol=1e-9, equal_nan=True)
+            for J in js[1:])
+        groups = [(f"every J ({', '.join(map(str, js))}): identical", private[private["local_updates"] == js[0]])] \
+            if same and len(js) > 1 else [(f"J = {J}", private[private["local_updates"] == J]) for J in js]
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 3.6), squeeze=False, sharey=True)
+    for ax, (label, sub) in zip(axes[0], groups):
+        keys = ["mechanism", "local_updates"] if x == "total" else ["mechanism"]
+        for key, grp in sub.groupby(keys):
+            mech, J = ((key if isinstance(key, tuple) else (key,)) + (None,))[:2]
+            stats = grp.groupby("x")[metric].agg(["mean", "min", "max"]).sort_index()
+            name = f"{mech}, J = {J}" if x == "total" else mech
+            style = _style(mech, markersize=7 if mech.startswith("Obj") else 4,
+                           markerfacecolor="none" if mech.startswith("Obj") else None)
+            if x == "total" and J != js[0]:
+                style["linestyle"] = "-." if mech.startswith("Obj") else ":"
+            ax.plot(stats.index, stats["mean"], label=name, **style)
+            ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.15, color=style["color"])
+        if x == "step":
+            base = results[results["mechanism"] == "none"]
+            if len(base) and metric in base and base[metric].notna().any() and (base[metric].mean() > 0 or not logy):
+                ax.axhline(base[metric].mean(), label="non-private", **{**_style("none"), "marker": None})
+        ax.set_xscale("log")
+        if logy and (sub[metric].dropna() > 0).all():
+            ax.set_yscale("log")
+        ax.set_xlabel("total epsilon per agent, T x J x eps_step (basic composition)" if x == "total"
+                      else "epsilon per local update (eps_step)")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(axis_label(metric, family))
+    _legend(fig, axes)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def metric_vs_rounds(histories: pd.DataFrame, metric: str, path: Path, *, J: int, title: str,
-                     mechanisms: list[str] | None = None, by_j: bool = False) -> Path:
-    """One panel per epsilon: mean (over seeds) of ``metric`` vs round, a line per mechanism (or per J)."""
+                     mechanisms: list[str] | None = None, by_j: bool = False, family: str = "power",
+                     ylim: tuple[float, float] | None = None, reference: str = "panel") -> Path:
+    """One panel per epsilon: mean (over seeds) of ``metric`` vs round with a min-max band, a line per
+    mechanism (or per J with ``by_j``); all panels share ``ylim`` (default: the private curves' range).
+
+    ``reference="panel"`` draws the non-private run in its own first panel with its own y range (it falls many
+    orders of magnitude below the private noise floor); ``"none"`` leaves it out.
+    """
     private = histories[histories["mechanism"] != "none"]
     if mechanisms:
         private = private[private["mechanism"].isin(mechanisms)]
     if not by_j:
         private = private[private["local_updates"] == J]
     eps = sorted(private["epsilon"].unique())
-    fig, axes = plt.subplots(1, len(eps), figsize=(3.6 * len(eps), 3.3), squeeze=False, sharey=True)
-    for ax, e in zip(axes[0], eps):
+    base = histories[(histories["mechanism"] == "none") & (histories["local_updates"] == J)]
+    with_ref = reference == "panel" and not by_j and len(base) > 0
+    n = len(eps) + int(with_ref)
+    fig, axes = plt.subplots(1, n, figsize=(3.5 * n, 3.4), squeeze=False)
+    ylim = ylim or _positive_range(private[metric].values)
+    if with_ref:
+        ax = axes[0][0]
+        _band(ax, base, metric, "non-private", _style("none", marker=None))
+        ax.set_yscale("log" if (base[metric] > 0).all() else "symlog")
+        ax.set_title("non-private reference\n(own y range)", fontsize=9)
+        ax.set_xlabel("round")
+        ax.set_ylabel(axis_label(metric, family))
+        ax.grid(alpha=0.3)
+    for ax, e in zip(axes[0][int(with_ref):], eps):
         sub = private[private["epsilon"] == e]
         group = "local_updates" if by_j else "mechanism"
-        for key, grp in sub.groupby(group):
-            mean = grp.groupby("round")[metric].mean()
-            style = {} if by_j else _style(key)
-            ax.plot(mean.index, mean.values, label=f"J = {key}" if by_j else key, **style)
-        if not by_j:
-            base = histories[(histories["mechanism"] == "none") & (histories["local_updates"] == J)]
-            if len(base):
-                mean = base.groupby("round")[metric].mean()
-                ax.plot(mean.index, mean.values, label="non-private", **_style("none"))
-        ax.set_yscale("symlog" if (sub[metric] <= 0).any() else "log")
-        ax.set_title(f"eps = {e:g}")
+        for i, (key, grp) in enumerate(sub.groupby(group)):
+            style = {"color": f"C{i}", "linestyle": "-"} if by_j else _style(key, marker=None)
+            _band(ax, grp, metric, f"J = {key}" if by_j else key, style)
+        ax.set_yscale("log" if (sub[metric] > 0).all() else "symlog")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_title(f"eps_step = {e:g}", fontsize=9)
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(metric.replace("_", " "))
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(title)
+    if not with_ref:
+        axes[0][0].set_ylabel(axis_label(metric, family))
+    else:
+        axes[0][1].set_ylabel(axis_label(metric, family) + "\n(private runs, shared y range)")
+    _legend(fig, axes)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
+
+
+def _band(ax, frame: pd.DataFrame, metric: str, label: str, style: dict) -> None:
+    """Mean over seeds per round, with the seeds' min-max band."""
+    stats = frame.groupby("round")[metric].agg(["mean", "min", "max"])
+    ax.plot(stats.index, stats["mean"], label=label, **style)
+    if frame["seed"].nunique() > 1 if "seed" in frame else False:
+        ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=style.get("color"))
+
+
+__all__ = ["DEFINITIONS", "axis_label", "metric_vs_epsilon", "metric_vs_rounds"]

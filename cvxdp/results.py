@@ -27,6 +27,7 @@ PUBLIC_AGENT_COLUMNS = ("round", "epoch", "agent", "sigma", "sent_arrays", "sent
 
 
 def _jsonable(obj: Any) -> Any:
+    """Plain JSON types: arrays -> lists, NaN -> None (JSON null), +-inf -> "inf"/"-inf" (JSON has neither)."""
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -35,6 +36,8 @@ def _jsonable(obj: Any) -> Any:
         return obj.tolist()
     if isinstance(obj, (np.floating, float)):
         f = float(obj)
+        if math.isnan(f):
+            return None
         return f if math.isfinite(f) else str(f)
     if isinstance(obj, np.integer):
         return int(obj)
@@ -217,10 +220,14 @@ def load_result(path: str | Path) -> Result:
             raise _corrupt(path, name, exc) from None
     ledger = None
     if meta.get("ledger"):
-        from .privacy import PrivacyLedger
         try:
-            ledger = PrivacyLedger.from_dict(meta["ledger"])
-        except (KeyError, TypeError, ValueError) as exc:
+            if meta["ledger"].get("format") == "cvxdp-gamma-ledger/1":  # graph runs (cvxdp.decentralized)
+                from .privacy.gamma import GammaLedger
+                ledger = GammaLedger.from_dict(meta["ledger"])
+            else:
+                from .privacy import PrivacyLedger
+                ledger = PrivacyLedger.from_dict(meta["ledger"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise _corrupt(path, RESULT_FILE, f"has an unreadable ledger ({type(exc).__name__}: {exc})") from None
     return Result(history=tables["history.csv"], agent_history=tables["agent_history.csv"],
                   solution=solution, local=local, privacy=meta["privacy"], config=meta["config"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .checkpoint import CheckpointTarget, case_context
@@ -20,6 +21,30 @@ def build_instance(case: Case):
     except ImportError as exc:  # pragma: no cover - installed together
         raise OptionalDependencyError("The templates package 'cvxdp_models' is not installed.") from exc
     return build_model(case.template, case.model, base_dir=case.path.parent)
+
+
+def power_case(network: str, zones: int, *, objective: str | None = None) -> Case:
+    """An in-memory power case (``cvxdp run/central --network NAME --zones N``): ``network`` split into
+    ``zones`` automatic connected zones, LinearizedADMM with rho = eta = 1, 300 rounds, non-private."""
+    model = {"network": network, "auto_zones": int(zones)}
+    if objective is not None:
+        model["objective"] = objective
+    return Case(path=Path.cwd() / f"{network}_{zones}zones.toml", name=f"{network}_{zones}zones", template="power",
+                model=model, algorithm={"name": "ladmm", "rho": 1.0, "eta": 1.0, "local_updates": 1, "rounds": 300},
+                privacy={"mechanism": "none", "delta": 1e-6}, run={"accountant": "pld"})
+
+
+def default_run_dir(case: Case, root: str | Path = "runs") -> Path:
+    """``runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>``: runs that differ in algorithm, mechanism,
+    epsilon or seed never share (and overwrite) a directory. An unseeded (secret-noise) run ends in
+    ``-unseeded``: the same command still finds its checkpoint and resumes after a kill."""
+    mech = case.privacy.get("mechanism", "none")
+    parts = [case.name, str(case.algorithm.get("name", "ladmm")), str(mech)]
+    if mech != "none" and case.privacy.get("epsilon") is not None:
+        parts.append(f"eps{case.privacy['epsilon']:g}")
+    seed = case.run.get("seed")
+    parts.append(f"seed{seed}" if seed is not None else "unseeded")
+    return Path(root) / "-".join(parts)
 
 
 @dataclass

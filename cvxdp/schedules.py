@@ -8,6 +8,7 @@ it reads only communicated, already randomized values and so costs no privacy.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from ._validation import check_float, check_int, fail
@@ -112,13 +113,47 @@ class ResidualBalancing:
         return float(previous)
 
 
-Schedule = Constant | LinearCapped | GeometricCapped | StepSchedule | ResidualBalancing
+@dataclass(frozen=True)
+class FunctionSchedule:
+    """Any callable ``t -> value`` (e.g. the authors' ``lambda t: 0.1 * math.sqrt(t)``), checked every round.
+
+    The value must be a finite, positive float; otherwise the error names the parameter (``name``), its
+    owner and the round. Non-decreasing and bounded (SPEC §2) is the caller's promise: it is not checked.
+    """
+
+    func: Callable[[int], float]
+    name: str = "value"
+    owner: str = "FunctionSchedule"
+
+    def __post_init__(self) -> None:
+        if not callable(self.func):
+            raise fail(self.name, self.owner, "a callable t -> value", self.func)
+
+    def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
+        value = self.func(t)
+        try:
+            v = math.nan if isinstance(value, bool) else float(value)
+        except (TypeError, ValueError):
+            v = math.nan
+        if not (math.isfinite(v) and v > 0):
+            raise fail(self.name, self.owner, f"a schedule whose value is a float in (0, inf) (round {t})", value)
+        return v
+
+    @property
+    def label(self) -> str:
+        return getattr(self.func, "__qualname__", None) or repr(self.func)
+
+
+Schedule = Constant | LinearCapped | GeometricCapped | StepSchedule | ResidualBalancing | FunctionSchedule
 _KINDS = {"constant": Constant, "linear": LinearCapped, "geometric": GeometricCapped, "step": StepSchedule,
           "residual_balancing": ResidualBalancing}
 
 
 def as_schedule(value: object, name: str, owner: str) -> Schedule:
-    """Accept a positive float (constant), a schedule object, or a dict ``{"kind": ..., **params}``."""
+    """Accept a positive float (constant), a schedule object, a dict ``{"kind": ..., **params}`` or any
+    callable ``t -> value`` (wrapped in :class:`FunctionSchedule`, which checks every value)."""
+    if isinstance(value, FunctionSchedule):
+        return value
     if isinstance(value, (Constant, LinearCapped, GeometricCapped, StepSchedule, ResidualBalancing)):
         if isinstance(value, ResidualBalancing) and name != "rho":
             raise fail(name, owner, "a positive float or a non-adaptive schedule", value)
@@ -129,10 +164,14 @@ def as_schedule(value: object, name: str, owner: str) -> Schedule:
         if kind not in _KINDS:
             raise fail(name, owner, "a schedule table with kind in " + ", ".join(map(repr, _KINDS)), value)
         return as_schedule(_KINDS[kind](**params), name, owner)
+    if callable(value):
+        return FunctionSchedule(value, name, owner)
     return Constant(check_float(value, name, owner, 0.0, math.inf))
 
 
 def describe(schedule: Schedule) -> dict:
-    """JSON-able description, the inverse of :func:`as_schedule` on dicts."""
+    """JSON-able description, the inverse of :func:`as_schedule` on dicts (a callable is named, not stored)."""
+    if isinstance(schedule, FunctionSchedule):
+        return {"kind": "callable", "function": schedule.label}
     kind = next(k for k, cls in _KINDS.items() if isinstance(schedule, cls))
     return {"kind": kind, **asdict(schedule)}

@@ -184,38 +184,66 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     results.to_csv(out / "results.csv", index=False)
     history.to_csv(out / "histories.csv", index=False)
     (out / "ledger.json").write_text(json.dumps(_jsonable(ledgers), indent=2))
+    meta_file = out / "records.json"  # smallest agent's record count, kept for reports of resumed studies
+    if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
+        meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
+    n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
     files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
-        + [write_report(results, history, out, study)]
+        + [write_report(results, history, out, study, n_records=n_records)]
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": computed, "reused": reused,
             "files": files}
 
 
-def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
-    """The paper's figure layout: noise vs eps, objective vs rounds (J=1 and largest J), ObjG residual vs J."""
-    from .plots import metric_vs_epsilon, metric_vs_rounds
+def _family(study: Study) -> str:
+    return "power" if load_case(study.case_path).template == "power" else "fl"
 
+
+def _rounds(history: pd.DataFrame) -> int:
+    return int(history["round"].max()) if len(history) else 0
+
+
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
+    """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
+    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step."""
+    from .plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
+
+    family = _family(study)
     files = []
     js = sorted(study.local_updates)
     metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
-                      title=f"{study.name}: noise magnitude (eq. 29)")
+                      title=f"{study.name}: noise magnitude per local update "
+                            f"(ObjG and OutG coincide when min(eta + rho [shared]) = 1)", family=family)
     files.append("noise_vs_epsilon.png")
+    private = history[history["mechanism"] != "none"]
+    shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
         name = f"objective_vs_rounds_J{J}.png"
-        metric_vs_rounds(history, "objective", out / name, J=J, title=f"{study.name}: objective, J = {J}")
+        metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
+                         title=f"{study.name}: {axis_label('objective', family)} by round, J = {J} "
+                               f"(mean of {len(study.seeds)} seeds, band = min-max)")
         files.append(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
             metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
-                             title=f"{study.name}: consensus residual of {mech} for J in {js}")
+                             family=family, reference="none",
+                             title=f"{study.name}: consensus residual of {mech} for J in {js} at equal eps_step "
+                                   f"(J = {js[-1]} spends {js[-1]}x the privacy)")
             files.append(name)
             break
-    for metric in ("train_cost", "test_error", "objective"):
+    T = _rounds(history)
+    for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
         if metric in results.columns and results[metric].notna().any():
             name = f"{metric}_vs_epsilon.png"
-            metric_vs_epsilon(results, metric, out / name, title=f"{study.name}: final {metric.replace('_', ' ')}",
-                              logy=metric != "test_error")
+            metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
+                              title=f"{study.name}: final {axis_label(metric, family)}")
             files.append(name)
+            if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
+                name = f"{metric}_vs_total_epsilon.png"
+                metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
+                                  x="total", rounds=T,
+                                  title=f"{study.name}: final {metric.replace('_', ' ')} at equal TOTAL privacy")
+                files.append(name)
     return files
 
 
@@ -244,29 +272,82 @@ def residual_by_j(results: pd.DataFrame, study: Study) -> pd.DataFrame:
     return sub.groupby(["mechanism", "epsilon", "local_updates"])["consensus_residual"].mean().unstack()
 
 
-def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> str:
-    """A short markdown report that states, with numbers, where ObjPert beat OutPert and where not."""
+def equal_total_privacy(results: pd.DataFrame, study: Study, rounds: int, metric: str) -> pd.DataFrame:
+    """Smallest and largest J compared at the same TOTAL epsilon T x J x eps_step: rows where the grid holds
+    eps_step = e at J_max and eps_step = e x J_max / J_min at J_min."""
+    js = sorted(study.local_updates)
+    if len(js) < 2:
+        return pd.DataFrame()
+    lo, hi = js[0], js[-1]
+    means = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])[metric].mean()
+    eps_grid = sorted(study.epsilons)
+    rows = []
+    for mech in study.mechanisms:
+        for e in eps_grid:
+            match = [x for x in eps_grid if math.isclose(x, e * hi / lo, rel_tol=1e-9)]
+            if not match or (mech, e, hi) not in means or (mech, match[0], lo) not in means:
+                continue
+            a, b = means[(mech, match[0], lo)], means[(mech, e, hi)]
+            rows.append({"mechanism": mech, "total_epsilon": rounds * hi * e, f"J={lo} eps_step": match[0],
+                         f"J={lo} {metric}": a, f"J={hi} eps_step": e, f"J={hi} {metric}": b,
+                         f"J={hi} lower": bool(b < a)})
+    return pd.DataFrame(rows)
+
+
+def _definitions(family: str) -> list[str]:
+    if family == "power":
+        return ["Definitions: `objective` = sum over zones of the squared active and reactive power-balance "
+                "deviations (p.u.^2, paper eq. 28; loads are the private data); `consensus residual` = "
+                "sum_p ||B_p w - E_p z_p||_2 (p.u.); `max violation` = largest constraint violation of a sent z_p "
+                "(p.u.); `noise magnitude` = mean ||xi||_2 per local update (eq. 29). Privacy: eps_step is per "
+                "local update; each agent's basic total is T x J x eps_step."]
+    return ["Definitions: `train_cost` = sum_p f_p at the consensus w (mean cross-entropy over all training "
+            "samples, nats); `test_error` = fraction of test samples misclassified by w; `consensus residual` = "
+            "sum_p ||w - z_p||_2; `noise magnitude` = mean ||xi||_2 per local update. Privacy: eps_step is per "
+            "local update; each agent's basic total is T x J x eps_step."]
+
+
+def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study,
+                 n_records: int | None = None) -> str:
+    """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
+    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing."""
+    from .caveats import MEANINGLESS_EPSILON, privacy_caveats
+    from .tables import markdown_table
+
+    family = _family(study)
+    T = _rounds(history)
     lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
-             f"eps {study.epsilons}; J {study.local_updates}; seeds {study.seeds}.", ""]
+             f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
+             *_definitions(family), ""]
     base = results[results["mechanism"] == "none"]
+    metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
     if len(base):
-        lines += ["Non-private reference (final objective): " + ", ".join(
-            f"J={int(r.local_updates)}: {r.objective:.6g}" for r in base.itertuples()), ""]
-    metric = "train_cost" if "train_cost" in results.columns else "objective"
+        cols = [c for c in ("objective", "train_cost", "test_error") if c in base.columns]
+        lines += ["Non-private reference (final values): " + "; ".join(
+            f"J={int(r['local_updates'])}: " + ", ".join(f"{c} {r[c]:.6g}" for c in cols)
+            for _, r in base.iterrows()), ""]
     cmp = compare_mechanisms(results, study, metric)
     if len(cmp):
+        table = cmp.rename(columns={"epsilon": "eps_step", "local_updates": "J", "Obj": f"ObjPert {metric}",
+                                    "Out": f"OutPert {metric}", "objpert_lower": "ObjPert lower"})
         lines += [f"## ObjPert vs OutPert (mean final {metric} over seeds; lower is better)", "",
-                  "| pair | eps | J | ObjPert | OutPert | ObjPert lower |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r['pair']} | {r['epsilon']:g} | {r['local_updates']} | {r['Obj']:.6g} | {r['Out']:.6g} | "
-                  f"{'yes' if r['objpert_lower'] else 'no'} |" for _, r in cmp.iterrows()]
-        j1 = cmp[cmp["local_updates"] == min(study.local_updates)]
-        wins = j1[j1["objpert_lower"]]
-        losses = j1[~j1["objpert_lower"]]
-        lines += ["", f"At J = {min(study.local_updates)}, ObjPert was lower in {len(wins)} of {len(j1)} "
-                  f"(pair, eps) cells."]
-        if len(losses):
-            lines.append("It was not lower at: " + ", ".join(f"{r['pair']} eps={r['epsilon']:g}"
-                                                             for _, r in losses.iterrows()) + ".")
+                  markdown_table(table, floatfmt=".6g"), ""]
+        for J in sorted(study.local_updates):
+            cells = cmp[cmp["local_updates"] == J]
+            wins = cells[cells["objpert_lower"]]
+            lines.append(f"At J = {J}, ObjPert was lower in {len(wins)} of {len(cells)} (pair, eps) cells."
+                         + ("" if len(wins) == len(cells) else " Not lower at: " + ", ".join(
+                             f"{r['pair']} eps={r['epsilon']:g}" for _, r in cells[~cells["objpert_lower"]].iterrows())
+                            + "."))
+        lines.append(f"Over the whole grid: ObjPert lower in {int(cmp['objpert_lower'].sum())} of {len(cmp)} "
+                     "(pair, eps, J) cells.")
+        if "test_error" in results.columns and results["test_error"].notna().any():
+            te = compare_mechanisms(results, study, "test_error")
+            lines += ["", "Test error (mean over seeds; lower is better):", "",
+                      markdown_table(te.rename(columns={"epsilon": "eps_step", "local_updates": "J",
+                                                        "Obj": "ObjPert test error", "Out": "OutPert test error",
+                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4f"), "",
+                      f"By test error ObjPert was lower in {int(te['objpert_lower'].sum())} of {len(te)} cells."]
         lines.append("")
     viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
     if len(viol):
@@ -275,18 +356,33 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
     if len(study.local_updates) > 1:
         res = residual_by_j(results, study)
         if len(res):
-            lines += ["## Consensus residual by J (mean final value)", "", res.to_markdown() if _has_tabulate()
-                      else res.to_string(), ""]
-            lower = []
-            for _, row in res.iterrows():
-                vals = row.dropna().values
-                if len(vals) > 1:
-                    lower.append(vals[-1] < vals[0])
-            lines.append(f"Largest J had a lower residual than J = {min(study.local_updates)} in {sum(lower)} of "
-                         f"{len(lower)} (mechanism, eps) cells.")
-    lines += ["", "## Privacy (worst agent, whole run)", "",
-              results[["cell", "eps_basic", "eps_rdp", "eps_pld"]].dropna(subset=["eps_basic"]).head(40).to_string(
-                  index=False), ""]
+            lo, hi = min(study.local_updates), max(study.local_updates)
+            lines += [f"## Consensus residual by J at equal eps_step (mean final value; J = {hi} spends {hi}x the "
+                      "privacy of J = {lo})".replace("{lo}", str(lo)), "",
+                      markdown_table(res.reset_index(), floatfmt=".4g"), ""]
+            lower = [row.dropna().values[-1] < row.dropna().values[0] for _, row in res.iterrows()
+                     if len(row.dropna()) > 1]
+            lines.append(f"At equal eps_step, J = {hi} had a lower residual than J = {lo} in {sum(lower)} of "
+                         f"{len(lower)} (mechanism, eps) cells. Caveat: at equal eps_step, J = {hi} spends {hi} times "
+                         "the total privacy; the table below compares at equal total epsilon.")
+        for m in dict.fromkeys(["consensus_residual", metric]):
+            eq = equal_total_privacy(results, study, T, m)
+            if len(eq):
+                lines += ["", f"## J at equal TOTAL privacy (basic composition T x J x eps_step): final {m}", "",
+                          markdown_table(eq, floatfmt=".4g"), "",
+                          f"At equal total epsilon, J = {max(study.local_updates)} was lower in "
+                          f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells."]
+        lines.append("")
+    priv = results[["cell", "eps_basic", "delta_basic", "eps_rdp", "eps_pld"]].dropna(subset=["eps_basic"])
+    lines += ["## Privacy (worst agent, whole run; every run)", "", markdown_table(priv, floatfmt=".4g"), ""]
+    if len(priv):
+        big = priv[priv["eps_pld"].fillna(priv["eps_basic"]) > MEANINGLESS_EPSILON]
+        if len(big):
+            lines.append(f"{len(big)} of {len(priv)} private runs have a worst-agent PLD total above "
+                         f"{MEANINGLESS_EPSILON:g} (largest {big['eps_pld'].max():.4g}): such totals mean no "
+                         "meaningful privacy; the comparisons above are about the per-step mechanisms.")
+        worst_delta = priv["delta_basic"].max()
+        lines += privacy_caveats(None, worst_delta, n_records, what="largest basic-composition total")
     if "guarantee" in results.columns and (results["guarantee"] == False).any():  # noqa: E712
         from .privacy.notes import PAPER_PRESET
 
@@ -294,16 +390,8 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
                   "guarantee = false.", ""]
     lines += ["Seeded runs are for research, not release: anyone who knows a seed can replay the noise "
               "(a default run draws fresh secret entropy).", ""]
-    (out / "report.md").write_text("\n".join(lines))
+    (out / "report.md").write_text("\n".join(lines) + "\n")
     return "report.md"
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 __all__ = ["Cell", "Study", "load_study", "run_study"]

@@ -391,7 +391,7 @@ def _as_mechanism(privacy: Any) -> SharingGaussian | None:
         privacy.validate()
         calibration = "classic" if privacy.calibration == "classic" else "analytic"
         return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
-                               budget=privacy.budget).validate()
+                               calibrate=privacy.scope).validate()
     raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
                type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
 
@@ -520,7 +520,7 @@ def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, priv
     if target_delta is None:
         if budget is not None and budget[1] > 0:
             target_delta = budget[1]
-        elif mech is not None and mech.budget == "total":
+        elif mech is not None and mech.scope == "total":
             target_delta = float(mech.delta)
         elif mech is not None:
             target_delta = min(T * max(i["delta_step"] for i in mech_info.values()) + delta_prime, 0.5)

@@ -29,12 +29,15 @@ class ModelInstance:
         Centralized reference solve; returns at least ``{"objective": float, "solver": str, "time_s": float}``.
     info : dict
         Free-form description (sizes, data source) saved with results.
+    ac_check : callable(result) -> dict, optional
+        Power templates: an AC power-flow check of a finished run's dispatch (``cvxdp run --ac-check``).
     """
 
     agents: list[cvxdp.Agent]
     evaluate: Callable[[Any], dict[str, float]] | None = None
     central: Callable[..., dict[str, Any]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    ac_check: Callable[[Any], dict[str, Any]] | None = None
 
 
 _TEMPLATES: dict[str, str] = {

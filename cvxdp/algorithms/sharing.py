@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .._validation import check_choice, check_float, check_int, fail
+from .._validation import check_choice, check_float, check_int, deprecated_alias, fail
 from ..errors import CvxdpError, InvalidParameterError
 from .base import Algorithm
 
@@ -253,11 +253,11 @@ class SharingGaussian:
     Parameters
     ----------
     epsilon : float, optional
-        Per-epoch epsilon of every party (``budget="step"``, the paper's setting) or each party's total over
-        the run (``budget="total"``). ``calibration="classic"`` (Theorem 1) needs it in (0, 1]. Give exactly
+        Per-epoch epsilon of every party (``calibrate="step"``, the paper's setting) or each party's total over
+        the run (``calibrate="total"``). ``calibration="classic"`` (Theorem 1) needs it in (0, 1]. Give exactly
         one of ``epsilon`` and ``sigma``.
     delta : float
-        Per-epoch delta (``budget="step"``) or total delta (``budget="total"``), in (0, 1).
+        Per-epoch delta (``calibrate="step"``) or total delta (``calibrate="total"``), in (0, 1).
     sigma : float, optional
         Fix the noise standard deviation instead (the paper's Fig. 3 "noise levels"); the per-epoch claim is
         then Theorem 1's ``eps = sqrt(2 ln(1.25/delta)) C / sigma`` when that is <= 1, else the analytic
@@ -272,9 +272,11 @@ class SharingGaussian:
         reproduces the published figures but is invalid in general (a counterexample is in the tests), so
         the ledger records ``guarantee: false`` and the run warns once. A float: a sensitivity you derived
         yourself, used as is.
-    budget : {"step", "total"}
+    calibrate : {"step", "total"}
         "total": calibrate sigma so that ``epochs`` epochs compose to (epsilon, delta) under the run's
         accountant (:func:`cvxdp.privacy.calibration.calibrate_to_total`).
+    budget : {"step", "total"}, optional
+        Deprecated alias of ``calibrate`` (warns).
     delta_prime : float, optional
         The delta' of Corollary 1 (default: ``delta``). RDP/PLD totals are reported at the Corollary's total
         ``T delta + delta'`` unless ``solve(target_delta=...)`` says otherwise, so all three are comparable.
@@ -288,15 +290,20 @@ class SharingGaussian:
     placement = "output"
     short_name = "SharingG"
 
+    @property
+    def budget(self) -> str:
+        """Deprecated alias of :attr:`scope` (the ``calibrate`` keyword)."""
+        return self.scope
+
     def __init__(self, epsilon: float | None = None, delta: float = 1e-5, *, sigma: float | None = None,
-                 calibration: str = "analytic", sensitivity: str | float = "worst_case", budget: str = "step",
-                 delta_prime: float | None = None, assumptions: str = "raise") -> None:
+                 calibration: str = "analytic", sensitivity: str | float = "worst_case", calibrate: str = "step",
+                 delta_prime: float | None = None, assumptions: str = "raise", budget: str | None = None) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.sigma = sigma
         self.calibration = calibration
         self.sensitivity = sensitivity
-        self.budget = budget
+        self.scope = deprecated_alias(calibrate, budget, "calibrate", "budget", "SharingGaussian")
         self.delta_prime = delta_prime
         self.assumptions = assumptions
 
@@ -308,21 +315,21 @@ class SharingGaussian:
         """Check every parameter (uniform messages); return self."""
         owner = "SharingGaussian"
         check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
-        check_choice(self.budget, "budget", owner, ("step", "total"))
+        check_choice(self.scope, "calibrate", owner, ("step", "total"))
         check_choice(self.assumptions, "assumptions", owner, ASSUMPTION_MODES)
         check_float(self.delta, "delta", owner, 0.0, 1.0)
         if (self.epsilon is None) == (self.sigma is None):
             raise fail("epsilon", owner, "given exactly when 'sigma' is not (one of the two)",
                        (self.epsilon, self.sigma))
         if self.epsilon is not None:
-            if self.calibration == "classic" and self.budget == "step":
+            if self.calibration == "classic" and self.scope == "step":
                 check_float(self.epsilon, "epsilon", owner, 0.0, 1.0, closed="right")
             else:
                 check_float(self.epsilon, "epsilon", owner, 0.0, math.inf)
         else:
             check_float(self.sigma, "sigma", owner, 0.0, math.inf)
-            if self.budget != "step":
-                raise fail("budget", owner, "'step' when sigma is given", self.budget)
+            if self.scope != "step":
+                raise fail("calibrate", owner, "'step' when sigma is given", self.scope)
         if isinstance(self.sensitivity, str):
             check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITIES)
         else:
@@ -340,7 +347,7 @@ class SharingGaussian:
         return {"mechanism": self.short_name, "epsilon": self.epsilon, "delta": self.delta, "sigma": self.sigma,
                 "calibration": self.calibration,
                 "sensitivity": self.sensitivity if isinstance(self.sensitivity, str) else float(self.sensitivity),
-                "budget": self.budget, "delta_prime": self.delta_prime_value, "assumptions": self.assumptions}
+                "calibrate": self.scope, "delta_prime": self.delta_prime_value, "assumptions": self.assumptions}
 
     def party_sensitivity(self, *, d_m: int, n_samples: int, bound: float, rho: float, lam: float, c1: float,
                           b1: float, parties: int) -> float:
@@ -366,7 +373,7 @@ class SharingGaussian:
             eps_t1 = theorem1_epsilon(c, sigma, dl)
             return sigma, (eps_t1 if eps_t1 <= 1.0 else gaussian_epsilon(c, sigma, dl)), dl
         eps = float(self.epsilon)
-        if self.budget == "step":
+        if self.scope == "step":
             if self.calibration == "classic":
                 return theorem1_sigma(c, eps, dl), eps, dl
             return gaussian_sigma_analytic(c, eps, dl), eps, dl

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import pickle
 import sys
 import zlib
@@ -16,6 +17,7 @@ import click
 
 from ..errors import CvxdpError
 from ..results import _jsonable
+from ..schema import schema_epilog
 
 
 def _emit(payload: dict, as_json: bool, human: str) -> None:
@@ -72,81 +74,185 @@ def cases_cmd(as_json: bool) -> None:
     _emit({"cases": entries}, as_json, human)
 
 
-@cli.command("run")
-@click.argument("case_file")
-@click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG"]), default=None,
-              help="Privacy mechanism (overrides [privacy] mechanism).")
-@click.option("--epsilon", type=float, default=None, help="Per-step epsilon (or total with budget='total').")
+#: Which mechanisms each algorithm runs (the rest are refused before anything starts).
+SUPPORTED_MECHANISMS = {"ladmm": ("none", "ObjL", "ObjG", "OutL", "OutG"), "admm": ("none",),
+                        "sharing": ("none", "OutG"), "madmm": ("none", "gamma"), "dvp": ("none", "gamma"),
+                        "radmm": ("none", "gamma"), "mradmm": ("none", "gamma")}
+_MECH_HELP = "; ".join(f"{a}: {', '.join(m)}" for a, m in SUPPORTED_MECHANISMS.items())
+
+
+def _load_or_shortcut(case_file, network, zones, objective):
+    """A case file, or (``--network NAME --zones N``) an in-memory power case with automatic zones."""
+    from ..config import load_case
+    from ..runs import power_case
+
+    if network is None and zones is None:
+        if case_file is None:
+            raise click.UsageError("Give a CASE_FILE, or --network NAME --zones N for a power case.")
+        return load_case(case_file)
+    if case_file is not None:
+        raise click.UsageError("Give either a CASE_FILE or --network/--zones, not both.")
+    if network is None or zones is None:
+        raise click.UsageError("--network and --zones go together (e.g. --network case300 --zones 4).")
+    return power_case(network, zones, objective=objective)
+
+
+def _power_lines(summary: dict) -> list[str]:
+    """Human lines for a power case: cost in $/h, the objective's definition and the gap to the central optimum."""
+    kind = summary.get("objective_kind")
+    if kind is None or "cost" not in summary:
+        return []
+    meaning = ("sum of squared P/Q balance deviations, p.u.^2" if kind == "balance"
+               else "generation cost / cost_scale, k$/h, plus any balance penalty")
+    lines = [f"  objective ({kind}: {meaning})",
+             f"    distributed {summary['zone_objective']:.6g}   central optimum {summary['central_objective']:.6g}"
+             f"   gap {summary['objective_gap']:+.4g}"
+             + (f" ({100 * summary['relative_gap']:+.3g} %)" if _finite(summary.get("relative_gap")) else
+                " (relative gap undefined: the optimum is 0)"),
+             f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
+             f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
+             f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
+    return lines + _ac_lines(summary, "the final distributed dispatch")
+
+
+def _ac_lines(summary: dict, what: str) -> list[str]:
+    """The AC check's verdict, numbers with units and tolerances (empty without an AC check)."""
+    lines: list[str] = []
+    if "ac_feasible" in summary:
+        tol = summary["ac_tolerances"]
+        verdict = "AC FEASIBLE within tolerances" if summary["ac_feasible"] else "NOT AC feasible"
+        lines += [f"  AC check (pandapower runpp of {what}): {verdict}",
+                  f"    converged {summary['ac_converged']}; slack P mismatch {summary['ac_slack_p_mw']:.3g} MW "
+                  f"(tol {tol['slack_p_mw']:.3g} MW); voltage violation {summary['ac_max_v_violation_pu']:.3g} p.u. "
+                  f"(tol {tol['max_v_violation_pu']:g}); gen Q violation {summary['ac_max_q_violation_mvar']:.3g} MVAr "
+                  f"(tol {tol['max_q_violation_mvar']:g}); branch overload {summary['ac_max_overload_frac']:.3g} of "
+                  f"rate_a (tol {tol['max_overload_frac']:g}); |V_ac - sqrt(w)| {summary['ac_max_vm_dev_pu']:.3g} p.u.",
+                  *(f"    - {v}" for v in summary["ac_violations"])]
+    return lines
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _num(value, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+@cli.command("run", epilog=schema_epilog())
+@click.argument("case_file", required=False)
+@click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
+              "(case14, case118, case300, case1354pegase, ...); needs --zones.")
+@click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
+@click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
+              help="With --network: the power objective (default balance, the private-data objective).")
+@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Local data file or directory for the case's [model] path (e.g. a LEAF FEMNIST directory).")
+@click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG", "gamma"]), default=None,
+              help=f"Privacy mechanism (overrides [privacy] mechanism). Supported per algorithm: {_MECH_HELP}.")
+@click.option("--epsilon", type=float, default=None,
+              help="Per-step epsilon (or each agent's total with [privacy] calibrate = 'total').")
 @click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise.")
+@click.option("--calibration", type=click.Choice(["analytic", "classic"]), default=None,
+              help="Gaussian calibration: analytic (any epsilon) or classic (epsilon < 1); overrides [privacy].")
 @click.option("--noise-source", type=click.Choice(["numpy", "opendp"]), default=None,
               help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable).")
 @click.option("--rounds", type=int, default=None, help="Number of rounds T.")
 @click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
-@click.option("--algorithm", type=click.Choice(["ladmm", "admm", "sharing", "madmm", "dvp", "radmm", "mradmm"]), default=None)
+@click.option("--algorithm", type=click.Choice(list(SUPPORTED_MECHANISMS)), default=None)
 @click.option("--seed", type=int, default=None,
               help="Reproducible (research) noise; default: fresh secret OS entropy per run.")
 @click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
+@click.option("--ac-check", is_flag=True, help="Power cases: AC power flow (pandapower) of the final distributed "
+              "dispatch, with a feasibility verdict and its tolerances.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory for the history (default runs/<case>-<mechanism>-<seed>).")
+              help="Directory for the history (default runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>).")
 @click.option("--overwrite", is_flag=True, help="Replace a finished run already saved in --out.")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def run_cmd(case_file, mechanism, epsilon, delta, noise_source, rounds, local_updates, algorithm, seed, accountant, out,
-            overwrite, progress, as_json) -> None:
-    """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history."""
+def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
+            local_updates, algorithm, seed, accountant, ac_check, out, overwrite, progress, as_json) -> None:
+    """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history.
+
+    Power cases report the generation cost ($/h), the objective with its definition and the gap to the
+    centralized optimum of the same objective (solved once); --ac-check adds an AC power-flow check.
+    """
+    from ..caveats import ledger_caveats
     from ..checkpoint import remove_checkpoint
-    from ..config import load_case
     from ..errors import OutputError
     from ..outdir import OutputLock, prepare_dir
     from ..results import RESULT_FILE
-    from ..runs import run_case
+    from ..runs import build_instance, default_run_dir, run_case
 
-    case = load_case(case_file).with_overrides(
+    case = _load_or_shortcut(case_file, network, zones, objective)
+    if objective is not None and network is None:
+        raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
+    if data is not None:
+        case.model["path"] = str(data.resolve())
+    case = case.with_overrides(
         algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
-        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source},
+        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
+                 "calibration": calibration},
         run={"seed": seed, "accountant": accountant})
+    alg = case.algorithm.get("name", "ladmm")
     mech = case.privacy.get("mechanism", "none")
-    seed_tag = f"seed{case.run['seed']}" if case.run.get("seed") is not None else "unseeded"
-    out = out or Path("runs") / f"{case.name}-{mech}-{seed_tag}"
+    if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
+        raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
+                               f"got {mech!r}.")
+    out = out or default_run_dir(case)
+    instance = build_instance(case)
+    if ac_check and getattr(instance, "ac_check", None) is None:
+        raise click.UsageError("--ac-check applies to power cases only.")
     # checkpoints go next to the history: a killed run resumes when the same command is run again
     with OutputLock(prepare_dir(out)):
         if (out / RESULT_FILE).exists() and not overwrite:
             raise OutputError(f"{str(out)!r} already holds a finished run; pass --overwrite to replace it, or "
                               "choose another --out.")
-        outcome = run_case(case, progress=progress and sys.stderr.isatty(), checkpoint=out)
+        outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out)
         outcome.result.save(out, overwrite=overwrite)
         remove_checkpoint(out)
-    summary = {**outcome.summary, "history": str(out)}
+    summary = dict(outcome.summary)
+    if ac_check:
+        summary.update(instance.ac_check(outcome.result))
+    sizes = instance.info.get("samples_per_agent") if isinstance(instance.info, dict) else None
+    summary["privacy_caveats"] = ledger_caveats(summary.get("privacy"), min(sizes) if sizes else None)
+    summary["history"] = str(out)
     priv = summary.get("privacy") or {}
-    human = "\n".join([f"case {case.name}: {summary['rounds']} rounds ({summary['stop_reason']}), "
+    human = "\n".join([f"case {case.name} ({alg}, {mech}): {summary['rounds']} rounds ({summary['stop_reason']}), "
                        f"{summary['elapsed_s']:.1f} s",
-                       f"  objective           {summary['objective']:.6g}",
-                       f"  consensus residual  {summary['consensus_residual']:.3e}",
-                       f"  max violation       {summary['max_violation']:.3e}",
-                       f"  noise magnitude     {summary['noise_magnitude']:.4g}",
+                       f"  objective           {_num(summary['objective'], '.6g')}",
+                       f"  consensus residual  {_num(summary['consensus_residual'], '.3e')}",
+                       f"  max violation       {_num(summary['max_violation'], '.3e')}",
+                       f"  noise magnitude     {_num(summary['noise_magnitude'], '.4g')} (mean ||xi||_2 per update)",
+                       *_power_lines(summary),
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
                          if k in ("train_cost", "test_error") and v is not None),
                        f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
                        *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
                          if summary.get("guarantee") is False),
+                       *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
                        f"  history saved to {out}"])
     _emit(summary, as_json, human)
 
 
 @cli.command("central")
-@click.argument("case_file")
+@click.argument("case_file", required=False)
+@click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case; needs --zones.")
+@click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
 @click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
-              help="Power cases: the objective of the reference solve.")
+              help="Power cases: the objective of the reference solve (with --network the default is cost).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def central_cmd(case_file, objective, as_json) -> None:
-    """Centralized reference solve of CASE_FILE (optimal value, solver, time)."""
+def central_cmd(case_file, network, zones, objective, as_json) -> None:
+    """Centralized reference solve of CASE_FILE (optimal value, solver, time); power cases add an AC check.
+
+    "cost" is the generation cost in $/h; "objective" is in the model's units (cost objective: k$/h).
+    """
     from ..central import solve_central
-    from ..config import load_case
     from ..runs import build_instance
 
-    case = load_case(case_file)
+    case = _load_or_shortcut(case_file, network, zones, objective or ("cost" if network else None))
     if objective is not None and objective != case.model.get("objective"):
         case.model["objective"] = objective
         case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
@@ -157,7 +263,10 @@ def central_cmd(case_file, objective, as_json) -> None:
         ref = solve_central(instance.agents)
         info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
     info = {"case": case.name, **info}
-    human = "\n".join(f"{k:12s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)))
+    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)))
+    ac = _ac_lines(info, "the central SOC set-points")
+    if ac:
+        human += "\n" + "\n".join(ac)
     _emit(info, as_json, human)
 
 

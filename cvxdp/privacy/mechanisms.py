@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from .._validation import check_choice, check_float, check_int, fail
+from .._validation import check_choice, check_float, check_int, deprecated_alias, fail
 from ..errors import DeclarationError, InvalidParameterError
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
@@ -31,8 +31,8 @@ class _Perturbation:
         Laplace noise gives pure epsilon-DP per step (l1 sensitivity); Gaussian gives (epsilon, delta)-DP
         (l2 sensitivity).
     epsilon : float
-        Privacy parameter in (0, inf): per local update (``budget="step"``) or for the whole run of each
-        agent (``budget="total"``).
+        Privacy parameter in (0, inf): per local update (``calibrate="step"``) or for the whole run of each
+        agent (``calibrate="total"``).
     delta : float or None
         Gaussian: required, in (0, 1). Laplace: optional; used only as the total delta at which an
         "rdp" budget is calibrated (pure Laplace steps have delta 0).
@@ -47,10 +47,13 @@ class _Perturbation:
         ``agent.sensitivity.alpha``, used as is: it reproduces the published figures but ignores the
         model's relation, ``s`` and ``min(c)``, so the ledger records ``guarantee: false`` and the run warns
         once.
-    budget : {"step", "total"}
-        "step": epsilon/delta are per local update (the paper's setting). "total": they are each agent's
-        total over the run, and the per-step scale is calibrated with
+    calibrate : {"step", "total"}
+        What epsilon/delta describe. "step": one local update (the paper's setting). "total": each agent's
+        whole run; the per-step scale is then calibrated with
         :func:`~cvxdp.privacy.calibration.calibrate_to_total` over the run's steps under its accountant.
+        (Not to be confused with ``solve(budget=(eps, delta))``, a stopping guard.)
+    budget : {"step", "total"}, optional
+        Deprecated alias of ``calibrate`` (warns). The value is stored as ``.scope``.
     noise_source : {"numpy", "opendp"}
         "numpy" (default): numpy's Laplace/Gaussian samplers on each agent's seeded generator; fast and
         same-seed reproducible, but research-grade (textbook floating-point samplers are open to
@@ -65,15 +68,20 @@ class _Perturbation:
     _prefix: ClassVar[str] = ""
 
     def __init__(self, noise: str, *, epsilon: float, delta: float | None = None,
-                 calibration: str = "analytic", sensitivity: str = "exact", budget: str = "step",
-                 noise_source: str = "numpy") -> None:
+                 calibration: str = "analytic", sensitivity: str = "exact", calibrate: str = "step",
+                 noise_source: str = "numpy", budget: str | None = None) -> None:
         self.noise = noise
         self.epsilon = epsilon
         self.delta = delta
         self.calibration = calibration
         self.sensitivity = sensitivity
-        self.budget = budget
+        self.scope = deprecated_alias(calibrate, budget, "calibrate", "budget", type(self).__name__)
         self.noise_source = noise_source
+
+    @property
+    def budget(self) -> str:
+        """Deprecated alias of :attr:`scope` (the ``calibrate`` keyword)."""
+        return self.scope
 
     # ------------------------------------------------------------------ parameters
     @property
@@ -96,9 +104,9 @@ class _Perturbation:
             check_float(self.delta, "delta", owner, 0.0, 1.0, closed="left")
         check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
         check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITY_MODES)
-        check_choice(self.budget, "budget", owner, BUDGETS)
+        check_choice(self.scope, "calibrate", owner, BUDGETS)
         check_choice(self.noise_source, "noise_source", owner, NOISE_SOURCES)
-        if (self.noise == "gaussian" and self.calibration == "classic" and self.budget == "step"
+        if (self.noise == "gaussian" and self.calibration == "classic" and self.scope == "step"
                 and eps >= 1.0):
             raise InvalidParameterError(
                 f"{owner}: the classic Gaussian calibration is only valid for epsilon < 1 (got "
@@ -119,12 +127,13 @@ class _Perturbation:
         """JSON-able parameters; ``mechanism_from_dict(mech.describe())`` rebuilds an equal mechanism."""
         return {"mechanism": self.short_name, "placement": self.placement, "noise": self.noise,
                 "epsilon": self.epsilon, "delta": self.delta, "calibration": self.calibration,
-                "sensitivity": self.sensitivity, "budget": self.budget, "noise_source": self.noise_source}
+                "sensitivity": self.sensitivity, "calibrate": self.scope, "noise_source": self.noise_source}
 
     def __repr__(self) -> str:
-        keys = ("epsilon", "delta", "calibration", "sensitivity", "budget") + \
+        keys = ("epsilon", "delta", "calibration", "sensitivity", "calibrate") + \
             (("noise_source",) if self.noise_source != "numpy" else ())
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in keys)
+        d = self.describe()
+        args = ", ".join(f"{k}={d[k]!r}" for k in keys)
         return f"{type(self).__name__}({self.noise!r}, {args})"
 
     def __eq__(self, other: object) -> bool:
@@ -136,8 +145,10 @@ class _Perturbation:
 
     # ------------------------------------------------------------------ calibration
     def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
+        relation = getattr(getattr(agent, "sensitivity", None), "relation", None)
+        reason = f" The model says why it has none: {relation}." if relation else ""
         return DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name}{why} needs "
-                                f"sensitivity=cvxdp.Sensitivity({field}=...).")
+                                f"sensitivity=cvxdp.Sensitivity({field}=...).{reason}")
 
     def _declared(self, agent: object, field: str, why: str = "") -> float:
         sens = getattr(agent, "sensitivity", None)
@@ -168,9 +179,9 @@ class _Perturbation:
         separable : bool
             Whether the agent's feasible set is a box (then the l1 projection bound holds as is).
         steps : int
-            Mechanism calls per agent over the run (rounds x local updates); used with ``budget="total"``.
+            Mechanism calls per agent over the run (rounds x local updates); used with ``calibrate="total"``.
         accountant : {"basic", "rdp", "pld"}
-            The run's accountant; used with ``budget="total"``.
+            The run's accountant; used with ``calibrate="total"``.
 
         Returns
         -------
@@ -190,7 +201,7 @@ class _Perturbation:
         sens = getattr(agent, "sensitivity", None)
         relation = getattr(sens, "relation", "unspecified")
         eps = float(self.epsilon)
-        if self.budget == "step":
+        if self.scope == "step":
             scale = per_step_scale(self.noise, delta_s, eps, self.delta, self.calibration)
             claim = (eps, 0.0 if self.noise == "laplace" else float(self.delta))
         else:
@@ -283,7 +294,7 @@ def make_mechanism(name: str | None, **kwargs: Any) -> _Perturbation | None:
     """Build a mechanism from its short name ("ObjL", "ObjG", "OutL", "OutG"; case-insensitive).
 
     ``"none"`` (or None) returns None, the non-private run. Keyword arguments are those of the
-    mechanism (``epsilon``, ``delta``, ``calibration``, ``sensitivity``, ``budget``, ``noise_source``); the
+    mechanism (``epsilon``, ``delta``, ``calibration``, ``sensitivity``, ``calibrate``, ``noise_source``); the
     result is validated.
     """
     if name is None or (isinstance(name, str) and name.lower() == "none"):

@@ -50,7 +50,7 @@ import cvxdp
 from cvxdp.errors import ConfigError
 
 from ..base import ModelInstance
-from .ac_check import run_ac_check
+from .ac_check import ac_verdict, run_ac_check
 from .network import PowerCase, load_case
 from .soc import OBJECTIVES, SocModel, solve_central
 from .zones import auto_zones, parse_zones, zone_of_bus
@@ -60,8 +60,9 @@ __all__ = ["build", "build_agents", "load_sensitivity", "ZoneModel", "MODEL_KEYS
 MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
 DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
 EXACT_RELATION = (
-    "none: with exact balance the loads are in the constraints, so there is no gradient "
-    "sensitivity; use objective = 'balance' or a positive penalty for private runs"
+    "none: objective = 'cost' with penalty = 0 puts the loads (the private data) in the constraints "
+    "(exact balance), so the objective holds no private data and has no gradient sensitivity to calibrate "
+    "noise to; for a private run set objective = 'balance' or penalty > 0 in [model]"
 )
 RELATION = (
     "alpha-adjacent loads: the loads differ at one bus only, by at most alpha (p.u.) in active and "
@@ -250,11 +251,25 @@ class ZoneModel:
         out = {k: res[k] for k in ("objective", "solver", "time_s", "status", "cost", "balance")}
         out["objective_kind"] = kind
         if ac_check:
-            start = time.perf_counter()
-            mismatch = run_ac_check(self.case, res["pg"], res["vm"])
-            out.update({f"ac_{k}": v for k, v in mismatch.items()})
-            out["ac_time_s"] = time.perf_counter() - start
+            out.update(self.ac_check(res["pg"], res["vm"]))
         return out
+
+    def ac_check(self, pg: np.ndarray, vm: np.ndarray) -> dict[str, Any]:
+        """pandapower AC power flow from set-points ``(pg, vm)``: the mismatch (``ac_*`` keys, unit-suffixed),
+        a verdict ``ac_feasible`` with the ``ac_violations`` found and the ``ac_tolerances`` used."""
+        start = time.perf_counter()
+        mismatch = run_ac_check(self.case, pg, vm)
+        verdict = ac_verdict(self.case, mismatch)
+        out = {f"ac_{k}": v for k, v in mismatch.items()}
+        out.update({f"ac_{k}": v for k, v in verdict.items()})
+        out["ac_time_s"] = time.perf_counter() - start
+        return out
+
+    def ac_check_local(self, local: dict[str, np.ndarray]) -> dict[str, Any]:
+        """:meth:`ac_check` of the generator set-points in the zones' final local copies (a distributed,
+        possibly private, dispatch): ``pg`` and ``sqrt(w)`` at the generator buses, from the owner zones."""
+        pg, vm = self.generator_output(local)
+        return self.ac_check(pg, np.where(np.isnan(vm), 1.0, vm))
 
 
 def build_agents(case: PowerCase, zones: list[np.ndarray], **options: Any) -> ZoneModel:
@@ -298,6 +313,8 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
                 "central_cost": ref["cost"],
                 "objective_gap": gap,
                 "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan"),
+                "cost_gap": out["cost"] - ref["cost"],
+                "objective_kind": cfg["objective"],
             }
         )
         return out
@@ -315,4 +332,5 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         "relation": RELATION,
         "variables_per_zone": [m.layout.size for m in zm.models],
     }
-    return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info)
+    return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info,
+                         ac_check=lambda result: zm.ac_check_local(result.local))

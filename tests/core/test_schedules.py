@@ -53,3 +53,32 @@ def test_round_trip_and_errors():
         as_schedule(ResidualBalancing(1.0), "eta", "LinearizedADMM")
     with pytest.raises(InvalidParameterError, match="kind in"):
         as_schedule({"kind": "cosine"}, "rho", "LinearizedADMM")
+
+
+def test_callable_schedule_is_accepted_and_checked_every_round():
+    import numpy as np
+
+    import cvxdp
+
+    sched = as_schedule(lambda t: 0.5 * math.sqrt(t), "eta", "LinearizedADMM")
+    assert sched(4) == pytest.approx(1.0)
+    assert describe(sched)["kind"] == "callable"
+    bad = as_schedule(lambda t: 1.0 if t < 3 else -1.0, "eta", "LinearizedADMM")
+    assert bad(2) == 1.0
+    with pytest.raises(InvalidParameterError, match=r"'eta' parameter of LinearizedADMM.*round 3"):
+        bad(3)
+    with pytest.raises(InvalidParameterError, match="round 1"):
+        as_schedule(lambda t: float("nan"), "rho", "ADMM")(1)
+    # the authors' eta ~ sqrt(t) and a callable rho run through solve
+    import cvxpy as cp
+
+    agents = []
+    for p, c in enumerate((-1.0, 2.0)):
+        x = cp.Variable(2)
+        agents.append(cvxdp.Agent(f"a{p}", cp.sum_squares(x - c), [x <= 1.5, x >= -1.5], shared={"x": x}))
+    res = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=lambda t: 1.0, eta=lambda t: 2.0 + 0.01 * t,
+                                                             rounds=200), seed=0)
+    assert np.allclose(res.solution["x"], 0.5, atol=1e-3)
+    assert res.history["eta"].iloc[-1] == pytest.approx(2.0 + 0.01 * len(res.history))
+    with pytest.raises(InvalidParameterError, match=r"'eta' parameter of LinearizedADMM.*round 5"):
+        cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(eta=lambda t: 2.0 if t < 5 else 0.0, rounds=10), seed=0)

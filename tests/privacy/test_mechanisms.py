@@ -68,7 +68,7 @@ def test_constructor_only_stores(name):
     ("epsilon", math.nan, r"'epsilon' parameter"),
     ("calibration", "exact", r"'calibration' parameter of \w+ must be one of 'analytic', 'classic'"),
     ("sensitivity", "worst", r"'sensitivity' parameter of \w+ must be one of 'exact', 'paper'"),
-    ("budget", "run", r"'budget' parameter of \w+ must be one of 'step', 'total'"),
+    ("scope", "run", r"'calibrate' parameter of \w+ must be one of 'step', 'total'"),
     ("delta", 1.5, r"'delta' parameter"),
     ("delta", -0.1, r"'delta' parameter"),
 ])
@@ -93,7 +93,7 @@ def test_classic_refused_for_large_step_epsilon():
 
 
 def test_describe_round_trip(name):
-    m = mech(name, sensitivity="paper", budget="total")
+    m = mech(name, sensitivity="paper", calibrate="total")
     d = m.describe()
     assert json.loads(json.dumps(d)) == d
     assert d["mechanism"] == name
@@ -174,7 +174,7 @@ def test_noise_plan_bad_arguments(name, kw):
 
 @pytest.mark.parametrize("accountant", ["basic", "rdp", "pld"])
 def test_total_budget_plan_meets_total(name, accountant):
-    m = mech(name, epsilon=2.0, delta=1e-5, budget="total")
+    m = mech(name, epsilon=2.0, delta=1e-5, calibrate="total")
     steps = 40
     ledger = PrivacyLedger(["zone1"], target_delta=1e-5)
     for t in range(steps // 4):  # as the engine does: a fresh plan every round, min(c) varying (rho schedule)
@@ -193,7 +193,7 @@ def test_total_budget_plan_meets_total(name, accountant):
 
 def test_total_budget_laplace_rdp_without_delta_is_refused():
     with pytest.raises(InvalidParameterError, match="RDP"):
-        mech("ObjL", budget="total").noise_plan(agent(), **{**PLAN_KW, "accountant": "rdp"})
+        mech("ObjL", calibrate="total").noise_plan(agent(), **{**PLAN_KW, "accountant": "rdp"})
 
 
 # ------------------------------------------------------------------ NoisePlan
@@ -227,3 +227,13 @@ def test_plan_validation_and_round_trip():
         plan.sample(np.random.RandomState(0), 3)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.scale = 3.0
+
+
+def test_calibration_scope_is_calibrate_and_budget_is_a_deprecated_alias():
+    new = ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-5, calibrate="total")
+    assert new.scope == "total" and new.describe()["calibrate"] == "total"
+    with pytest.warns(FutureWarning, match="'budget' parameter of OutputPerturbation is deprecated"):
+        old = OutputPerturbation("gaussian", epsilon=1.0, delta=1e-5, budget="total")
+    assert old.scope == "total" and old.budget == "total"
+    from cvxdp.privacy.mechanisms import mechanism_from_dict
+    assert mechanism_from_dict(new.describe()) == new

@@ -64,7 +64,7 @@ def test_noise_source_is_validated_with_the_uniform_message(cls):
 def test_describe_records_noise_source_and_round_trips(name):
     default = mech(name, noise_source="numpy")
     assert default.describe()["noise_source"] == "numpy" and "noise_source" not in repr(default)
-    m = mech(name, budget="total")
+    m = mech(name, calibrate="total")
     d = m.describe()
     assert d["noise_source"] == "opendp" and json.loads(json.dumps(d)) == d
     assert mechanism_from_dict(d) == m and m != default
@@ -114,7 +114,7 @@ def test_missing_opendp_raises_optional_dependency_error(monkeypatch):
                                                ("total", "rdp")])
 def test_opendp_privacy_map_certifies_the_claim(name, budget, accountant):
     n = 50
-    kw = {"budget": budget}
+    kw = {"calibrate": budget}
     if accountant == "rdp" and name.endswith("L"):
         kw["delta"] = 1e-6
     numpy_plan = mech(name, noise_source="numpy", **kw).noise_plan(fake_agent(n), accountant=accountant, **PLAN_KW)

@@ -100,9 +100,9 @@ def test_exact_cost_has_no_sensitivity_and_refuses_private_runs():
 def test_central_reports_ac_check(case14_balance):
     cost = build(dict(CASE14, objective="cost"), base_dir=HERE)
     out = cost.central()
-    for key in ("objective", "solver", "time_s", "ac_converged", "ac_slack_p_mw", "ac_max_vm_dev"):
+    for key in ("objective", "solver", "time_s", "ac_converged", "ac_slack_p_mw", "ac_max_vm_dev_pu"):
         assert key in out
-    assert out["ac_converged"] and abs(out["ac_slack_p_mw"]) < 5 and out["ac_max_vm_dev"] < 0.02
+    assert out["ac_converged"] and abs(out["ac_slack_p_mw"]) < 5 and out["ac_max_vm_dev_pu"] < 0.02
     assert cost.central(ac_check=False)["objective"] == pytest.approx(out["objective"])
     balance = case14_balance.central("balance", ac_check=False)
     assert balance["objective"] == pytest.approx(0.0, abs=1e-8)

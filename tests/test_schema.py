@@ -1,0 +1,72 @@
+"""The documented case/study schema (cvxdp.schema, README, `cvxdp run --help`) lists exactly the keys the code reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cvxdp import config, study, study_graph, study_sharing
+from cvxdp.schema import SCHEMA, keys, schema_markdown
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def code_keys() -> dict[str, set[str]]:
+    from cvxdp_models import erm, toy, vertical
+    from cvxdp_models.logistic import template as logistic
+    from cvxdp_models.power import template as power
+
+    return {"[case]": config._CASE_KEYS, "[algorithm]": config._ALGORITHM_KEYS, "[privacy]": config._PRIVACY_KEYS,
+            "[run]": config._RUN_KEYS, "[model] power": set(power.MODEL_KEYS),
+            "[model] logistic": set(logistic.DEFAULTS), "[model] erm": set(erm.DEFAULTS),
+            "[model] vertical": set(vertical.DEFAULTS), "[model] toy": set(toy._KEYS),
+            "[study] grid (default kind)": study._STUDY_KEYS, "[study] graph (kind = graph)": study_graph._STUDY_KEYS,
+            "[[setting]] (graph studies)": study_graph._SETTING_KEYS,
+            "[[comparison]] (graph studies)": study_graph._COMPARISON_KEYS,
+            "[study] sharing (kind = sharing)": study_sharing._KEYS}
+
+
+@pytest.mark.parametrize("table", list(SCHEMA))
+def test_schema_lists_exactly_the_keys_the_code_reads(table):
+    assert keys(table) == set(code_keys()[table]), table
+
+
+def test_every_table_is_documented():
+    assert set(SCHEMA) == set(code_keys())
+
+
+def readme_schema() -> dict[str, set[str]]:
+    text = README.read_text()
+    section = text.split("<!-- schema:start -->")[1].split("<!-- schema:end -->")[0]
+    out: dict[str, set[str]] = {}
+    table = None
+    for line in section.splitlines():
+        m = re.match(r"\*\*(.+)\*\*$", line.strip())
+        if m:
+            table = m.group(1)
+            out[table] = set()
+        m = re.match(r"\| `([^`]+)` \|", line)
+        if m and table:
+            out[table].add(m.group(1))
+    return out
+
+
+def test_readme_schema_section_matches():
+    documented = readme_schema()
+    assert set(documented) == set(SCHEMA)
+    for table in SCHEMA:
+        assert documented[table] == keys(table), table
+    assert schema_markdown().strip() in README.read_text()
+
+
+def test_run_help_lists_every_case_key():
+    from click.testing import CliRunner
+
+    from cvxdp.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["run", "--help"]).output
+    for table in ("[case]", "[algorithm]", "[privacy]", "[run]", "[model] power", "[model] logistic"):
+        for key in keys(table):
+            assert f"{key}=" in out, (table, key)
