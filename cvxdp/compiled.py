@@ -226,27 +226,39 @@ def _quiet_settings() -> clarabel.DefaultSettings:
 
 
 def set_verdict(agent: Agent) -> SetVerdict:
-    """Feasibility (``min 0``) and boundedness (``max ±sum(u)``) of ``W_p`` from its compiled data (cached)."""
+    """Emptiness and boundedness of ``W_p`` from its compiled data (raw Clarabel solves; cached).
+
+    Two LPs, ``max sum(u)`` and ``max -sum(u)`` over ``W_p``: a primal infeasibility certificate means ``W_p``
+    is empty; a dual one (the LP is unbounded) means it is unbounded — confirmed non-empty by ``min 0``.
+    """
     def build() -> SetVerdict:
         W = constraint_data(agent)
         P0 = sp.csc_matrix((W.n_x, W.n_x))
         cones = W.cones()
-        feas = clarabel.DefaultSolver(P0, np.zeros(W.n_x), W.A, W.b, cones, _quiet_settings()).solve().status
-        if feas not in _DECIDED:
-            return SetVerdict(None, str(feas), None)
-        if feas in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
-            return SetVerdict(True, str(feas), None)
+
+        def status_of(q: np.ndarray) -> clarabel.SolverStatus:
+            return clarabel.DefaultSolver(P0, q, W.A, W.b, cones, _quiet_settings()).solve().status
+
         unbounded: bool | None = False
+        last = None
         for sign in (1.0, -1.0):
             q = np.zeros(W.n_x)
             q[W.cols] = -sign  # maximize sign * sum(u)
-            status = clarabel.DefaultSolver(P0, q, W.A, W.b, cones, _quiet_settings()).solve().status
-            if status in (clarabel.SolverStatus.DualInfeasible, clarabel.SolverStatus.AlmostDualInfeasible):
+            last = status_of(q)
+            if last in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
+                return SetVerdict(True, str(last), None)
+            if last in (clarabel.SolverStatus.DualInfeasible, clarabel.SolverStatus.AlmostDualInfeasible):
                 unbounded = True
                 break
-            if status not in _DECIDED:
+            if last not in _DECIDED:
                 unbounded = None
-        return SetVerdict(False, str(feas), unbounded)
+        if unbounded is not False:  # no optimal LP solution seen: decide feasibility on its own
+            last = status_of(np.zeros(W.n_x))
+            if last not in _DECIDED:
+                return SetVerdict(None, str(last), None)
+            if last in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
+                return SetVerdict(True, str(last), None)
+        return SetVerdict(False, str(last), unbounded)
     return cached(agent, "verdict", _constraint_key(agent), build)
 
 

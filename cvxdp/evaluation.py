@@ -7,7 +7,8 @@ Built once per agent and data (cached with the compiled data, see :mod:`cvxdp.co
 * a constraint whose expressions are affine (``==``, ``<=``, ``Zero``, ``NonNeg``, ``NonPos``, ``SOC``) is then
   evaluated with the same residual formula as CVXPY's ``Constraint.violation`` on those maps;
 * the objective is the agent's ``value=`` callable when given; otherwise it is split into sums of scaled
-  terms, each affine (``M u + m``) or a sum of squares of an affine expression (``||M u + m||^2 / y``).
+  terms, each affine (``M u + m``), a sum of squares (``||M u + m||^2 / y``) or a 2-norm of an affine
+  expression; a scalar convex ``<=`` constraint (``norm(x) <= r``) is evaluated the same way.
 
 Anything else (an exponential-cone constraint, a convex expression on the left of ``<=``, ``log_sum_exp``...)
 keeps CVXPY's own evaluation for that constraint or term only, so the numbers are always CVXPY's.
@@ -25,8 +26,12 @@ from cvxpy.atoms.affine.binary_operators import DivExpression, MulExpression, mu
 from cvxpy.atoms.affine.sum import Sum
 from cvxpy.atoms.affine.unary_operators import NegExpression
 from cvxpy.atoms.elementwise.power import power
+from cvxpy.atoms.pnorm import Pnorm
 from cvxpy.atoms.quad_over_lin import quad_over_lin
 from cvxpy.constraints import SOC, Equality, Inequality, NonNeg, NonPos, Zero
+from cvxpy.cvxcore.python import canonInterface
+from cvxpy.lin_ops import lin_op as lo
+from cvxpy.reductions.eval_params import replace_params_with_consts
 
 from .agent import Agent, Layout
 from .compiled import cached, data_key
@@ -35,22 +40,9 @@ from .compiled import cached, data_key
 class AffineMap:
     """``u -> M u + m`` for an affine CVXPY expression (values in CVXPY's column-major order)."""
 
-    def __init__(self, expr: cp.Expression, layout: Layout) -> None:
+    def __init__(self, expr: cp.Expression, M: sp.csr_matrix, m: np.ndarray) -> None:
         self.shape = expr.shape
-        grads = expr.grad
-        m = np.ravel(np.asarray(expr.value, dtype=float), order="F")
-        blocks = []
-        for var, off in zip(layout.variables, layout.offsets):
-            g = grads.get(var)
-            if g is None:
-                blocks.append(sp.csr_matrix((m.size, var.size)))
-                continue
-            g = sp.csr_matrix(g) if not np.isscalar(g) else sp.csr_matrix(np.full((1, 1), g))
-            blocks.append(sp.csr_matrix(g.T))
-        self.M = sp.hstack(blocks, format="csr") if blocks else sp.csr_matrix((m.size, layout.size))
-        self.m = m
-        if self.M.shape != (m.size, layout.size):
-            raise ValueError("unexpected derivative shape")
+        self.M, self.m = M, m
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
         return self.M @ u + self.m
@@ -58,6 +50,65 @@ class AffineMap:
     def value(self, u: np.ndarray) -> np.ndarray:
         """With the expression's shape (as CVXPY's ``.value``)."""
         return np.reshape(self(u), self.shape, order="F") if self.shape else self(u)[0]
+
+
+def _coefficients(exprs: list[cp.Expression], layout: Layout) -> list[tuple[sp.csr_matrix, np.ndarray]]:
+    """``(M, m)`` of every affine expression in one call of CVXPY's own coefficient extraction (cvxcore),
+    with the parameters' current values as constants — what CVXPY's canonicalization does."""
+    lin_ops = [replace_params_with_consts(e).canonical_form[0] for e in exprs]
+    id_to_col = {var.id: off for var, off in zip(layout.variables, layout.offsets)}
+    sizes = [e.size for e in exprs]
+    total = int(sum(sizes))
+    mat = canonInterface.get_problem_matrix(lin_ops, layout.size, id_to_col, {lo.CONSTANT_ID: 1},
+                                            {lo.CONSTANT_ID: 0}, total)
+    stacked = sp.csr_matrix(mat.reshape((layout.size + 1, total)).T)  # rows: stacked entries; last column: offset
+    out, row = [], 0
+    for size in sizes:
+        block = stacked[row:row + size]
+        out.append((sp.csr_matrix(block[:, :-1]), block[:, -1].toarray().ravel()))
+        row += size
+    return out
+
+
+def _grad_coefficients(expr: cp.Expression, layout: Layout) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(M, m)`` from CVXPY's derivative of the expression (slower, one tree walk per atom)."""
+    grads = expr.grad
+    m = np.ravel(np.asarray(expr.value, dtype=float), order="F")
+    blocks = []
+    for var in layout.variables:
+        g = grads.get(var)
+        if g is None:
+            blocks.append(sp.csr_matrix((m.size, var.size)))
+        else:
+            blocks.append(sp.csr_matrix(np.full((1, 1), g) if np.isscalar(g) else g).T)
+    return sp.hstack(blocks, format="csr"), m
+
+
+def affine_maps(exprs: list[cp.Expression], layout: Layout, rng: np.random.Generator) -> list[AffineMap]:
+    """Exact affine maps of ``exprs``, each checked against CVXPY's own evaluation at a random point.
+
+    The agent's variables must hold zeros on entry (they hold the random point on exit).
+    """
+    if not exprs:
+        return []
+    try:
+        coeffs = _coefficients(exprs, layout)
+    except Exception:  # an atom cvxcore cannot stack: CVXPY's derivative instead
+        coeffs = [_grad_coefficients(e, layout) for e in exprs]
+    u = rng.normal(size=layout.size)
+    for var, value in layout.split(u).items():
+        var.value = value
+    maps = []
+    for e, (M, m) in zip(exprs, coeffs):
+        ref = np.ravel(np.asarray(e.value, dtype=float), order="F")
+        if M.shape != (ref.size, layout.size) or not np.allclose(M @ u + m, ref, rtol=1e-9, atol=1e-9):
+            for var in layout.variables:
+                var.value = np.zeros(var.shape)
+            M, m = _grad_coefficients(e, layout)
+            for var, value in layout.split(u).items():
+                var.value = value
+        maps.append(AffineMap(e, M, m))
+    return maps
 
 
 def _soc_residual(t: np.ndarray, X: np.ndarray, axis: int) -> np.ndarray:
@@ -85,21 +136,53 @@ def _is_affine(expr: cp.Expression) -> bool:
     return expr.is_affine() and not expr.is_complex()
 
 
-def _constraint_fn(con: cp.Constraint, layout: Layout) -> Callable[[np.ndarray], float] | None:
+class _Maps:
+    """Collects the affine expressions to map, then builds all their maps at once (:func:`affine_maps`)."""
+
+    def __init__(self) -> None:
+        self.exprs: list[cp.Expression] = []
+        self.slots: list[_Slot] = []
+
+    def add(self, expr: cp.Expression) -> _Slot:
+        slot = _Slot(expr.shape)
+        self.exprs.append(expr)
+        self.slots.append(slot)
+        return slot
+
+    def build(self, layout: Layout, rng: np.random.Generator) -> None:
+        for slot, amap in zip(self.slots, affine_maps(self.exprs, layout, rng)):
+            slot.M, slot.m = amap.M, amap.m
+
+
+class _Slot(AffineMap):
+    """An :class:`AffineMap` whose coefficients are filled in by :meth:`_Maps.build`."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        self.M: sp.csr_matrix | None = None
+        self.m: np.ndarray | None = None
+
+
+def _constraint_fn(con: cp.Constraint, maps: _Maps) -> Callable[[np.ndarray], float] | None:
     """The largest entry of ``con.violation()`` as a function of ``u``, or None (keep CVXPY's evaluation)."""
+    if isinstance(con, Inequality) and con.expr.is_scalar() and not _is_affine(con.expr):
+        terms = ScalarTerms(con.expr, maps)  # e.g. norm(x) <= r, sum_squares(A x - b) <= s
+        return None if terms.tree else (lambda u: max(terms(u), 0.0))
     if isinstance(con, (Equality, Zero, Inequality, NonNeg, NonPos)):
         if not _is_affine(con.expr):
             return None
-        e = AffineMap(con.expr, layout)
+        e = maps.add(con.expr)
+        if con.expr.size == 0:
+            return lambda u: 0.0
         if isinstance(con, (Equality, Zero)):
-            return lambda u: float(np.max(np.abs(e(u)))) if e.m.size else 0.0
+            return lambda u: float(np.max(np.abs(e(u))))
         if isinstance(con, Inequality):
-            return lambda u: float(np.max(np.maximum(e(u), 0))) if e.m.size else 0.0
+            return lambda u: float(np.max(np.maximum(e(u), 0)))
         if isinstance(con, NonPos):
             return lambda u: float(np.linalg.norm(np.maximum(e(u), 0)))
         return lambda u: float(np.linalg.norm(np.abs(np.minimum(e(u), 0))))
     if isinstance(con, SOC) and all(_is_affine(a) for a in con.args):
-        t, X = AffineMap(con.args[0], layout), AffineMap(con.args[1], layout)
+        t, X = maps.add(con.args[0]), maps.add(con.args[1])
         axis = con.axis
         return lambda u: float(np.max(_soc_residual(t.value(u), X.value(u), axis)))
     return None
@@ -122,12 +205,40 @@ def _terms(expr: cp.Expression, scale: float, out: list) -> None:
         _terms(expr.args[0], scale / float(np.real(expr.args[1].value)), out)
     elif isinstance(expr, quad_over_lin) and _is_affine(expr.args[0]) and expr.args[1].is_constant():
         out.append((scale / float(expr.args[1].value), "squares", expr.args[0]))
+    elif isinstance(expr, Pnorm) and expr.axis is None and float(expr.p) == 2.0 and _is_affine(expr.args[0]):
+        out.append((scale, "norm", expr.args[0]))
     elif isinstance(expr, Sum) and expr.axis is None and isinstance(expr.args[0], power) \
             and float(np.asarray(getattr(expr.args[0].p, "value", expr.args[0].p))) == 2.0 \
             and _is_affine(expr.args[0].args[0]):
         out.append((scale, "squares", expr.args[0].args[0]))
     else:
         out.append((scale, "tree", expr))
+
+
+class ScalarTerms:
+    """A scalar expression as a sum of scaled terms: affine, sum of squares or 2-norm of an affine map, and
+    (only where nothing else fits) a sub-expression CVXPY evaluates itself (counted in ``tree``)."""
+
+    def __init__(self, expr: cp.Expression, maps: _Maps) -> None:
+        raw: list = []
+        _terms(expr, 1.0, raw)
+        self.terms = [(scale, kind, e if kind == "tree" else maps.add(e)) for scale, kind, e in raw]
+        self.tree = sum(kind == "tree" for _, kind, _ in self.terms)
+
+    def __call__(self, u: np.ndarray) -> float:
+        """The value at ``u`` (the agent's variables must hold ``u`` when ``tree`` > 0)."""
+        total = 0.0
+        for scale, kind, item in self.terms:
+            if kind == "affine":
+                total += scale * float(item(u)[0])
+            elif kind == "squares":
+                r = item(u)
+                total += scale * float(r @ r)
+            elif kind == "norm":
+                total += scale * float(np.linalg.norm(item(u)))
+            else:
+                total += scale * float(item.value)
+        return total
 
 
 class Metrics:
@@ -140,26 +251,23 @@ class Metrics:
         try:
             for var in layout.variables:
                 var.value = np.zeros(var.shape)
+            maps = _Maps()
             self._violations = []
             self._tree_constraints = []
             for con in agent.constraints:
-                fn = _constraint_fn(con, layout)
+                fn = _constraint_fn(con, maps)
                 if fn is None:
                     self._tree_constraints.append(con)
                 else:
                     self._violations.append(fn)
-            self._terms: list[tuple[float, str, object]] = []
-            if agent.value is None:
-                raw: list = []
-                _terms(agent.objective, 1.0, raw)
-                for scale, kind, expr in raw:
-                    self._terms.append((scale, kind, expr if kind == "tree" else AffineMap(expr, layout)))
+            self._objective = ScalarTerms(agent.objective, maps) if agent.value is None else None
+            maps.build(layout, np.random.default_rng(0))  # a fixed probe point: building is deterministic
         finally:
             for var, val in zip(layout.variables, saved):
                 var.value = val
         #: how many constraints / objective terms still walk CVXPY trees
         self.tree_constraints = len(self._tree_constraints)
-        self.tree_terms = sum(kind == "tree" for _, kind, _ in self._terms)
+        self.tree_terms = self._objective.tree if self._objective is not None else 0
 
     def _set(self, u: np.ndarray) -> None:
         for var, value in self.agent.layout.split(u).items():
@@ -171,16 +279,7 @@ class Metrics:
             return float(self.agent.value(u))
         if self.tree_terms:
             self._set(u)
-        total = 0.0
-        for scale, kind, item in self._terms:
-            if kind == "affine":
-                total += scale * float(item(u)[0])
-            elif kind == "squares":
-                r = item(u)
-                total += scale * float(r @ r)
-            else:
-                total += scale * float(item.value)
-        return total
+        return self._objective(u)
 
     def violation(self, u: np.ndarray) -> float:
         """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""
@@ -201,4 +300,4 @@ def compiled_metrics(agent: Agent) -> Metrics:
     return cached(agent, "metrics", key, lambda: Metrics(agent))
 
 
-__all__ = ["AffineMap", "Metrics", "compiled_metrics"]
+__all__ = ["AffineMap", "Metrics", "ScalarTerms", "compiled_metrics"]

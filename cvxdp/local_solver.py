@@ -33,6 +33,7 @@ from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+_SOLVED = (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved)
 
 
 @dataclass
@@ -93,11 +94,11 @@ class LiveClarabel:
         self.data = data
         self.cones = data.cones()
         self.settings = settings
-        self._key: bytes | None = None
+        self._key: object = None
         self._solver: clarabel.DefaultSolver | None = None
 
-    def solve(self, key: bytes, make_P: Callable[[], sp.csc_matrix], q: np.ndarray) -> tuple[np.ndarray | None, str]:
-        """``x`` (None on failure) and Clarabel's status."""
+    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray) -> tuple[np.ndarray | None, str]:
+        """``x`` (None on failure) and Clarabel's status; ``key`` (compared with ==) identifies ``P``."""
         if self._solver is None or key != self._key:
             d = self.data
             self._solver = clarabel.DefaultSolver(sp.triu(make_P(), format="csc"), np.zeros(d.n_x), d.A, d.b,
@@ -105,8 +106,8 @@ class LiveClarabel:
             self._key = key
         self._solver.update(q=q)
         sol = self._solver.solve()
-        if sol.status in (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved):
-            return np.asarray(sol.x), str(sol.status)
+        if sol.status in _SOLVED:
+            return np.asarray(sol.x), "Solved"
         return None, str(sol.status)
 
 
@@ -293,7 +294,7 @@ class ProxSolver:
         d = self.data
         q = d.q.copy()
         q[self._scols] -= rho * target
-        x, status = self._live.solve(np.float64(rho).tobytes(),
+        x, status = self._live.solve(float(rho),
                                      lambda: d.P + _diag_on(d.n_x, self._scols, np.full(self._scols.size, rho)), q)
         return (None if x is None else x[d.cols]), status
 
