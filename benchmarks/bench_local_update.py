@@ -135,17 +135,18 @@ def bench_prox(label: str, agent: cvxdp.Agent, calls: int, rho: float = 1.0) -> 
         raw_solver.update(q=q)
         return np.asarray(raw_solver.solve().x)[d.cols]
 
+    sidx = agent.layout.shared_indices
     for t in targets[:3]:  # same optimum (objective values; the minimizer need not be unique)
-        u1, u2 = prox.solve(t, rho)[0], raw(t)
-        f = lambda u: agent.objective_value(u) + rho / 2 * np.sum((u[agent.layout.shared_indices] - t) ** 2)  # noqa: E731
-        assert abs(f(u1) - f(u2)) <= 1e-6 * max(1.0, abs(f(u2))), (f(u1), f(u2))
+        f1, f2 = (agent.objective_value(u) + rho / 2 * np.sum((u[sidx] - t) ** 2) for u in (prox.solve(t, rho)[0], raw(t)))
+        assert abs(f1 - f2) <= 1e-6 * max(1.0, abs(f2)), (f1, f2)
         old.solve(t, rho)
     # interleaved per target, median over targets: the three paths see the same machine load
     times: dict[str, list[float]] = {"d": [], "e": [], "f": []}
+    calls = {"d": lambda t: prox.solve(t, rho), "e": raw, "f": lambda t: old.solve(t, rho)}
     for t in targets:
-        for key, fn in (("d", lambda: prox.solve(t, rho)), ("e", lambda: raw(t)), ("f", lambda: old.solve(t, rho))):
+        for key, fn in calls.items():
             start = time.perf_counter()
-            fn()
+            fn(t)
             times[key].append(time.perf_counter() - start)
     t_compiled, t_raw, t_cvxpy = (float(np.median(times[k])) for k in "def")
     return {"agent": label, "size": agent.layout.size, "compiled_ms": 1e3 * t_compiled, "raw_ms": 1e3 * t_raw,

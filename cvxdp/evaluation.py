@@ -25,7 +25,7 @@ from cvxpy.atoms.affine.add_expr import AddExpression
 from cvxpy.atoms.affine.binary_operators import DivExpression, MulExpression, multiply
 from cvxpy.atoms.affine.sum import Sum
 from cvxpy.atoms.affine.unary_operators import NegExpression
-from cvxpy.atoms.elementwise.power import power
+from cvxpy.atoms.elementwise.power import Power
 from cvxpy.atoms.pnorm import Pnorm
 from cvxpy.atoms.quad_over_lin import quad_over_lin
 from cvxpy.constraints import SOC, Equality, Inequality, NonNeg, NonPos, Zero
@@ -207,7 +207,7 @@ def _terms(expr: cp.Expression, scale: float, out: list) -> None:
         out.append((scale / float(expr.args[1].value), "squares", expr.args[0]))
     elif isinstance(expr, Pnorm) and expr.axis is None and float(expr.p) == 2.0 and _is_affine(expr.args[0]):
         out.append((scale, "norm", expr.args[0]))
-    elif isinstance(expr, Sum) and expr.axis is None and isinstance(expr.args[0], power) \
+    elif isinstance(expr, Sum) and expr.axis is None and isinstance(expr.args[0], Power) \
             and float(np.asarray(getattr(expr.args[0].p, "value", expr.args[0].p))) == 2.0 \
             and _is_affine(expr.args[0].args[0]):
         out.append((scale, "squares", expr.args[0].args[0]))
