@@ -17,6 +17,7 @@ keeps CVXPY's own evaluation for that constraint or term only, so the numbers ar
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
@@ -111,25 +112,22 @@ def affine_maps(exprs: list[cp.Expression], layout: Layout, rng: np.random.Gener
     return maps
 
 
-def _soc_residual(t: np.ndarray, X: np.ndarray, axis: int) -> np.ndarray:
-    """CVXPY's ``SOC.residual``: the distance of each (t, x) to the second-order cone."""
-    t = np.atleast_1d(t)
-    X = np.atleast_1d(X)
-    if axis == 0:
-        X = X.T
-    X = np.atleast_2d(X)
-    norms = np.linalg.norm(X, ord=2, axis=1)
-    t_proj = np.zeros(t.shape)
-    X_proj = np.zeros(X.shape)
-    inside = t >= norms
-    t_proj[inside] = t[inside]
-    X_proj[inside] = X[inside]
-    between = np.abs(t) < norms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        coeff = 0.5 * (1 + t / norms)
-    X_proj[between] = coeff[between, None] * X[between]
-    t_proj[between] = coeff[between] * norms[between]
-    return np.linalg.norm(np.concatenate([X - X_proj, (t - t_proj)[:, None]], axis=1), ord=2, axis=1)
+def _soc_indices(t_shape: tuple[int, ...], x_shape: tuple[int, ...], axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of each cone's t and x entries in the column-major values of CVXPY's ``SOC(t, X, axis)``."""
+    if len(x_shape) <= 1:  # one cone
+        return np.zeros(1, dtype=int), np.arange(int(np.prod(x_shape, dtype=int))).reshape(1, -1)
+    rows, cols = x_shape
+    if axis == 0:  # cone i is column i of X
+        return np.arange(cols), np.arange(rows * cols).reshape(cols, rows)
+    return np.arange(rows), np.arange(rows * cols).reshape(cols, rows).T  # cone i is row i
+
+
+def _soc_residual(t: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """CVXPY's ``SOC.residual`` (the distance of each (t, x) to the cone), in closed form:
+    0 inside, ``(||x|| - t)/sqrt(2)`` when ``|t| < ||x||``, ``||(t, x)||`` when ``t <= -||x||``."""
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    return np.where(t >= norms, 0.0, np.where(np.abs(t) < norms, (norms - t) / np.sqrt(2.0),
+                                              np.sqrt(norms * norms + t * t)))
 
 
 def _is_affine(expr: cp.Expression) -> bool:
@@ -149,9 +147,21 @@ class _Maps:
         self.slots.append(slot)
         return slot
 
-    def build(self, layout: Layout, rng: np.random.Generator) -> None:
+    def build(self, layout: Layout, rng: np.random.Generator, *, pad: bool = False) -> None:
+        """Fill every slot in; stack them so :meth:`values` evaluates all of them in one product (with
+        ``pad``, one more entry that is always 0)."""
+        off = 0
         for slot, amap in zip(self.slots, affine_maps(self.exprs, layout, rng)):
             slot.M, slot.m = amap.M, amap.m
+            slot.lo, slot.hi = off, off + amap.m.size
+            off = slot.hi
+        blocks = [slot.M for slot in self.slots] + ([sp.csr_matrix((1, layout.size))] if pad else [])
+        self.M = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, layout.size))
+        self.m = np.concatenate([slot.m for slot in self.slots] + [np.zeros(1 if pad else 0)])
+
+    def values(self, u: np.ndarray) -> np.ndarray:
+        """All collected expressions at ``u``, stacked (slot ``k`` at ``[lo:hi]``)."""
+        return self.M @ u + self.m
 
 
 class _Slot(AffineMap):
@@ -161,31 +171,81 @@ class _Slot(AffineMap):
         self.shape = shape
         self.M: sp.csr_matrix | None = None
         self.m: np.ndarray | None = None
+        self.lo = self.hi = 0
 
 
-def _constraint_fn(con: cp.Constraint, maps: _Maps) -> Callable[[np.ndarray], float] | None:
-    """The largest entry of ``con.violation()`` as a function of ``u``, or None (keep CVXPY's evaluation)."""
+ViolationFn = Callable[[np.ndarray, np.ndarray], float]  # (u, stacked values of the maps) -> violation
+
+
+@dataclass
+class _Plan:
+    """The constraints of one agent, sorted by how their violation is computed from the stacked values."""
+
+    absolute: list[_Slot] = field(default_factory=list)  # ==, Zero: max |expr|
+    positive: list[_Slot] = field(default_factory=list)  # <=: max(max(lhs - rhs), 0)
+    cones: list[tuple[_Slot, _Slot, np.ndarray, np.ndarray]] = field(default_factory=list)  # SOC(t, X, axis)
+    other: list[ViolationFn] = field(default_factory=list)  # NonPos / NonNeg norms, scalar convex <=
+    tree: list[cp.Constraint] = field(default_factory=list)  # left to CVXPY
+
+
+def _plan_constraint(con: cp.Constraint, maps: _Maps, plan: _Plan) -> None:
+    """File ``con`` into ``plan`` (the largest entry of ``con.violation()`` is what is reproduced)."""
     if isinstance(con, Inequality) and con.expr.is_scalar() and not _is_affine(con.expr):
         terms = ScalarTerms(con.expr, maps)  # e.g. norm(x) <= r, sum_squares(A x - b) <= s
-        return None if terms.tree else (lambda u: max(terms(u), 0.0))
-    if isinstance(con, (Equality, Zero, Inequality, NonNeg, NonPos)):
-        if not _is_affine(con.expr):
-            return None
+        if terms.tree:
+            plan.tree.append(con)
+        else:
+            plan.other.append(lambda u, v: max(terms(u), 0.0))
+    elif isinstance(con, (Equality, Zero, Inequality, NonNeg, NonPos)) and _is_affine(con.expr):
         e = maps.add(con.expr)
-        if con.expr.size == 0:
-            return lambda u: 0.0
         if isinstance(con, (Equality, Zero)):
-            return lambda u: float(np.max(np.abs(e(u))))
-        if isinstance(con, Inequality):
-            return lambda u: float(np.max(np.maximum(e(u), 0)))
-        if isinstance(con, NonPos):
-            return lambda u: float(np.linalg.norm(np.maximum(e(u), 0)))
-        return lambda u: float(np.linalg.norm(np.abs(np.minimum(e(u), 0))))
-    if isinstance(con, SOC) and all(_is_affine(a) for a in con.args):
-        t, X = maps.add(con.args[0]), maps.add(con.args[1])
-        axis = con.axis
-        return lambda u: float(np.max(_soc_residual(t.value(u), X.value(u), axis)))
-    return None
+            plan.absolute.append(e)
+        elif isinstance(con, Inequality):
+            plan.positive.append(e)
+        elif isinstance(con, NonPos):  # ||max(expr, 0)||_2
+            plan.other.append(lambda u, v: float(np.linalg.norm(np.maximum(v[e.lo:e.hi], 0))))
+        else:  # NonNeg: ||min(expr, 0)||_2
+            plan.other.append(lambda u, v: float(np.linalg.norm(np.minimum(v[e.lo:e.hi], 0))))
+    elif isinstance(con, SOC) and all(_is_affine(a) for a in con.args):
+        plan.cones.append((maps.add(con.args[0]), maps.add(con.args[1]),
+                           *_soc_indices(con.args[0].shape, con.args[1].shape, con.axis)))
+    else:
+        plan.tree.append(con)
+
+
+def _positions(slots: list[_Slot]) -> np.ndarray:
+    return np.concatenate([np.arange(s.lo, s.hi) for s in slots]) if slots else np.zeros(0, dtype=int)
+
+
+class _Violation:
+    """``max`` over every planned constraint, vectorized: one sparse product, then a few array operations."""
+
+    def __init__(self, plan: _Plan, pad: int) -> None:
+        self.abs_idx = _positions(plan.absolute)
+        self.pos_idx = _positions(plan.positive)
+        self.other = plan.other
+        width = max((xi.shape[1] for *_, xi in plan.cones), default=0)
+        ts, xs = [], []
+        for t, X, ti, xi in plan.cones:  # cones of different sizes padded with a position that holds 0
+            ts.append(t.lo + ti)
+            xs.append(np.hstack([X.lo + xi, np.full((xi.shape[0], width - xi.shape[1]), pad)]))
+        self.t_idx = np.concatenate(ts) if ts else None
+        self.x_idx = np.vstack(xs) if xs else None
+
+    def __call__(self, u: np.ndarray, v: np.ndarray) -> float:
+        worst = 0.0
+        if self.abs_idx.size:
+            worst = max(worst, float(np.abs(v[self.abs_idx]).max()))
+        if self.pos_idx.size:
+            worst = max(worst, float(v[self.pos_idx].max()))
+        if self.t_idx is not None:
+            t, X = v[self.t_idx], v[self.x_idx]
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+            if float((norms - t).max()) > 0:  # some point outside its cone
+                worst = max(worst, float(_soc_residual(t, X).max()))
+        for fn in self.other:
+            worst = max(worst, fn(u, v))
+        return worst
 
 
 def _terms(expr: cp.Expression, scale: float, out: list) -> None:
@@ -252,16 +312,16 @@ class Metrics:
             for var in layout.variables:
                 var.value = np.zeros(var.shape)
             maps = _Maps()
-            self._violations = []
-            self._tree_constraints = []
+            plan = _Plan()
             for con in agent.constraints:
-                fn = _constraint_fn(con, maps)
-                if fn is None:
-                    self._tree_constraints.append(con)
-                else:
-                    self._violations.append(fn)
-            self._objective = ScalarTerms(agent.objective, maps) if agent.value is None else None
-            maps.build(layout, np.random.default_rng(0))  # a fixed probe point: building is deterministic
+                _plan_constraint(con, maps, plan)
+            maps.build(layout, np.random.default_rng(0), pad=True)  # fixed probe point: deterministic build
+            self._maps = maps
+            self._violation = _Violation(plan, pad=maps.m.size - 1)
+            self._tree_constraints = plan.tree
+            objective_maps = _Maps()
+            self._objective = ScalarTerms(agent.objective, objective_maps) if agent.value is None else None
+            objective_maps.build(layout, np.random.default_rng(1))
         finally:
             for var, val in zip(layout.variables, saved):
                 var.value = val
@@ -283,9 +343,7 @@ class Metrics:
 
     def violation(self, u: np.ndarray) -> float:
         """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""
-        worst = 0.0
-        for fn in self._violations:
-            worst = max(worst, fn(u))
+        worst = self._violation(u, self._maps.values(u))
         if self._tree_constraints:
             self._set(u)
             for con in self._tree_constraints:
