@@ -237,7 +237,30 @@ class Agent:
                           "and privacy analysis assume a compact set.", stacklevel=3)
 
     def check_feasible(self) -> None:
-        """Solve the feasibility problem; raise :class:`InfeasibleAgentError` if ``W_p`` is empty."""
+        """Raise :class:`InfeasibleAgentError` if ``W_p`` is empty; warn if it is unbounded.
+
+        Decided by raw Clarabel solves on the compiled data of ``W_p`` (the same data as the local
+        subproblem, canonicalized once per agent and data; see :func:`cvxdp.compiled.set_verdict`). Only when
+        those solves are inconclusive (a numerical failure) does it fall back to solving through CVXPY.
+        """
+        from .compiled import NotCompilable, set_verdict
+
+        try:
+            verdict = set_verdict(self)
+        except NotCompilable:
+            verdict = None
+        if verdict is None or verdict.infeasible is None:
+            self._check_feasible_cvxpy()
+            return
+        if verdict.infeasible:
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty "
+                                       f"(feasibility solve status {verdict.status!r}).")
+        if verdict.unbounded:
+            warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                          "and privacy analysis assume a compact set.", stacklevel=3)
+
+    def _check_feasible_cvxpy(self) -> None:
+        """Fallback of :meth:`check_feasible` through CVXPY (Clarabel, then ECOS)."""
         prob = cp.Problem(cp.Minimize(0), self.constraints)
         try:
             prob.solve(solver=cp.CLARABEL)
@@ -254,7 +277,7 @@ class Agent:
                 continue
             if probe.status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
                 warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
-                              "and privacy analysis assume a compact set.", stacklevel=3)
+                              "and privacy analysis assume a compact set.", stacklevel=4)
                 break
 
     # ------------------------------------------------------------------ structure

@@ -1,7 +1,7 @@
 """Compiled local subproblems (SPEC §2 step 2, §7 fast path).
 
 The linearized update is a weighted Euclidean projection ``argmin_{u in W} sum_i c_i/2 (u_i - v_i)^2``.
-It is compiled once per agent:
+It is compiled once per agent and data (the canonical data come from :mod:`cvxdp.compiled`):
 
 * :class:`BoxProjection` — when ``W`` is a box (every constraint bounds one coordinate), the projection is
   a clip, whatever the weights.
@@ -12,25 +12,28 @@ It is compiled once per agent:
   problem whose only changing data are Parameters (DPP, warm-started). When every solver fails a
   :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
 
-:class:`ProxSolver` is the exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u - t||^2``.
+:class:`ProxSolver` is the exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u - t||^2``, on the same
+compiled data and the same live-Clarabel-then-fallbacks scheme.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import clarabel
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import dims_to_solver_cones
 
 from .agent import Agent
-from .errors import SolverFailedError
+from .compiled import ConeData, NotCompilable, constraint_data, prox_data
+from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+_SOLVED = (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved)
 
 
 @dataclass
@@ -61,6 +64,89 @@ def solve_chain(prob: cp.Problem, solvers: tuple[str, ...]) -> tuple[str | None,
     return None, failures
 
 
+def clarabel_settings(overrides: dict | None = None, *, tight: bool = False) -> clarabel.DefaultSettings:
+    """Quiet Clarabel settings without presolve (q updates need the un-presolved problem).
+
+    ``tight`` asks for a small duality gap: a gap g leaves a strongly convex projection sqrt(2g/c) from its
+    optimum.
+    """
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.presolve_enable = False
+    if tight:
+        settings.tol_gap_abs = 1e-10
+        settings.tol_gap_rel = 1e-10
+    for key, value in (overrides or {}).items():
+        setattr(settings, key, value)
+    return settings
+
+
+class LiveClarabel:
+    """A Clarabel solver on fixed ``A, b, K`` that is set up once per quadratic term and then only receives q.
+
+    The solver is always set up with q = 0 (whenever ``key``, which identifies ``P``, changes) and then only
+    receives ``update(q=...)``. Clarabel's setup-time scalings therefore never depend on earlier calls: the
+    answer is a function of (P, q) alone — bit for bit — so resumed runs and other backends give the same
+    numbers.
+    """
+
+    def __init__(self, data: ConeData, settings: clarabel.DefaultSettings) -> None:
+        self.data = data
+        self.cones = data.cones()
+        self.settings = settings
+        self._key: object = None
+        self._solver: clarabel.DefaultSolver | None = None
+
+    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray) -> tuple[np.ndarray | None, str]:
+        """``x`` (None on failure) and Clarabel's status; ``key`` (compared with ==) identifies ``P``."""
+        if self._solver is None or key != self._key:
+            d = self.data
+            self._solver = clarabel.DefaultSolver(sp.triu(make_P(), format="csc"), np.zeros(d.n_x), d.A, d.b,
+                                                  self.cones, self.settings)
+            self._key = key
+        self._solver.update(q=q)
+        sol = self._solver.solve()
+        if sol.status in _SOLVED:
+            return np.asarray(sol.x), "Solved"
+        return None, str(sol.status)
+
+
+def _diag_on(n_x: int, cols: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
+    diag = np.zeros(n_x)
+    diag[cols] = weights
+    return sp.diags(diag, format="csc")
+
+
+def _solve_cvxpy(prob: cp.Problem, name: str, agent: Agent) -> tuple[np.ndarray | None, str]:
+    """One fallback attempt through a (DPP, warm-started) CVXPY problem; the flat ``u`` or None."""
+    if name == "OSQP" and not prob.is_qp():
+        return None, "not a QP"
+    try:
+        prob.solve(solver=name, warm_start=True)
+    except (cp.SolverError, ValueError) as exc:
+        return None, f"error ({exc.__class__.__name__})"
+    if prob.status not in _OK:
+        return None, str(prob.status)
+    return agent.layout.flatten({var: var.value for var in agent.layout.variables}), prob.status
+
+
+def _run_chain(attempt: Callable[[str], tuple[np.ndarray | None, str]], solvers: tuple[str, ...], agent: Agent,
+               what: str, round: int | None) -> tuple[np.ndarray, SolveReport]:
+    """Try each solver in turn; record the failed ones; raise :class:`SolverFailedError` if all fail."""
+    report = SolveReport()
+    start = time.perf_counter()
+    for name in solvers:
+        u, status = attempt(name)
+        if u is not None:
+            report.solver, report.seconds = name, time.perf_counter() - start
+            return u, report
+        report.fallbacks.append(f"{name}:{status}")
+    where = {None: "", 0: " for the initial point (round 0)"}.get(round, f" in round {round}")
+    raise SolverFailedError(f"Agent {agent.name!r}: every solver failed on the {what}{where} "
+                            f"({', '.join(report.fallbacks)}).", agent=agent.name, round=round,
+                            status=report.fallbacks[-1] if report.fallbacks else None)
+
+
 class BoxProjection:
     """Closed-form projection onto ``{lo <= u <= hi}`` (a clip; independent of the weights)."""
 
@@ -73,14 +159,14 @@ class BoxProjection:
         return np.clip(v, self.lo, self.hi), SolveReport()
 
 
-def _box_bounds(data: dict, cols: np.ndarray, n_x: int) -> tuple[np.ndarray, np.ndarray] | None:
+def _box_bounds(data: ConeData) -> tuple[np.ndarray, np.ndarray] | None:
     """Read ``lo <= u <= hi`` off the canonical data, or ``None`` if W is not a box."""
-    dims = data["dims"]
-    if n_x != len(cols) or dims.soc or dims.exp or dims.psd or getattr(dims, "p3d", None):
+    cols, n_x, dims = data.cols, data.n_x, data.dims
+    if n_x != len(cols) or not dims.only_linear:
         return None
-    A = sp.csr_matrix(data["A"], copy=True)
+    A = sp.csr_matrix(data.A, copy=True)
     A.eliminate_zeros()
-    b = np.asarray(data["b"], dtype=float)
+    b = data.b
     col_to_u = np.full(n_x, -1)
     col_to_u[cols] = np.arange(len(cols))
     lo = np.full(len(cols), -np.inf)
@@ -109,49 +195,27 @@ class ConicProjection:
 
     is_box = False
 
-    def __init__(self, agent: Agent, data: dict, cols: np.ndarray, *,
-                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, settings: dict | None = None) -> None:
+    def __init__(self, agent: Agent, data: ConeData, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
+                 settings: dict | None = None) -> None:
         self.agent = agent
-        self.cols = cols
-        self.n_x = data["A"].shape[1]
-        self.A = sp.csc_matrix(data["A"])
-        self.b = np.asarray(data["b"], dtype=float)
-        self.cones = dims_to_solver_cones(data["dims"])
+        self.data = data
+        self.cols = data.cols
+        self.n_x = data.n_x
+        self.A, self.b, self.cones = data.A, data.b, data.cones()
         self.solvers = tuple(solvers)
-        self.settings = clarabel.DefaultSettings()
-        self.settings.verbose = False
-        self.settings.presolve_enable = False  # q updates need the un-presolved problem
-        # a duality gap g leaves the strongly convex projection sqrt(2g/c) from the optimum: ask for a small gap
-        self.settings.tol_gap_abs = 1e-10
-        self.settings.tol_gap_rel = 1e-10
-        for key, value in (settings or {}).items():
-            setattr(self.settings, key, value)
-        self._weights: np.ndarray | None = None
-        self._solver: clarabel.DefaultSolver | None = None
+        self.settings = clarabel_settings(settings, tight=True)
+        self._live = LiveClarabel(data, self.settings)
         self._fallback: dict[bytes, tuple[cp.Problem, cp.Parameter]] = {}
 
     # -- direct Clarabel path -------------------------------------------------
     def _P(self, c: np.ndarray) -> sp.csc_matrix:
-        diag = np.zeros(self.n_x)
-        diag[self.cols] = c
-        return sp.triu(sp.diags(diag), format="csc")
+        return sp.triu(_diag_on(self.n_x, self.cols, c), format="csc")
 
     def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
-        # The live solver is always set up with q = 0 (when the weights change) and then only receives
-        # update(q=...). Clarabel's setup-time scalings therefore never depend on earlier calls: the answer is a
-        # function of (v, c) alone — bit for bit — so resumed runs and other backends give the same numbers.
-        if self._solver is None or not np.array_equal(c, self._weights):
-            self._solver = clarabel.DefaultSolver(self._P(c), np.zeros(self.n_x), self.A, self.b, self.cones,
-                                                  self.settings)
-            self._weights = c.copy()
         q = np.zeros(self.n_x)
         q[self.cols] = -c * v
-        self._solver.update(q=q)
-        sol = self._solver.solve()
-        status = str(sol.status)
-        if sol.status in (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved):
-            return np.asarray(sol.x)[self.cols], status
-        return None, status
+        x, status = self._live.solve(c.tobytes(), lambda: self._P(c), q)
+        return (None if x is None else x[self.cols]), status
 
     # -- CVXPY fallback path ----------------------------------------------------
     def _cvxpy(self, name: str, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
@@ -162,77 +226,86 @@ class ConicProjection:
             obj = 0.5 * cp.sum(cp.multiply(c, cp.square(u))) - p @ u
             self._fallback[key] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
         prob, p = self._fallback[key]
-        if name == "OSQP" and not prob.is_qp():
-            return None, "not a QP"
         p.value = c * v
-        try:
-            prob.solve(solver=name, warm_start=True)
-        except (cp.SolverError, ValueError) as exc:
-            return None, f"error ({exc.__class__.__name__})"
-        if prob.status not in _OK:
-            return None, str(prob.status)
-        return self.agent.layout.flatten({var: var.value for var in self.agent.layout.variables}), prob.status
+        return _solve_cvxpy(prob, name, self.agent)
 
     def project(self, v: np.ndarray, c: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        report = SolveReport()
-        start = time.perf_counter()
-        for name in self.solvers:
-            if name == "CLARABEL":
-                u, status = self._clarabel(v, c)
-            else:
-                u, status = self._cvxpy(name, v, c)
-            if u is not None:
-                report.solver, report.seconds = name, time.perf_counter() - start
-                return u, report
-            report.fallbacks.append(f"{name}:{status}")
-        where = {None: "", 0: " for the initial point (round 0)"}.get(round, f" in round {round}")
-        raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the local update{where} "
-                                f"({', '.join(report.fallbacks)}).", agent=self.agent.name, round=round,
-                                status=report.fallbacks[-1] if report.fallbacks else None)
+        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+            return self._clarabel(v, c) if name == "CLARABEL" else self._cvxpy(name, v, c)
+        return _run_chain(attempt, self.solvers, self.agent, "local update", round)
 
 
 def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
                        settings: dict | None = None) -> BoxProjection | ConicProjection:
-    """Canonicalize ``W_p`` once and return the fastest projection that fits it."""
-    quad = cp.sum([cp.sum_squares(var) for var in agent.layout.variables])
-    prob = cp.Problem(cp.Minimize(0.5 * quad), agent.constraints)
-    data, _, _ = prob.get_problem_data(cp.CLARABEL)
-    var_to_col = data[cp.settings.PARAM_PROB].var_id_to_col
-    cols = np.concatenate([var_to_col[var.id] + np.arange(var.size) for var in agent.layout.variables])
-    box = _box_bounds(data, cols, data["A"].shape[1])
+    """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data)."""
+    try:
+        data = constraint_data(agent)
+    except NotCompilable as exc:
+        raise DeclarationError(f"Agent {agent.name!r}: the feasible set cannot be compiled ({exc}); declare "
+                               "sign or structure attributes of variables as constraints instead.") from exc
+    box = _box_bounds(data)
     if box is not None:
         return BoxProjection(*box)
-    return ConicProjection(agent, data, cols, solvers=solvers, settings=settings)
+    return ConicProjection(agent, data, solvers=solvers, settings=settings)
 
 
 class ProxSolver:
     """Exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u||^2 - p^T E u`` with ``p = rho*target``.
 
-    Compiled once per value of rho (DPP: only ``p`` changes between calls), warm-started.
+    Compiled path (default): the data of ``min f(u) s.t. u in W`` come from :func:`cvxdp.compiled.prox_data`
+    (``W`` canonicalized once, ``f`` once); ``rho/2 ||E u||^2`` is added to ``P`` on the shared columns and
+    ``-p^T E u`` is written into ``q`` on the same columns — that is exactly where CVXPY would put a linear
+    Parameter term of ``u``, so no parameter mapping is needed. A live Clarabel solver is set up (with q = 0)
+    once per value of rho and then only receives ``update(q=...)``. Fallbacks ECOS -> OSQP (QPs only) go through
+    a DPP CVXPY problem per rho (``p`` a Parameter, warm-started), recorded like the linearized path's.
+
+    Where the canonical data cannot be mapped back to the agent's variables (a variable declared with
+    attributes such as ``nonneg=True``, generalized power cones) — or with ``compiled=False`` — every solve goes
+    through that CVXPY problem (``path == "cvxpy"``).
     """
 
-    def __init__(self, agent: Agent, *, solvers: tuple[str, ...] = ("CLARABEL", "ECOS")) -> None:
+    def __init__(self, agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS, settings: dict | None = None,
+                 compiled: bool = True) -> None:
         self.agent = agent
-        self.solvers = solvers
+        self.solvers = tuple(solvers)
+        self.sidx = agent.layout.shared_indices
         self._problems: dict[float, tuple[cp.Problem, cp.Parameter]] = {}
+        self.data: ConeData | None = None
+        if compiled:
+            try:
+                self.data = prox_data(agent)
+            except NotCompilable:
+                self.data = None
+        self.path = "compiled" if self.data is not None else "cvxpy"
+        if self.data is not None:
+            self.settings = clarabel_settings(settings)
+            self._live = LiveClarabel(self.data, self.settings)
+            self._scols = self.data.cols[self.sidx]
 
     def _problem(self, rho: float) -> tuple[cp.Problem, cp.Parameter]:
         if rho not in self._problems:
-            shared = self.agent.u_expression()[self.agent.layout.shared_indices]
+            shared = self.agent.u_expression()[self.sidx]
             p = cp.Parameter(shared.size)
             obj = self.agent.objective + rho / 2 * cp.sum_squares(shared) - p @ shared
             self._problems[rho] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
         return self._problems[rho]
 
-    def solve(self, target: np.ndarray, rho: float, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
+    def _clarabel(self, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
+        d = self.data
+        q = d.q.copy()
+        q[self._scols] -= rho * target
+        x, status = self._live.solve(float(rho),
+                                     lambda: d.P + _diag_on(d.n_x, self._scols, np.full(self._scols.size, rho)), q)
+        return (None if x is None else x[d.cols]), status
+
+    def _cvxpy(self, name: str, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
         prob, p = self._problem(rho)
         p.value = rho * target
-        start = time.perf_counter()
-        name, failures = solve_chain(prob, self.solvers)
-        report = SolveReport(solver=name or "", seconds=time.perf_counter() - start, fallbacks=failures)
-        if name is None:
-            raise SolverFailedError(f"Agent {self.agent.name!r}: every solver failed on the exact local step in "
-                                    f"round {round} ({', '.join(failures)}).", agent=self.agent.name,
-                                    round=round, status=failures[-1])
-        layout = self.agent.layout
-        return layout.flatten({var: var.value for var in layout.variables}), report
+        return _solve_cvxpy(prob, name, self.agent)
+
+    def solve(self, target: np.ndarray, rho: float, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
+        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+            if name == "CLARABEL" and self.data is not None:
+                return self._clarabel(target, rho)
+            return self._cvxpy(name, target, rho)
+        return _run_chain(attempt, self.solvers, self.agent, "exact local step", round)

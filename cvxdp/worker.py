@@ -14,6 +14,7 @@ import numpy as np
 from .agent import Agent
 from .algorithms.base import Algorithm, dual_update
 from .algorithms.ladmm import linearized_updates
+from .evaluation import compiled_metrics
 from .local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
 
 
@@ -61,13 +62,14 @@ class AgentWorker:
         self.algorithm = algorithm
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
+        # one canonicalization of W_p per agent and data (cached across runs): projection, checks, initial point
         self.projection = compile_projection(agent, solvers=solvers)
         if self.projection.is_box:  # emptiness and boundedness read off the bounds
             agent.check_box(self.projection.lo, self.projection.hi)
-        else:
+        else:  # raw Clarabel solves on the same compiled data
             agent.check_feasible()
-        self.prox = ProxSolver(agent, solvers=tuple(s for s in solvers if s != "OSQP")) \
-            if algorithm.name == "admm" else None
+        self.prox = ProxSolver(agent, solvers=solvers) if algorithm.name == "admm" else None
+        self.metrics = compiled_metrics(agent)
         if agent.initial is not None:
             self.z = agent.layout.flatten(agent.initial)
         else:
@@ -97,8 +99,7 @@ class AgentWorker:
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         return LocalReport(
-            name=self.agent.name, ez=ez, objective=self.agent.objective_value(z, round=msg.round),
-            violation=self.agent.violation(z),
+            name=self.agent.name, ez=ez, objective=self.metrics.objective(z, round=msg.round), violation=self.metrics.violation(z),
             noise_norms=norms, solver_time=sum(r.seconds for r in reports),
             compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
             fallbacks=[f for r in reports for f in r.fallbacks])

@@ -1,0 +1,266 @@
+"""Compiled agent data: each agent's CVXPY problem is canonicalized once per data (SPEC §7 fast path).
+
+:func:`canonicalize` is the only place in the engine's consensus loop that calls CVXPY's
+``get_problem_data``. What it returns (:class:`ConeData`: ``min 1/2 x'Px + q'x  s.t.  A x + s = b, s in K``,
+plus the columns of the agent's flat vector ``u`` in ``x``) is cached per agent, keyed by a hash of the
+parameter values it was compiled with, so every run — and every cell of a study — over the same agents and
+data reuses it:
+
+* :func:`constraint_data` — the feasible set ``W_p``: the linearized projection, the feasibility and
+  boundedness checks (:func:`set_verdict`, raw Clarabel solves on the same data) and the initial point;
+* :func:`objective_data` — ``f_p`` alone (only exact ADMM needs it); :func:`prox_data` merges it with
+  ``W_p`` column by column into the data of the exact prox step, without canonicalizing ``W_p`` again.
+
+Cached data is immutable and a deterministic function of model and data; solvers, generators and duals are
+per run (they live in the workers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import clarabel
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from .agent import Agent
+
+
+class NotCompilable(Exception):
+    """CVXPY's canonical data cannot be mapped back to the agent's variables (e.g. a variable declared with
+    attributes such as ``nonneg=True`` is replaced by another one during canonicalization)."""
+
+
+@dataclass(frozen=True)
+class ConeDims:
+    """Cone sizes of ``K`` in Clarabel's order (zero, nonneg, soc, psd, exp, 3d power)."""
+
+    zero: int = 0
+    nonneg: int = 0
+    soc: tuple[int, ...] = ()
+    psd: tuple[int, ...] = ()
+    exp: int = 0
+    p3d: tuple[float, ...] = ()
+
+    def row_blocks(self) -> list[int]:
+        """Number of rows of each cone family, in the order of the rows of ``A``."""
+        return [self.zero, self.nonneg, int(sum(self.soc)), int(sum(n * (n + 1) // 2 for n in self.psd)),
+                3 * self.exp, 3 * len(self.p3d)]
+
+    def cones(self) -> list:
+        """The Clarabel cone list (same order as ``cvxpy``'s own Clarabel interface)."""
+        out: list = []
+        if self.zero:
+            out.append(clarabel.ZeroConeT(self.zero))
+        if self.nonneg:
+            out.append(clarabel.NonnegativeConeT(self.nonneg))
+        out += [clarabel.SecondOrderConeT(n) for n in self.soc]
+        out += [clarabel.PSDTriangleConeT(n) for n in self.psd]
+        out += [clarabel.ExponentialConeT() for _ in range(self.exp)]
+        out += [clarabel.PowerConeT(a) for a in self.p3d]
+        return out
+
+    @property
+    def only_linear(self) -> bool:
+        return not (self.soc or self.psd or self.exp or self.p3d)
+
+    def __add__(self, other: ConeDims) -> ConeDims:
+        return ConeDims(self.zero + other.zero, self.nonneg + other.nonneg, self.soc + other.soc,
+                        self.psd + other.psd, self.exp + other.exp, self.p3d + other.p3d)
+
+
+@dataclass(frozen=True)
+class ConeData:
+    """``min 1/2 x'Px + q'x  s.t.  A x + s = b, s in K``; ``cols[i]`` is the column of ``u_i`` (-1: absent)."""
+
+    P: sp.csc_matrix  # full symmetric (n_x, n_x)
+    q: np.ndarray
+    A: sp.csc_matrix
+    b: np.ndarray
+    dims: ConeDims
+    cols: np.ndarray
+
+    @property
+    def n_x(self) -> int:
+        return self.A.shape[1]
+
+    def cones(self) -> list:
+        return self.dims.cones()
+
+
+#: number of canonicalizations so far (tests count compilations with it)
+COMPILE_COUNT = {"n": 0}
+
+
+def canonicalize(objective: cp.Expression, constraints: list, agent: Agent, *, complete: bool) -> ConeData:
+    """Canonicalize ``min objective s.t. constraints`` for Clarabel once; map ``u`` to its columns.
+
+    ``complete=True`` requires every variable of the agent to have a column.
+    """
+    COMPILE_COUNT["n"] += 1
+    data, _, _ = cp.Problem(cp.Minimize(objective), constraints).get_problem_data(cp.CLARABEL)
+    dims = data["dims"]
+    if getattr(dims, "pnd", None):
+        raise NotCompilable("generalized power cones")
+    var_to_col = data[cp.settings.PARAM_PROB].var_id_to_col
+    layout = agent.layout
+    cols = np.full(layout.size, -1)
+    for var, off in zip(layout.variables, layout.offsets):
+        if var.id in var_to_col:
+            cols[off:off + var.size] = var_to_col[var.id] + np.arange(var.size)
+        elif complete:
+            raise NotCompilable(f"variable {var.name()!r} has no column of its own in CVXPY's canonical data")
+    A = sp.csc_matrix(data["A"])
+    n_x = A.shape[1]
+    P = sp.csc_matrix(data["P"]) if "P" in data else sp.csc_matrix((n_x, n_x))
+    return ConeData(P=P, q=np.asarray(data["c"], dtype=float), A=A, b=np.asarray(data["b"], dtype=float),
+                    dims=ConeDims(int(dims.zero), int(dims.nonneg), tuple(int(n) for n in dims.soc),
+                                  tuple(int(n) for n in dims.psd), int(dims.exp), tuple(float(a) for a in dims.p3d)),
+                    cols=cols)
+
+
+def merge(W: ConeData, F: ConeData) -> ConeData:
+    """The data of ``min f(u) s.t. u in W`` from the data of ``W`` and of ``f`` alone (no recompilation).
+
+    ``f``'s columns of ``u`` become ``W``'s; its auxiliary columns are appended; rows are interleaved cone
+    family by cone family. ``P`` and ``q`` are ``f``'s (``W``'s objective is a placeholder).
+    """
+    fmap = np.full(F.n_x, -1)
+    present = F.cols >= 0
+    fmap[F.cols[present]] = W.cols[present]
+    extra = np.flatnonzero(fmap < 0)
+    fmap[extra] = W.n_x + np.arange(extra.size)
+    n_x = W.n_x + extra.size
+    to_merged = sp.csc_matrix((np.ones(F.n_x), (fmap, np.arange(F.n_x))), shape=(n_x, F.n_x))
+    AW = sp.hstack([W.A, sp.csc_matrix((W.A.shape[0], extra.size))], format="csr")
+    AF = sp.csr_matrix(F.A @ to_merged.T)
+    blocks, b = [], []
+    rw = rf = 0
+    for nw, nf in zip(W.dims.row_blocks(), F.dims.row_blocks()):
+        blocks += [AW[rw:rw + nw], AF[rf:rf + nf]]
+        b += [W.b[rw:rw + nw], F.b[rf:rf + nf]]
+        rw, rf = rw + nw, rf + nf
+    # within a family W's cones come first, then F's: the same order as ``W.dims + F.dims``
+    return ConeData(P=sp.csc_matrix(to_merged @ F.P @ to_merged.T), q=to_merged @ F.q,
+                    A=sp.vstack(blocks, format="csc"), b=np.concatenate(b), dims=W.dims + F.dims, cols=W.cols)
+
+
+# ---------------------------------------------------------------------------------------------- the cache
+_CACHE: weakref.WeakKeyDictionary[Agent, dict[str, tuple[str, Any]]] = weakref.WeakKeyDictionary()
+
+
+def data_key(*exprs: Any) -> str:
+    """Hash of the values of every parameter in ``exprs`` (expressions or constraints)."""
+    params: dict[int, cp.Parameter] = {}
+    for expr in exprs:
+        for param in expr.parameters():
+            params[param.id] = param
+    h = hashlib.sha256()
+    for pid in sorted(params):
+        value = params[pid].value
+        h.update(str(pid).encode())
+        h.update(np.ascontiguousarray(np.asarray(value, dtype=float)).tobytes() if value is not None else b"None")
+    return h.hexdigest()
+
+
+def cached(agent: Agent, name: str, key: str, build: Callable[[], Any]) -> Any:
+    """``build()`` once per (agent, name, key); later calls with the same key return the same object."""
+    slot = _CACHE.setdefault(agent, {})
+    hit = slot.get(name)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    value = build()
+    slot[name] = (key, value)
+    return value
+
+
+def _constraint_key(agent: Agent) -> str:
+    return data_key(*agent.constraints)
+
+
+def constraint_data(agent: Agent) -> ConeData:
+    """Canonical data of ``W_p`` (placeholder objective ``1/2 ||u||^2`` so every variable has a column)."""
+    def build() -> ConeData:
+        quad = cp.sum([cp.sum_squares(var) for var in agent.layout.variables])
+        return canonicalize(0.5 * quad, agent.constraints, agent, complete=True)
+    return cached(agent, "constraints", _constraint_key(agent), build)
+
+
+def objective_data(agent: Agent) -> ConeData:
+    """Canonical data of ``f_p`` alone (no constraints)."""
+    return cached(agent, "objective", data_key(agent.objective),
+                  lambda: canonicalize(agent.objective, [], agent, complete=False))
+
+
+def prox_data(agent: Agent) -> ConeData:
+    """Canonical data of ``min f_p(u) s.t. u in W_p`` (one compile of ``W_p``, one of ``f_p``)."""
+    key = _constraint_key(agent) + data_key(agent.objective)
+    return cached(agent, "prox", key, lambda: merge(constraint_data(agent), objective_data(agent)))
+
+
+# ------------------------------------------------------------------------------ feasibility and boundedness
+@dataclass(frozen=True)
+class SetVerdict:
+    """What the compiled data say about ``W_p``: empty or not, unbounded or not (None: undecided)."""
+
+    infeasible: bool | None
+    status: str
+    unbounded: bool | None
+
+
+_DECIDED = {clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved,
+            clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible,
+            clarabel.SolverStatus.DualInfeasible, clarabel.SolverStatus.AlmostDualInfeasible}
+
+
+def _quiet_settings() -> clarabel.DefaultSettings:
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.presolve_enable = False
+    return settings
+
+
+def set_verdict(agent: Agent) -> SetVerdict:
+    """Emptiness and boundedness of ``W_p`` from its compiled data (raw Clarabel solves; cached).
+
+    Two LPs, ``max sum(u)`` and ``max -sum(u)`` over ``W_p``: a primal infeasibility certificate means ``W_p``
+    is empty; a dual one (the LP is unbounded) means it is unbounded — confirmed non-empty by ``min 0``.
+    """
+    def build() -> SetVerdict:
+        W = constraint_data(agent)
+        P0 = sp.csc_matrix((W.n_x, W.n_x))
+        cones = W.cones()
+
+        def status_of(q: np.ndarray) -> clarabel.SolverStatus:
+            return clarabel.DefaultSolver(P0, q, W.A, W.b, cones, _quiet_settings()).solve().status
+
+        unbounded: bool | None = False
+        last = None
+        for sign in (1.0, -1.0):
+            q = np.zeros(W.n_x)
+            q[W.cols] = -sign  # maximize sign * sum(u)
+            last = status_of(q)
+            if last in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
+                return SetVerdict(True, str(last), None)
+            if last in (clarabel.SolverStatus.DualInfeasible, clarabel.SolverStatus.AlmostDualInfeasible):
+                unbounded = True
+                break
+            if last not in _DECIDED:
+                unbounded = None
+        if unbounded is not False:  # no optimal LP solution seen: decide feasibility on its own
+            last = status_of(np.zeros(W.n_x))
+            if last not in _DECIDED:
+                return SetVerdict(None, str(last), None)
+            if last in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
+                return SetVerdict(True, str(last), None)
+        return SetVerdict(False, str(last), unbounded)
+    return cached(agent, "verdict", _constraint_key(agent), build)
+
+
+__all__ = ["COMPILE_COUNT", "ConeData", "ConeDims", "NotCompilable", "canonicalize", "constraint_data",
+           "merge", "objective_data", "prox_data", "set_verdict"]

@@ -1,0 +1,110 @@
+"""Per-round metrics from compiled maps equal CVXPY's own evaluation (cvxdp.evaluation)."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.evaluation import Metrics, compiled_metrics
+from cvxdp_models.toy import make_agents
+
+
+def _instance(name: str, **model):
+    from cvxdp.config import load_case
+    from cvxdp.runs import build_instance
+
+    case = load_case(name)
+    case.model.update(model)
+    if model.get("objective") == "cost":
+        case.model.pop("penalty", None)
+    return build_instance(case)
+
+
+def _points(agent: cvxdp.Agent, rng: np.random.Generator) -> list[np.ndarray]:
+    """Random points (mostly infeasible) and a feasible one (the projection of 0)."""
+    from cvxdp.local_solver import compile_projection
+
+    n = agent.layout.size
+    feasible, _ = compile_projection(agent).project(np.zeros(n), np.ones(n))
+    return [rng.normal(size=n), 5 * rng.normal(size=n), feasible, feasible + 1e-3 * rng.normal(size=n)]
+
+
+def _same(metrics: Metrics, agent: cvxdp.Agent, u: np.ndarray) -> None:
+    # the references: CVXPY's value of the objective and Agent.violation (max over con.violation())
+    assert metrics.objective(u) == pytest.approx(cvxdp.Agent.objective_value(agent, u), rel=1e-9, abs=1e-12)
+    assert metrics.violation(u) == pytest.approx(agent.violation(u), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("template", ["toy", "power-balance", "power-cost", "logistic"])
+def test_metrics_equal_cvxpy_evaluation(template):
+    if template == "toy":
+        agents = make_agents(agents=3, seed=0)
+    elif template == "power-balance":
+        agents = _instance("case14_3zones").agents
+    elif template == "power-cost":
+        agents = _instance("case14_3zones", objective="cost").agents
+    else:
+        agents = _instance("digits_fl").agents[:2]
+    rng = np.random.default_rng(11)
+    for agent in agents:
+        agent.check()
+        metrics = compiled_metrics(agent)
+        # nothing of these templates is left to CVXPY's tree walk
+        assert metrics.tree_constraints == 0 and metrics.tree_terms == 0
+        for u in _points(agent, rng):
+            _same(metrics, agent, u)
+
+
+def test_logistic_objective_without_value_callable_is_cvxpy_value():
+    agent = _instance("digits_fl").agents[0]
+    plain = cvxdp.Agent(agent.name, agent.objective, agent.constraints, shared=agent.shared)
+    plain.check()
+    metrics = Metrics(plain)
+    assert metrics.tree_terms >= 1  # log_sum_exp stays CVXPY's
+    u = np.random.default_rng(0).normal(size=plain.layout.size) * 0.1
+    assert metrics.objective(u) == pytest.approx(plain.objective_value(u), rel=1e-12)
+    assert metrics.objective(u) == pytest.approx(agent.value(u), rel=1e-9)
+
+
+def test_every_constraint_kind_matches_cvxpy():
+    x = cp.Variable((3, 2), name="X")
+    y = cp.Variable(4, name="y")
+    p = cp.Parameter(4, value=np.array([0.5, -1.0, 2.0, 0.0]))
+    cons = [
+        x >= -1, x[:, 0] <= p[:3], cp.sum(x) == 1.5, 2 * y[0] - y[1] <= 3,
+        cp.SOC(y[0] + 2, y[1:]), cp.SOC(cp.sum(x, axis=0) + 3, x, axis=0),
+        cp.norm(y - p, 2) <= 1.5, cp.sum_squares(y) + y[0] <= 4,
+        cp.constraints.NonNeg(y + 1), _nonpos(y[:2] - 1), cp.constraints.Zero(y[3] - 0.25),
+        cp.ExpCone(y[0], y[1] + 2, y[2] + 3),  # left to CVXPY
+    ]
+    objective = 0.5 * cp.sum_squares(x - 1) + 3 * cp.norm(y, 2) - p @ y / 4 + 2.0 - cp.sum(cp.square(y[:2])) * -1
+    agent = cvxdp.Agent("kinds", objective, cons, shared={"y": y})
+    agent.check()
+    metrics = Metrics(agent)
+    assert metrics.tree_constraints == 1 and metrics.tree_terms == 0
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        _same(metrics, agent, rng.normal(size=agent.layout.size) * rng.choice([0.1, 1.0, 10.0]))
+
+
+def _nonpos(expr):
+    with warnings.catch_warnings():  # CVXPY deprecates building NonPos by hand; users still can
+        warnings.simplefilter("ignore")
+        return cp.constraints.NonPos(expr)
+
+
+def test_metrics_follow_changed_data():
+    x = cp.Variable(2)
+    d = cp.Parameter(2, value=np.zeros(2))
+    agent = cvxdp.Agent("a", cp.sum_squares(x - d), [x <= d + 1], shared={"x": x})
+    u = np.array([2.0, 0.5])
+    before = compiled_metrics(agent)
+    assert before.objective(u) == pytest.approx(4.25) and before.violation(u) == pytest.approx(1.0)
+    d.value = np.array([1.0, 1.0])
+    after = compiled_metrics(agent)
+    assert after is not before
+    assert after.objective(u) == pytest.approx(1.25) and after.violation(u) == pytest.approx(0.0)
