@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import OutputError, OutputLockedError
 
@@ -174,3 +175,16 @@ class OutputLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def locks_output(what: str = "output directory") -> Callable:
+    """Decorator: hold :class:`OutputLock` on the function's second argument (its output directory)."""
+
+    def decorate(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def wrapper(path: Any, out: str | os.PathLike, *args: Any, **kwargs: Any) -> Any:
+            with OutputLock(prepare_dir(out, what), what):
+                return func(path, out, *args, **kwargs)
+        return wrapper
+
+    return decorate

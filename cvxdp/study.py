@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from .checkpoint import remove_checkpoint
 from .config import MECHANISMS, load_case, read_study_file
 from .errors import ConfigError
+from .outdir import locks_output
 from .results import RESULT_FILE, _jsonable, load_result
 from .runs import build_instance, run_case
 
@@ -136,6 +137,7 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
+@locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True) -> dict:
     """Run (or resume) a study and write its tables, figures and report into ``out``."""
     study = load_study(path)

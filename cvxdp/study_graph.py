@@ -51,6 +51,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .errors import ConfigError
+from .outdir import locks_output
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
@@ -219,6 +220,7 @@ def _matched_alpha(instance: Any, base: Any, study: GraphStudy, setting: Setting
     return alpha
 
 
+@locks_output("study directory")  # a second study writing the same directory is refused
 def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = None, runs: int | None = None,
                     data: str | Path | None = None, test_data: str | Path | None = None,
                     progress: bool = True) -> dict[str, Any]:

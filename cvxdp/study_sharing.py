@@ -41,6 +41,7 @@ import pandas as pd
 
 from .config import load_case, load_toml, read_study_file
 from .errors import ConfigError
+from .outdir import locks_output
 from .results import _jsonable
 
 _KEYS = {"kind", "name", "description", "case", "noise_levels", "seeds", "epochs", "delta", "rho_n",
@@ -119,6 +120,7 @@ def first_below(values: np.ndarray, level: float) -> int | None:
 
 
 # --------------------------------------------------------------------------- the study
+@locks_output("study directory")  # a second study writing the same directory is refused
 def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None = None,
                       data: str | Path | None = None, test_data: str | Path | None = None,
                       progress: bool = False) -> dict[str, Any]:

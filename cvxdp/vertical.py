@@ -103,6 +103,8 @@ class VerticalParty(Agent):
         if isinstance(features, cp.Parameter):
             param = features
         else:
+            if np.iscomplexobj(features):  # a cast to float would drop the imaginary part silently
+                raise fail("features", "VerticalParty", "a 2-D array of real numbers", "a complex array")
             try:
                 value = np.asarray(features.toarray() if hasattr(features, "toarray") else features, dtype=float)
             except (TypeError, ValueError):
@@ -186,6 +188,7 @@ class VerticalParty(Agent):
                              f"feature). Got {x!r}.")
         if not isinstance(self.objective, cp.Expression) or not self.objective.is_scalar():
             raise self._fail("the regularizer must be a scalar cvxpy Expression.")
+        self._check_kinds()  # integer, boolean, complex variables and data
         if not self.objective.is_convex():
             raise self._fail("the regularizer is not convex under CVXPY's DCP rules.")
         for k, con in enumerate(self.constraints):

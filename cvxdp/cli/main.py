@@ -290,16 +290,6 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
     decentralized-ADMM study (settings x runs, cvxdp.study_graph); --data/--test-data then give the UCI Adult
     files (adult.data / adult.test) instead of the bundled data.
     """
-    from ..outdir import OutputLock, prepare_dir
-
-    with OutputLock(prepare_dir(out), "study directory"):  # a second study on the same --out is refused
-        info = _dispatch_study(study_file, out, rounds, data, test_data, progress)
-    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
-            + "\n".join(f"  {f}" for f in info["files"])
-    _emit(info, as_json, human)
-
-
-def _dispatch_study(study_file, out, rounds, data, test_data, progress) -> dict:
     from ..study import run_study
     from ..study_graph import is_graph_study, run_graph_study
     from ..study_sharing import is_sharing_study, run_sharing_study
@@ -314,7 +304,9 @@ def _dispatch_study(study_file, out, rounds, data, test_data, progress) -> dict:
         raise click.UsageError("--data/--test-data apply to sharing studies ([study] kind = \"sharing\") only.")
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress)
-    return info
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    _emit(info, as_json, human)
 
 
 def _register_optional() -> None:

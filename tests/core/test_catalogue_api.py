@@ -123,6 +123,18 @@ def test_non_finite_user_callable_is_named_with_agent_and_round(callable_name, b
     assert "zoneA" in message and f"'{callable_name}' callable" in message and "round " in message
 
 
+def test_vertical_party_with_complex_features_is_refused():
+    with pytest.raises(InvalidParameterError, match="'features' parameter of VerticalParty must be a 2-D array of real"):
+        cvxdp.VerticalParty("bank", np.ones((4, 2)) * (1 + 1j))
+
+
+def test_vertical_party_with_an_integer_variable_is_refused():
+    party = cvxdp.VerticalParty("bank", np.ones((4, 2)), cp.Variable(2, integer=True, name="w"))
+
+    with pytest.raises(DeclarationError, match="'bank'.*'w'.*integer"):
+        party.check()
+
+
 # --------------------------------------------------------------------------- checkpoints
 def _constant_agents(shift: float):
     """Data held as CVXPY constants (not Parameters)."""
