@@ -473,7 +473,7 @@ def _ledger_summary(ledger: Any, pld_ok: bool) -> dict[str, Any]:
             "worst": {"basic": [None if None in basic_eps else max(basic_eps), max(v["basic"][1] for v in vals)],
                       "rdp": None if None in rdps else max(rdps), "pld": None,
                       "steps": max(v["steps"] for v in vals), "agent": worst_agent},
-            "target_delta": ledger.target_delta,
+            "target_delta": ledger.target_delta, **ledger.notes_summary(),
             "note": f"PLD not computed: a noise multiplier is below {MIN_PLD_MULTIPLIER}"}
 
 

@@ -8,7 +8,10 @@ so that ``sum_i O(f, D_i)`` is the regularized ERM (1). Each node is a :class:`c
 ``f`` with ``shared={"f": f}``, its data in a CVXPY Parameter (rows ``y_n x_n``), a numpy value / gradient /
 Hessian (:class:`cvxdp.decentralized.SmoothObjective`, which read the Parameter's current value) and the ERM
 constants of the privacy bounds (:class:`cvxdp.privacy.gamma.ERMConstants`: C, B_i, rho/N, c1 = 1/4).
-Neighbouring relation: replace one sample of one node; gradient sensitivity ``2C/B_i`` (l2).
+Neighbouring relation: replace one sample of one node (default; ``B_i`` is then the node's own count, which
+the relation leaves unchanged): gradient sensitivity ``2C/B_i`` (l2). ``erm_agents(..., samples=[B_1, ...])``
+declares public per-node counts instead, which also supports add/remove one sample (``C/B_i``): the
+normaliser must not change between neighbours.
 
 ``[model]`` keys (all optional)
 
@@ -58,6 +61,8 @@ DEFAULTS: dict[str, Any] = {"dataset": "breast_cancer", "path": None, "test_path
                             "test_fraction": 0.2, "max_samples": None, "data_seed": 0}
 C1_LOGISTIC = 0.25
 RELATION = "replace one sample of one node's D_i (||x|| <= 1, labels in {-1, +1})"
+RELATIONS = {"replace": RELATION,
+             "add_remove": "add/remove one sample of one node's D_i with public B_i (||x|| <= 1, labels in {-1, +1})"}
 
 
 class ERMNode:
@@ -67,7 +72,8 @@ class ERMNode:
     :meth:`hessian` read its current value, so whatever reads the data goes through it.
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, *, C: float, reg: float, name: str) -> None:
+    def __init__(self, X: np.ndarray, y: np.ndarray, *, C: float, reg: float, name: str,
+                 samples: int | None = None, relation: str = "replace") -> None:
         X = np.asarray(X, dtype=float)
         y = np.asarray(y, dtype=float)
         if X.ndim != 2 or len(X) != len(y) or len(y) == 0:
@@ -78,8 +84,10 @@ class ERMNode:
             raise ConfigError(f"Node {name!r}: feature rows must have norm <= 1 (normalise them first).")
         self.name, self.C, self.reg = name, float(C), float(reg)
         self.B, self.d = X.shape
+        self.B = int(samples) if samples is not None else self.B  # the (public) normaliser B_i
+        self.relation = relation
         self.X, self.y = X, y
-        self.A = cp.Parameter((self.B, self.d), value=y[:, None] * X, name=f"YX_{name}")
+        self.A = cp.Parameter((len(y), self.d), value=y[:, None] * X, name=f"YX_{name}")
         self.f = cp.Variable(self.d, name="f")
         self.objective = (self.C / self.B) * cp.sum(cp.logistic(-(self.A @ self.f))) \
             + 0.5 * self.reg * cp.sum_squares(self.f)
@@ -105,19 +113,38 @@ class ERMNode:
 
     def agent(self) -> cvxdp.Agent:
         """The node as a :class:`cvxdp.Agent` (shared key ``"f"``), with its ERM constants attached."""
+        k = 2.0 if self.relation == "replace" else 1.0  # per-sample terms that differ between neighbours
         agent = cvxdp.Agent(self.name, self.objective, [], shared={"f": self.f},
                             gradient=SmoothObjective(self.value, self.gradient, self.hessian), value=self.value,
-                            sensitivity=cvxdp.Sensitivity(l1=2.0 * self.C * math.sqrt(self.d) / self.B,
-                                                          l2=2.0 * self.C / self.B, relation=RELATION))
+                            sensitivity=cvxdp.Sensitivity(l1=k * self.C * math.sqrt(self.d) / self.B,
+                                                          l2=k * self.C / self.B, relation=RELATIONS[self.relation]))
         return attach_erm_constants(agent, self.constants)
 
 
 def erm_agents(parts: list[tuple[np.ndarray, np.ndarray]], *, C: float, rho: float,
-               names: list[str] | None = None) -> tuple[list[cvxdp.Agent], list[ERMNode]]:
-    """One node per ``(X_i, y_i)`` part, each with ``rho/N`` of the regularizer."""
+               names: list[str] | None = None, samples: list[int] | None = None,
+               relation: str | None = None) -> tuple[list[cvxdp.Agent], list[ERMNode]]:
+    """One node per ``(X_i, y_i)`` part, each with ``rho/N`` of the regularizer.
+
+    ``samples``: the public per-node counts ``B_i`` (the loss normalisers); required for
+    ``relation="add_remove"``. ``relation``: "replace" (default without ``samples``) or "add_remove"
+    (default with them).
+    """
     N = len(parts)
     names = names or [f"node{i}" for i in range(N)]
-    nodes = [ERMNode(X, y, C=C, reg=rho / N, name=n) for (X, y), n in zip(parts, names)]
+    relation = relation or ("replace" if samples is None else "add_remove")
+    if relation not in RELATIONS:
+        raise ConfigError(f"The 'relation' parameter of erm_agents must be one of 'replace', 'add_remove'. "
+                          f"Got {relation!r} instead.")
+    if samples is None and relation == "add_remove":
+        raise ConfigError("erm_agents: relation='add_remove' needs the public per-node counts samples=[B_1, ...] "
+                          "(a node's own count changes with the neighbour).")
+    if samples is not None and (len(samples) != N or any(isinstance(b, bool) or not isinstance(b, int) or b < 1
+                                                          for b in samples)):
+        raise ConfigError(f"The 'samples' parameter of erm_agents must be {N} ints >= 1. Got {samples!r} instead.")
+    counts = samples if samples is not None else [None] * N
+    nodes = [ERMNode(X, y, C=C, reg=rho / N, name=n, samples=b, relation=relation)
+             for (X, y), n, b in zip(parts, names, counts)]
     return [nd.agent() for nd in nodes], nodes
 
 

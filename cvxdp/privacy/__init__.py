@@ -13,7 +13,7 @@ from .accounting import (
     pld_epsilon,
     rdp_epsilon,
 )
-from .audit import AuditResult, audit_local_update, audit_mechanism, empirical_epsilon
+from .audit import AuditResult, audit_local_update, audit_mechanism, audit_release, empirical_epsilon
 from .calibration import (
     calibrate_to_total,
     gaussian_epsilon,
@@ -34,7 +34,8 @@ from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
     "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "AuditResult", "NoisePlan", "ObjectivePerturbation",
-    "OutputPerturbation", "PrivacyLedger", "audit_local_update", "audit_mechanism", "basic_composition",
+    "OutputPerturbation", "PrivacyLedger", "audit_local_update", "audit_mechanism", "audit_release",
+    "basic_composition",
     "calibrate_to_total", "empirical_epsilon", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
     "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",

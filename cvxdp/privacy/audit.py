@@ -247,6 +247,21 @@ def _declared_agent(sensitivity: float, size: int, broken: str) -> Any:
                                                    relation="d' = d + Delta (one coordinate)"))
 
 
+def _quadratic_setup(mech: Any, owner: str, d: float, broken: str, rho: float, eta: float) -> tuple:
+    """``(rho, eta, c, box bound, declared sensitivity, honest plan)`` of the through-solve audits.
+
+    The box ``[-B, B]``, ``B = Delta / c + 3 s`` (s the noise spread in x), is sized from the correctly
+    calibrated noise, and is the same for the broken twins.
+    """
+    r = check_float(rho, "rho", owner, 0.0, math.inf)
+    e = check_float(eta, "eta", owner, 0.0, math.inf)
+    c = r + e
+    honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=True, steps=1,
+                             accountant="pld")
+    spread = honest.scale / c if mech.placement == "objective" else honest.scale
+    return r, e, c, d / c + 3.0 * spread, d / 2 if broken == "half-sensitivity" else d, honest
+
+
 def audit_mechanism(mechanism: Any, *, sensitivity: float = 1.0, trials: int | None = None, seed: int = 0,
                     broken: str | None = None, alpha: float = 0.05) -> AuditResult:
     """Audit a mechanism's bare noise: ``0 + xi`` (D) against ``Delta + xi`` (D') in one coordinate.
@@ -348,15 +363,7 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
     owner = "audit_local_update"
     mech = _check_mechanism(mechanism, owner)
     d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
-    r = check_float(rho, "rho", owner, 0.0, math.inf)
-    e = check_float(eta, "eta", owner, 0.0, math.inf)
-    c = r + e
-    # the box is sized from the correctly calibrated noise, and is the same for the broken twins
-    honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=True, steps=1,
-                             accountant="pld")
-    spread = honest.scale / c if mech.placement == "objective" else honest.scale
-    bound = d / c + 3.0 * spread
-    declared = d / 2 if b == "half-sensitivity" else d
+    r, e, c, bound, declared, _ = _quadratic_setup(mech, owner, d, b, rho, eta)
     x = cp.Variable(n, name="x")
     data = cp.Parameter(n, name="d", value=np.zeros(n))
     agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
@@ -457,13 +464,7 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
     R = check_int(rounds, "rounds", owner, 1)
     k = check_int(coordinates, "coordinates", owner, 1)
-    r, e = check_float(rho, "rho", owner, 0.0, math.inf), check_float(eta, "eta", owner, 0.0, math.inf)
-    c = r + e
-    honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=True, steps=1,
-                             accountant="pld")
-    spread = honest.scale / c if mech.placement == "objective" else honest.scale
-    bound = d / c + 3.0 * spread
-    declared = d / 2 if b == "half-sensitivity" else d
+    r, e, c, bound, declared, honest = _quadratic_setup(mech, owner, d, b, rho, eta)
     # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
     w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))
     x = cp.Variable(n * k, name="x")

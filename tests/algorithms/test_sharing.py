@@ -27,6 +27,7 @@ from cvxdp.errors import DeclarationError, InvalidParameterError
 from cvxdp.vertical import VerticalParty
 
 SIGMA_DELTA = 1e-5
+PAPER = {"sensitivity": "paper", "calibration": "classic", "assumptions": "record"}  # the paper's Lemma 1 / Thm 1
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +246,8 @@ def test_private_run_records_theorem1_noise_and_ledger(bc):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=rho, lam=lam, epochs=T),
-                          privacy=cvxdp.SharingGaussian(epsilon=eps, delta=SIGMA_DELTA), seed=0)
+                          privacy=cvxdp.SharingGaussian(epsilon=eps, delta=SIGMA_DELTA, **PAPER), seed=0)
+    assert res.privacy["guarantee"] is False  # Lemma 1 is a paper preset
     C = 3.0 / (15 * rho) * (lam * 1.0 + (1 + 2 * rho) * 60.0)
     sigma = math.sqrt(2 * math.log(1.25 / SIGMA_DELTA)) * C / eps
     info = res.privacy["mechanism"]["parties"]["party1"]
@@ -272,11 +274,13 @@ def test_sigma_mode_claim_and_outg_alias(bc):
     alg = cvxdp.ADMMSharing(rho=1.0, lam=1e-3, epochs=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.SharingGaussian(epsilon=0.5, delta=SIGMA_DELTA))
+        a = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.SharingGaussian(
+            epsilon=0.5, delta=SIGMA_DELTA, calibration="classic"), seed=0)
         b = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.OutputPerturbation(
-            "gaussian", epsilon=0.5, delta=SIGMA_DELTA, calibration="classic"))
+            "gaussian", epsilon=0.5, delta=SIGMA_DELTA, calibration="classic"), seed=0)
         sig = a.privacy["mechanism"]["parties"]["party1"]["sigma"]
-        c = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.SharingGaussian(sigma=sig, delta=SIGMA_DELTA))
+        c = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.SharingGaussian(sigma=sig, delta=SIGMA_DELTA,
+                                                                              calibration="classic"))
     assert np.array_equal(a.solution["party1"], b.solution["party1"])  # OutG is the sharing mechanism
     assert c.privacy["mechanism"]["parties"]["party1"]["eps_step"] == pytest.approx(0.5, rel=1e-12)
     with pytest.raises(InvalidParameterError, match="privacy"):
@@ -298,7 +302,7 @@ def test_assumptions_are_checked(bc):
     D1, D2 = bc.train
     y = bc.y_train
     alg = cvxdp.ADMMSharing(rho=1.0, lam=1e-3, epochs=2)
-    mech = cvxdp.SharingGaussian(epsilon=0.5, delta=SIGMA_DELTA)
+    mech = cvxdp.SharingGaussian(epsilon=0.5, delta=SIGMA_DELTA, **PAPER)
     no_bound = [VerticalParty("a", D1, labels=y), VerticalParty("b", D2)]
     with pytest.raises(DeclarationError, match="bounded feasible set"):
         cvxdp.solve(no_bound, algorithm=alg, privacy=mech)
@@ -311,14 +315,17 @@ def test_assumptions_are_checked(bc):
     with pytest.raises(DeclarationError, match="curvature"):
         cvxdp.solve(custom, algorithm=alg, privacy=mech)
     cvxdp.solve(no_bound, algorithm=alg)  # the non-private run needs none of them
-    # Assumption 1.1 (||y||, ||z|| <= b1) is checked every epoch: warn, or raise before the release
+    # Assumption 1.1 (||y||, ||z|| <= b1) is checked every epoch: record it (opt-out), or raise (default)
     small = parties_of(bc, bound=1.0)
-    with pytest.warns(UserWarning, match="Assumption 1.1"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         res = cvxdp.solve(small, algorithm=alg, privacy=mech)
     assert not res.privacy["assumption_1_1"]["held"] and not res.history["assumption_ok"].all()
+    assert res.privacy["guarantee"] is False
+    assert any("Assumption 1.1" in n["reason"] and n["voids"] for n in res.privacy["notes"])
     with pytest.raises(AssumptionViolation, match="Assumption 1.1"):
         cvxdp.solve(small, algorithm=alg, privacy=cvxdp.SharingGaussian(epsilon=0.5, delta=SIGMA_DELTA,
-                                                                        assumptions="raise"))
+                                                                        sensitivity="paper"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the worst-case sensitivity needs no assumption on y, z
         res = cvxdp.solve(small, algorithm=alg, privacy=cvxdp.SharingGaussian(
@@ -342,7 +349,8 @@ def test_uniform_validation_messages(bc):
             cvxdp.solve(parties, algorithm=alg)
         assert str(err.value).startswith(message)
     for mech, message in [
-        (cvxdp.SharingGaussian(epsilon=2.0), "The 'epsilon' parameter of SharingGaussian must be a float in (0, 1]"),
+        (cvxdp.SharingGaussian(epsilon=2.0, calibration="classic"),
+         "The 'epsilon' parameter of SharingGaussian must be a float in (0, 1]"),
         (cvxdp.SharingGaussian(epsilon=0.5, sigma=1.0), "The 'epsilon' parameter of SharingGaussian must be given"),
         (cvxdp.SharingGaussian(sigma=1.0, sensitivity="exact"), "The 'sensitivity' parameter of SharingGaussian"),
     ]:

@@ -155,6 +155,9 @@ def test_erm_replace_one_is_sound():
     assert agents[0].sensitivity.relation.startswith("replace")
     pts = [np.array(p) for p in itertools.product((-20.0, 0.0, 20.0), repeat=2)]
     assert _search(build, parts, (-1.0, 1.0), pts) <= 1.0 + 1e-12
+    public = lambda ps: erm_agents(ps, C=2.0, rho=0.1, samples=[6, 6])  # noqa: E731
+    assert public(parts)[0][0].sensitivity.relation.startswith("add/remove")
+    assert 0.5 < _search(public, parts, (-1.0, 1.0), pts) <= 1.0 + 1e-12
 
 
 def test_vertical_worst_case_sensitivity_is_sound():

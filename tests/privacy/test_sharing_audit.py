@@ -60,7 +60,7 @@ def test_instance_satisfies_the_assumptions():
 
 def test_calibrated_mechanism_passes_and_half_sensitivity_twin_is_caught():
     # analytic calibration at eps = 2 per epoch (classic Theorem 1 needs eps <= 1, see the next test)
-    honest = audit(8, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA, calibration="analytic"))
+    honest = audit(8, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA, calibration="analytic", sensitivity="paper"))
     C = lemma1_sensitivity(8, RHO, LAM, 1.0, B1, M)
     assert honest.details["declared_sensitivity"] == pytest.approx(C)
     assert 0.7 < honest.details["shift_over_sensitivity"] <= 1.0
@@ -73,7 +73,8 @@ def test_calibrated_mechanism_passes_and_half_sensitivity_twin_is_caught():
 
 
 def test_theorem1_calibration_passes():
-    res = audit(8, cvxdp.SharingGaussian(epsilon=1.0, delta=DELTA))  # the paper's classic formula, eps = 1
+    # the paper's classic formula, eps = 1
+    res = audit(8, cvxdp.SharingGaussian(epsilon=1.0, delta=DELTA, sensitivity="paper", calibration="classic"))
     assert res.claimed == 1.0 and not res.violated
     # exact epsilon of this neighbouring pair (two Gaussians): below the claim
     assert gaussian_epsilon(res.details["realised_shift"], res.details["sigma"], DELTA) <= 1.0
@@ -87,11 +88,17 @@ def test_lemma1_fails_on_a_valid_instance_and_the_audit_refutes_it():
                                                 lam=LAM))
     assert shift > 1.5 * C  # Lemma 1 claims shift <= C
     # the exact epsilon of this pair under Theorem 1's noise exceeds the claimed eps = 1
-    plan, _ = party_plan(cvxdp.SharingGaussian(epsilon=1.0, delta=DELTA), party, rho=RHO, lam=LAM, b1=B1, parties=M)
+    plan, _ = party_plan(cvxdp.SharingGaussian(epsilon=1.0, delta=DELTA, sensitivity="paper", calibration="classic"),
+                         party, rho=RHO, lam=LAM, b1=B1, parties=M)
     assert gaussian_epsilon(shift, plan.scale, DELTA) > 1.0
     # and the empirical audit refutes the paper-calibrated claim at eps = 2 (analytic)
-    refuted = audit(16, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA, calibration="analytic"))
+    refuted = audit(16, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA, calibration="analytic",
+                                              sensitivity="paper"))
     assert refuted.violated, refuted.to_dict()
+    # the default mechanism (issue 11: worst-case sensitivity, analytic calibration) is not refuted
+    default = audit(16, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA))
+    assert default.details["declared_sensitivity"] == pytest.approx(2 * math.sqrt(16) * B1)
+    assert not default.violated
     # the assumption-free sensitivity 2 sqrt(N) b1 covers it
     safe = audit(16, cvxdp.SharingGaussian(epsilon=2.0, delta=DELTA, calibration="analytic",
                                            sensitivity="worst_case"))

@@ -42,7 +42,7 @@ def test_declaration_is_dcp_dpp_and_a_box(model):
     assert agent.layout.size == 24 and np.array_equal(agent.layout.shared["theta"], np.arange(24))
     assert len(model.constraints) == 2 and all(c.args[0].shape == (6, 4) or c.args[1].shape == (6, 4)
                                                for c in model.constraints)
-    assert agent.sensitivity.relation == "add/remove one sample"
+    assert agent.sensitivity.relation == "add/remove one sample (public normaliser N = 100)"
 
 
 def test_value_matches_cvxpy(model):
@@ -131,6 +131,10 @@ def test_multiclass_agents_clip_and_total():
     u = np.random.default_rng(0).uniform(-1, 1, 24)
     assert pooled.value(u) == pytest.approx(sum(m.value(u) for m in models))
     np.testing.assert_allclose(pooled.gradient(u), sum(m.gradient(u) for m in models))
-    assert agents[0].sensitivity.l2 == pytest.approx(multiclass_sensitivity(6, 4, 0.5, 30, bound=1.0).l2)
+    # without a public total the normaliser is the data's own count, sound only under replace-one (2x)
+    assert agents[0].sensitivity.l2 == pytest.approx(multiclass_sensitivity(6, 4, 0.5, 30, bound=1.0).l2 * 2)
+    assert agents[0].sensitivity.relation.startswith("replace one sample")
+    public, _ = multiclass_agents(parts, classes=4, bound=1.0, clip=0.5, total=40)
+    assert public[0].sensitivity.l2 == pytest.approx(multiclass_sensitivity(6, 4, 0.5, 40, bound=1.0).l2)
     with pytest.raises(ValueError, match="n = len"):
         MulticlassLogistic(X[:0], y[:0], classes=4, total=1, bound=1.0, name="empty", clip=1.0)

@@ -45,7 +45,14 @@ def test_defaults_digits():
     info = inst.info
     assert (info["n_train"], info["n_test"], info["features"], info["classes"]) == (1347, 450, 64, 10)
     assert info["parameter_shape"] == [64, 10] and info["kind"] == "multiclass"
-    assert info["sensitivity"]["l2"] == pytest.approx(np.sqrt(2) / 1347, rel=1e-6)
+    # no public total: N = the data's own count, sound under replace-one (twice the add/remove bound)
+    assert info["sensitivity"]["l2"] == pytest.approx(2 * np.sqrt(2) / 1347, rel=1e-6)
+    assert info["relation"] == "replace" and info["sensitivity"]["relation"].startswith("replace one sample")
+    public = build({"total_samples": 1347}, base_dir=HERE).info
+    assert public["relation"] == "add_remove"
+    assert public["sensitivity"]["l2"] == pytest.approx(np.sqrt(2) / 1347, rel=1e-6)
+    with pytest.raises(ConfigError, match="'total_samples' entry of \\[model\\] must be the public sample count"):
+        build({"relation": "add_remove"}, base_dir=HERE)
     for a in inst.agents:
         a.check()
         assert a.layout.shared["theta"].size == 640
