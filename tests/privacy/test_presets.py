@@ -81,9 +81,11 @@ def test_paper_preset_flagged_in_study_report(tmp_path):
     from cvxdp.study import write_report
 
     results = pd.DataFrame([{"cell": "c", "mechanism": "ObjL", "epsilon": 1.0, "local_updates": 1, "seed": 0,
-                             "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "eps_rdp": 1.0,
+                             "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "delta_basic": 0.0, "eps_rdp": 1.0,
                              "eps_pld": 1.0, "guarantee": False}])
-    study = type("S", (), {"name": "s", "case_path": tmp_path / "c.toml", "mechanisms": ["ObjL"],
+    case = tmp_path / "c.toml"
+    case.write_text('[case]\ntemplate = "toy"\n')
+    study = type("S", (), {"name": "s", "case_path": case, "mechanisms": ["ObjL"],
                            "epsilons": [1.0], "local_updates": [1], "seeds": [0]})()
     write_report(results, pd.DataFrame(), tmp_path, study)
     text = (tmp_path / "report.md").read_text()
