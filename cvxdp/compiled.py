@@ -234,10 +234,14 @@ def set_verdict(agent: Agent) -> SetVerdict:
     def build() -> SetVerdict:
         W = constraint_data(agent)
         P0 = sp.csc_matrix((W.n_x, W.n_x))
-        cones = W.cones()
+        solver: list = []
 
-        def status_of(q: np.ndarray) -> clarabel.SolverStatus:
-            return clarabel.DefaultSolver(P0, q, W.A, W.b, cones, _quiet_settings()).solve().status
+        def status_of(q: np.ndarray) -> clarabel.SolverStatus:  # one setup; later LPs only change q
+            if not solver:
+                solver.append(clarabel.DefaultSolver(P0, q, W.A, W.b, W.cones(), _quiet_settings()))
+            else:
+                solver[0].update(q=q)
+            return solver[0].solve().status
 
         unbounded: bool | None = False
         last = None
