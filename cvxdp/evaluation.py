@@ -305,8 +305,9 @@ class Metrics:
     """``objective(u)`` and ``violation(u)`` of one agent, equal to CVXPY's evaluation (see module doc)."""
 
     def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        layout = agent.layout
+        # no reference to the agent itself: the cache that holds this object is keyed weakly by the agent
+        self._layout = layout = agent.layout
+        self._value = agent.value
         saved = [var.value for var in layout.variables]
         try:
             for var in layout.variables:
@@ -330,13 +331,13 @@ class Metrics:
         self.tree_terms = self._objective.tree if self._objective is not None else 0
 
     def _set(self, u: np.ndarray) -> None:
-        for var, value in self.agent.layout.split(u).items():
+        for var, value in self._layout.split(u).items():
             var.value = value
 
     def objective(self, u: np.ndarray) -> float:
         """``f_p(u)``."""
-        if self.agent.value is not None:
-            return float(self.agent.value(u))
+        if self._value is not None:
+            return float(self._value(u))
         if self.tree_terms:
             self._set(u)
         return self._objective(u)
