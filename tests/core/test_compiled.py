@@ -216,13 +216,14 @@ def _cases():
 
 def test_the_cache_does_not_keep_agents_alive():
     import gc
+    import weakref
 
     from cvxdp import compiled
 
     agents = make_agents(agents=3, seed=9)
     cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), seed=0)
     assert all(agent in compiled._CACHE for agent in agents)
-    names = [id(agent) for agent in agents]
+    refs = [weakref.ref(agent) for agent in agents]
     del agents
     gc.collect()
-    assert not any(id(agent) in names for agent in compiled._CACHE)
+    assert all(ref() is None for ref in refs)
