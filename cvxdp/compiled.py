@@ -12,7 +12,8 @@ data reuses it:
   ``W_p`` column by column into the data of the exact prox step, without canonicalizing ``W_p`` again.
 
 Cached data is immutable and a deterministic function of model and data; solvers, generators and duals are
-per run (they live in the workers).
+per run (they live in the workers). The cache holds no reference to the agents (weak keys). Constants inside
+the expressions are part of the model: mutating their arrays in place after a run is not detected.
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ def data_key(*exprs: Any) -> str:
     h = hashlib.sha256()
     for pid in sorted(params):
         value = params[pid].value
-        h.update(str(pid).encode())
-        h.update(np.ascontiguousarray(np.asarray(value, dtype=float)).tobytes() if value is not None else b"None")
+        arr = np.ascontiguousarray(np.asarray(value)) if value is not None else None
+        h.update(f"{pid}:{None if arr is None else (arr.dtype.str, arr.shape)}".encode())
+        if arr is not None:
+            h.update(arr.tobytes())
     return h.hexdigest()
 
 
@@ -234,10 +237,14 @@ def set_verdict(agent: Agent) -> SetVerdict:
     def build() -> SetVerdict:
         W = constraint_data(agent)
         P0 = sp.csc_matrix((W.n_x, W.n_x))
-        cones = W.cones()
+        solver: list = []
 
-        def status_of(q: np.ndarray) -> clarabel.SolverStatus:
-            return clarabel.DefaultSolver(P0, q, W.A, W.b, cones, _quiet_settings()).solve().status
+        def status_of(q: np.ndarray) -> clarabel.SolverStatus:  # one setup; later LPs only change q
+            if not solver:
+                solver.append(clarabel.DefaultSolver(P0, q, W.A, W.b, W.cones(), _quiet_settings()))
+            else:
+                solver[0].update(q=q)
+            return solver[0].solve().status
 
         unbounded: bool | None = False
         last = None

@@ -16,6 +16,7 @@ keeps CVXPY's own evaluation for that constraint or term only, so the numbers ar
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -248,6 +249,11 @@ class _Violation:
         return worst
 
 
+def _scalar(value) -> float:
+    """A one-entry constant (any shape) as a float."""
+    return float(np.real(np.asarray(value, dtype=complex if np.iscomplexobj(value) else float)).reshape(-1)[0])
+
+
 def _terms(expr: cp.Expression, scale: float, out: list) -> None:
     """Split ``expr`` into ``(scale, kind, payload)`` terms whose sum is ``expr``."""
     if _is_affine(expr):
@@ -260,15 +266,15 @@ def _terms(expr: cp.Expression, scale: float, out: list) -> None:
     elif isinstance(expr, (multiply, MulExpression)) and len(expr.args) == 2 and expr.is_scalar() and any(
             a.is_constant() and a.is_scalar() for a in expr.args):
         const, other = expr.args if expr.args[0].is_constant() and expr.args[0].is_scalar() else expr.args[::-1]
-        _terms(other, scale * float(np.real(const.value)), out)
+        _terms(other, scale * _scalar(const.value), out)
     elif isinstance(expr, DivExpression) and expr.args[1].is_constant() and expr.args[1].is_scalar():
-        _terms(expr.args[0], scale / float(np.real(expr.args[1].value)), out)
+        _terms(expr.args[0], scale / _scalar(expr.args[1].value), out)
     elif isinstance(expr, quad_over_lin) and _is_affine(expr.args[0]) and expr.args[1].is_constant():
-        out.append((scale / float(expr.args[1].value), "squares", expr.args[0]))
+        out.append((scale / _scalar(expr.args[1].value), "squares", expr.args[0]))
     elif isinstance(expr, Pnorm) and expr.axis is None and float(expr.p) == 2.0 and _is_affine(expr.args[0]):
         out.append((scale, "norm", expr.args[0]))
     elif isinstance(expr, Sum) and expr.axis is None and isinstance(expr.args[0], Power) \
-            and float(np.asarray(getattr(expr.args[0].p, "value", expr.args[0].p))) == 2.0 \
+            and _scalar(getattr(expr.args[0].p, "value", expr.args[0].p)) == 2.0 \
             and _is_affine(expr.args[0].args[0]):
         out.append((scale, "squares", expr.args[0].args[0]))
     else:
@@ -305,8 +311,9 @@ class Metrics:
     """``objective(u)`` and ``violation(u)`` of one agent, equal to CVXPY's evaluation (see module doc)."""
 
     def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        layout = agent.layout
+        # no reference to the agent itself: the cache that holds this object is keyed weakly by the agent
+        self._layout = layout = agent.layout
+        self._value = agent.value
         saved = [var.value for var in layout.variables]
         try:
             for var in layout.variables:
@@ -330,7 +337,7 @@ class Metrics:
         self.tree_terms = self._objective.tree if self._objective is not None else 0
 
     def _set(self, u: np.ndarray) -> None:
-        for var, value in self.agent.layout.split(u).items():
+        for var, value in self._layout.split(u).items():
             var.value = value
 
     def objective(self, u: np.ndarray, *, round: int | None = None) -> float:
@@ -352,10 +359,35 @@ class Metrics:
         return worst
 
 
-def compiled_metrics(agent: Agent) -> Metrics:
-    """The agent's :class:`Metrics`, built once per agent and data."""
+class TreeMetrics:
+    """CVXPY's own evaluation (what :class:`Metrics` falls back to if it cannot be built for an agent)."""
+
+    tree_constraints = tree_terms = -1  # everything
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = weakref.ref(agent)  # the cache holding this object is keyed weakly by the agent
+
+    def objective(self, u: np.ndarray) -> float:
+        return self._agent().objective_value(u)
+
+    def violation(self, u: np.ndarray) -> float:
+        return self._agent().violation(u)
+
+
+def compiled_metrics(agent: Agent) -> Metrics | TreeMetrics:
+    """The agent's :class:`Metrics`, built once per agent and data.
+
+    Should building them fail on an expression this module does not foresee, the agent keeps CVXPY's own
+    evaluation (:class:`TreeMetrics`): slower, never different.
+    """
+    def build() -> Metrics | TreeMetrics:
+        try:
+            return Metrics(agent)
+        except Exception:  # noqa: BLE001 - any failure only costs speed
+            return TreeMetrics(agent)
+
     key = data_key(*agent.constraints) + ("value" if agent.value is not None else data_key(agent.objective))
-    return cached(agent, "metrics", key, lambda: Metrics(agent))
+    return cached(agent, "metrics", key, build)
 
 
-__all__ = ["AffineMap", "Metrics", "ScalarTerms", "compiled_metrics"]
+__all__ = ["AffineMap", "Metrics", "ScalarTerms", "TreeMetrics", "compiled_metrics"]

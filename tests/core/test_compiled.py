@@ -123,25 +123,20 @@ def test_prox_fallback_is_recorded_and_total_failure_names_the_agent(monkeypatch
 
 
 def test_exact_admm_resumes_bit_for_bit(tmp_path):
-    algo = dict(rho=1.0, rounds=16)
-
-    def run(checkpoint=None, callback=None):
-        return cvxdp.solve(make_agents(agents=3, seed=4), algorithm=cvxdp.ADMM(**algo), seed=7,
+    def run(checkpoint=None, stop_at=None):
+        def callback(t, row):
+            if t == stop_at:
+                raise KeyboardInterrupt
+        return cvxdp.solve(make_agents(agents=3, seed=4), algorithm=cvxdp.ADMM(rho=1.0, rounds=16), seed=7,
                            checkpoint=checkpoint, callback=callback)
 
     reference = run()
-
-    def interrupt(t, row):
-        if t == 9:
-            raise KeyboardInterrupt
-
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, interrupt)
-    resumed = run(tmp_path)
+        run(tmp_path, stop_at=9)
+    resumed = run(tmp_path)  # a fresh live solver, set up with q = 0, gives the same bits
     timing = ["wall_time", "solver_time"]
     pd.testing.assert_frame_equal(reference.history.drop(columns=timing), resumed.history.drop(columns=timing))
-    for key in reference.solution:
-        assert (reference.solution[key] == resumed.solution[key]).all()
+    assert all((reference.solution[k] == resumed.solution[k]).all() for k in reference.solution)
 
 
 def test_one_compile_per_agent_and_none_when_the_agents_run_again(count_compiles):
@@ -221,3 +216,18 @@ def _cases():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2] / "cases"
+
+
+def test_the_cache_does_not_keep_agents_alive():
+    import gc
+    import weakref
+
+    from cvxdp import compiled
+
+    agents = make_agents(agents=3, seed=9)
+    cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), seed=0)
+    assert all(agent in compiled._CACHE for agent in agents)
+    refs = [weakref.ref(agent) for agent in agents]
+    del agents
+    gc.collect()
+    assert all(ref() is None for ref in refs)

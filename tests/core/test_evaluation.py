@@ -108,3 +108,19 @@ def test_metrics_follow_changed_data():
     after = compiled_metrics(agent)
     assert after is not before
     assert after.objective(u) == pytest.approx(1.25) and after.violation(u) == pytest.approx(0.0)
+
+
+def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
+    from cvxdp import evaluation
+
+    agent = make_agents(agents=2, seed=3)[1]
+    agent.check()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("unforeseen expression")
+
+    monkeypatch.setattr(evaluation, "affine_maps", broken)
+    metrics = compiled_metrics(agent)
+    assert isinstance(metrics, evaluation.TreeMetrics)
+    u = np.random.default_rng(0).normal(size=agent.layout.size)
+    assert metrics.objective(u) == agent.objective_value(u) and metrics.violation(u) == agent.violation(u)
