@@ -314,6 +314,7 @@ class Metrics:
         # no reference to the agent itself: the cache that holds this object is keyed weakly by the agent
         self._layout = layout = agent.layout
         self._value = agent.value
+        self._agent = weakref.ref(agent)  # only to name the agent when a user's ``value`` callable misbehaves
         saved = [var.value for var in layout.variables]
         try:
             for var in layout.variables:
@@ -342,8 +343,8 @@ class Metrics:
 
     def objective(self, u: np.ndarray, *, round: int | None = None) -> float:
         """``f_p(u)`` (a user's ``value`` callable goes through the agent, which names a non-finite value)."""
-        if self.agent.value is not None:
-            return self.agent.objective_value(u, round=round)
+        if self._value is not None:
+            return self._agent().objective_value(u, round=round)
         if self.tree_terms:
             self._set(u)
         return self._objective(u)
@@ -367,8 +368,8 @@ class TreeMetrics:
     def __init__(self, agent: Agent) -> None:
         self._agent = weakref.ref(agent)  # the cache holding this object is keyed weakly by the agent
 
-    def objective(self, u: np.ndarray) -> float:
-        return self._agent().objective_value(u)
+    def objective(self, u: np.ndarray, *, round: int | None = None) -> float:
+        return self._agent().objective_value(u, round=round)
 
     def violation(self, u: np.ndarray) -> float:
         return self._agent().violation(u)
