@@ -117,13 +117,23 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
-def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True) -> dict:
-    """Run (or resume) a study and write its tables, figures and report into ``out``."""
+def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
+              data: str | Path | None = None) -> dict:
+    """Run (or resume) a study and write its tables, figures and report into ``out``.
+
+    ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
+    """
     study = load_study(path)
     out = Path(out)
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     base = load_case(study.case_path)
+    if data is not None:
+        if base.template in ("power", "toy"):
+            raise ConfigError(f"--data sets [model] path, which the {base.template} template does not read; it "
+                              "applies to file data sets (logistic cases, e.g. FEMNIST) and to sharing and graph "
+                              "studies.")
+        base.model["path"] = str(Path(data).resolve())
     (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     cells = study.cells()
