@@ -321,6 +321,13 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
     lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
              f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
              *_definitions(family), ""]
+    sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
+                                                                                                   "exact")
+    lines += [f"Calibration: sensitivity = '{sens}' " + (
+        "(the model's declared sensitivity: ObjPert noise on the gradient sensitivity, OutPert noise on the output "
+        "sensitivity Delta / min(c); every run is a DP guarantee for the stated relation)." if sens == "exact" else
+        "(the papers' preset, used as is: it reproduces their figures and is only a guarantee where the preset "
+        "bounds the true sensitivity)."), ""]
     base = results[results["mechanism"] == "none"]
     metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
     if len(base):
@@ -348,7 +355,7 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
             lines += ["", "Test error (mean over seeds; lower is better):", "",
                       markdown_table(te.rename(columns={"epsilon": "eps_step", "local_updates": "J",
                                                         "Obj": "ObjPert test error", "Out": "OutPert test error",
-                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4f"), "",
+                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4g"), "",
                       f"By test error ObjPert was lower in {int(te['objpert_lower'].sum())} of {len(te)} cells."]
         lines.append("")
     viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
