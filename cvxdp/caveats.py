@@ -49,4 +49,17 @@ def ledger_caveats(privacy: dict[str, Any] | None, n_records: int | None = None)
     return out
 
 
-__all__ = ["MEANINGLESS_EPSILON", "ledger_caveats", "privacy_caveats"]
+def noise_caveats(noise_magnitude: float | None, solution: dict[str, Any], ratio: float = 100.0) -> list[str]:
+    """A sentence when the mean noise norm per update exceeds ``ratio`` times the norm of the solution."""
+    import numpy as np
+
+    if not noise_magnitude or not solution:
+        return []
+    size = float(np.linalg.norm(np.concatenate([np.ravel(v) for v in solution.values()])))
+    if noise_magnitude > ratio * max(size, 1e-12):
+        return [f"The noise magnitude {noise_magnitude:.3g} (mean ||xi||_2 per update) is {noise_magnitude / max(size, 1e-12):.3g} "
+                f"times the norm of the solution ({size:.3g}): the messages are dominated by noise."]
+    return []
+
+
+__all__ = ["MEANINGLESS_EPSILON", "ledger_caveats", "noise_caveats", "privacy_caveats"]

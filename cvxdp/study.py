@@ -138,13 +138,23 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
 
 
 @locks_output("study directory")  # a second study writing the same directory is refused
-def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True) -> dict:
-    """Run (or resume) a study and write its tables, figures and report into ``out``."""
+def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
+              data: str | Path | None = None) -> dict:
+    """Run (or resume) a study and write its tables, figures and report into ``out``.
+
+    ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
+    """
     study = load_study(path)
     out = Path(out)
     runs_dir = out / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     base = load_case(study.case_path)
+    if data is not None:
+        if base.template in ("power", "toy"):
+            raise ConfigError(f"--data sets [model] path, which the {base.template} template does not read; it "
+                              "applies to file data sets (logistic cases, e.g. FEMNIST) and to sharing and graph "
+                              "studies.")
+        base.model["path"] = str(Path(data).resolve())
     (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     cells = study.cells()
@@ -200,6 +210,11 @@ def _family(study: Study) -> str:
     return "power" if load_case(study.case_path).template == "power" else "fl"
 
 
+def _seeds(study: Study) -> str:
+    n = len(study.seeds)
+    return f"mean of {n} seeds, band = min-max" if n > 1 else "1 seed: no spread shown"
+
+
 def _rounds(history: pd.DataFrame) -> int:
     return int(history["round"].max()) if len(history) else 0
 
@@ -213,24 +228,26 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
     files = []
     js = sorted(study.local_updates)
     metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
-                      title=f"{study.name}: noise magnitude per local update "
-                            f"(ObjG and OutG coincide when min(eta + rho [shared]) = 1)", family=family)
+                      title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
+                            f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is "
+                            "1)", family=family)
     files.append("noise_vs_epsilon.png")
     private = history[history["mechanism"] != "none"]
     shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
         name = f"objective_vs_rounds_J{J}.png"
         metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
-                         title=f"{study.name}: {axis_label('objective', family)} by round, J = {J} "
-                               f"(mean of {len(study.seeds)} seeds, band = min-max)")
+                         title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
+                               f"({_seeds(study)}; private panels share one y range across J)")
         files.append(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
             metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
                              family=family, reference="none",
-                             title=f"{study.name}: consensus residual of {mech} for J in {js} at equal eps_step "
-                                   f"(J = {js[-1]} spends {js[-1]}x the privacy)")
+                             title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
+                                   f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
+                                   f"(see *_vs_total_epsilon.png)")
             files.append(name)
             break
     T = _rounds(history)
@@ -238,13 +255,14 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
         if metric in results.columns and results[metric].notna().any():
             name = f"{metric}_vs_epsilon.png"
             metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
-                              title=f"{study.name}: final {axis_label(metric, family)}")
+                              title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
             files.append(name)
             if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
                 name = f"{metric}_vs_total_epsilon.png"
                 metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
                                   x="total", rounds=T,
-                                  title=f"{study.name}: final {metric.replace('_', ' ')} at equal TOTAL privacy")
+                                  title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
+                                        f"privacy per agent (basic composition; {_seeds(study)})")
                 files.append(name)
     return files
 
@@ -281,7 +299,9 @@ def equal_total_privacy(results: pd.DataFrame, study: Study, rounds: int, metric
     if len(js) < 2:
         return pd.DataFrame()
     lo, hi = js[0], js[-1]
-    means = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])[metric].mean()
+    grouped = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])
+    means = grouped[metric].mean()
+    pld = grouped["eps_pld"].mean() if "eps_pld" in results.columns else pd.Series(dtype=float)
     eps_grid = sorted(study.epsilons)
     rows = []
     for mech in study.mechanisms:
@@ -290,8 +310,9 @@ def equal_total_privacy(results: pd.DataFrame, study: Study, rounds: int, metric
             if not match or (mech, e, hi) not in means or (mech, match[0], lo) not in means:
                 continue
             a, b = means[(mech, match[0], lo)], means[(mech, e, hi)]
-            rows.append({"mechanism": mech, "total_epsilon": rounds * hi * e, f"J={lo} eps_step": match[0],
-                         f"J={lo} {metric}": a, f"J={hi} eps_step": e, f"J={hi} {metric}": b,
+            rows.append({"mechanism": mech, "total eps (basic)": rounds * hi * e, f"J={lo} eps_step": match[0],
+                         f"J={lo} eps_pld": pld.get((mech, match[0], lo)), f"J={lo} {metric}": a,
+                         f"J={hi} eps_step": e, f"J={hi} eps_pld": pld.get((mech, e, hi)), f"J={hi} {metric}": b,
                          f"J={hi} lower": bool(b < a)})
     return pd.DataFrame(rows)
 
@@ -321,6 +342,13 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
     lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
              f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
              *_definitions(family), ""]
+    sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
+                                                                                                   "exact")
+    lines += [f"Calibration: sensitivity = '{sens}' " + (
+        "(the model's declared sensitivity: ObjPert noise on the gradient sensitivity, OutPert noise on the output "
+        "sensitivity Delta / min(c); every run is a DP guarantee for the stated relation)." if sens == "exact" else
+        "(the papers' preset, used as is: it reproduces their figures and is only a guarantee where the preset "
+        "bounds the true sensitivity)."), ""]
     base = results[results["mechanism"] == "none"]
     metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
     if len(base):
@@ -348,7 +376,7 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
             lines += ["", "Test error (mean over seeds; lower is better):", "",
                       markdown_table(te.rename(columns={"epsilon": "eps_step", "local_updates": "J",
                                                         "Obj": "ObjPert test error", "Out": "OutPert test error",
-                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4f"), "",
+                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4g"), "",
                       f"By test error ObjPert was lower in {int(te['objpert_lower'].sum())} of {len(te)} cells."]
         lines.append("")
     viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
@@ -372,10 +400,11 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
             if len(eq):
                 lines += ["", f"## J at equal TOTAL privacy (basic composition T x J x eps_step): final {m}", "",
                           markdown_table(eq, floatfmt=".4g"), "",
-                          f"At equal total epsilon, J = {max(study.local_updates)} was lower in "
-                          f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells."]
+                          f"At equal total epsilon (basic composition), J = {max(study.local_updates)} was lower in "
+                          f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells. Under PLD the same "
+                          "basic total is a smaller epsilon for the run with more, smaller steps (column eps_pld)."]
         lines.append("")
-    priv = results[["cell", "eps_basic", "delta_basic", "eps_rdp", "eps_pld"]].dropna(subset=["eps_basic"])
+    priv = results[results["mechanism"] != "none"][["cell", "eps_basic", "delta_basic", "eps_rdp", "eps_pld"]]
     lines += ["## Privacy (worst agent, whole run; every run)", "", markdown_table(priv, floatfmt=".4g"), ""]
     if len(priv):
         big = priv[priv["eps_pld"].fillna(priv["eps_basic"]) > MEANINGLESS_EPSILON]

@@ -60,6 +60,11 @@ _SETTING_KEYS = {"label", "panel", "algorithm", "privacy", "runs", "match_bound"
 _COMPARISON_KEYS = {"better", "than", "claim"}
 _KEEP_FROM_BASE = ("graph", "edges", "graph_seed", "edge_prob", "init_scale", "local_solver")
 METRICS = ("average_loss", "objective", "max_deviation", "consensus_residual")
+#: axis labels: definition and unit of each metric (the papers' L(t) is the average logistic loss)
+METRIC_LABELS = {"average_loss": "average loss L(t): mean over nodes of the regularised logistic loss [nats]",
+                 "objective": "objective sum_i O(f_i, D_i) [nats]",
+                 "max_deviation": "max_i ||f_i - mean f|| (consensus deviation) [parameter units]",
+                 "consensus_residual": "consensus residual [parameter units]"}
 
 
 @dataclass
@@ -352,7 +357,7 @@ def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
                             yerr=[sel["mean"] - sel["min"], sel["max"] - sel["mean"]],
                             fmt="none", ecolor=color_of[s.label], capsize=2, lw=0.8)
         ax.set_xlabel("iteration t")
-        ax.set_ylabel(f"{study.metric.replace('_', ' ')} (mean, min-max bars)")
+        ax.set_ylabel(f"{METRIC_LABELS[study.metric]}\n(mean over runs, min-max bars)")
         if (curves[curves["setting"].isin([s.label for s in members])]["min"] > 0).all():
             ax.set_yscale("log")
         ax.set_title(f"{study.name}: {panel}")
@@ -370,7 +375,7 @@ def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
                 c = curves[curves["setting"] == s.label]
                 ax.plot(c["round"], c["P"], color=color_of[s.label], label=s.label)
             ax.set_xlabel("iteration t")
-            ax.set_ylabel("privacy bound P(t)")
+            ax.set_ylabel("privacy bound P(t): total epsilon so far, eq. (26)/(32)")
             ax.set_title(f"{study.name}: {panel}, privacy")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
@@ -389,7 +394,7 @@ def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
         ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
         ax.set_xticks(x)
         ax.set_xticklabels(stats.index, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("test classification error (mean, min-max)")
+        ax.set_ylabel("test error [fraction misclassified]\n(mean over runs, min-max)")
         ax.set_title(f"{study.name}: classification error")
         fig.tight_layout()
         fig.savefig(out / "test_error.png", dpi=110)

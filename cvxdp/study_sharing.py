@@ -273,8 +273,8 @@ def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
         axes[1].plot(sub["epoch"], sub["test_logloss"], color=c, label=label(s))
     axes[0].axhline(f_star, color="black", linestyle=":", label="centralized optimum")
     axes[0].set_yscale("log")
-    axes[0].set(xlabel="epoch", ylabel="training objective (log loss + l2)", title="(a) training objective")
-    axes[1].set(xlabel="epoch", ylabel="test log loss", title="(b) test log loss")
+    axes[0].set(xlabel="epoch", ylabel="training objective: mean log loss + l2 [nats]", title="(a) training objective")
+    axes[1].set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]", title="(b) test log loss")
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -293,7 +293,8 @@ def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
                label="party 1 features only (sklearn)")
     top = max(baselines["party1_only"]["test_logloss"], baselines["all_features"]["test_logloss"])
     ax.set_ylim(top=min(float(mean["test_logloss"].max()), 3.0 * top) * 1.05)
-    ax.set(xlabel="epoch", ylabel="test log loss", title=f"{title}: test loss under Gaussian noise")
+    ax.set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]",
+           title=f"{title}: test loss under Gaussian noise")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -112,6 +112,9 @@ def _power_lines(summary: dict) -> list[str]:
              f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
              f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
              f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
+    if kind == "balance":
+        lines.append("  (the balance objective does not price generation: its cost is that of one feasible dispatch, "
+                     "not an economic dispatch; `cvxdp central CASE --objective cost` gives the cheapest)")
     return lines + _ac_lines(summary, "the final distributed dispatch")
 
 
@@ -178,7 +181,7 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
     Power cases report the generation cost ($/h), the objective with its definition and the gap to the
     centralized optimum of the same objective (solved once); --ac-check adds an AC power-flow check.
     """
-    from ..caveats import ledger_caveats
+    from ..caveats import ledger_caveats, noise_caveats
     from ..checkpoint import remove_checkpoint
     from ..errors import OutputError
     from ..outdir import OutputLock, prepare_dir
@@ -217,6 +220,7 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
         summary.update(instance.ac_check(outcome.result))
     sizes = instance.info.get("samples_per_agent") if isinstance(instance.info, dict) else None
     summary["privacy_caveats"] = ledger_caveats(summary.get("privacy"), min(sizes) if sizes else None)
+    summary["privacy_caveats"] += noise_caveats(summary.get("noise_magnitude"), outcome.result.solution)
     summary["history"] = str(out)
     priv = summary.get("privacy") or {}
     human = "\n".join([f"case {case.name} ({alg}, {mech}): {summary['rounds']} rounds ({summary['stop_reason']}), "
@@ -275,8 +279,9 @@ def central_cmd(case_file, network, zones, objective, as_json) -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (results table, ledger, figures, report). Re-running resumes.")
 @click.option("--rounds", type=int, default=None, help="Override the study's rounds (e.g. a quick look).")
-@click.option("--data", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Sharing studies: a local LIBSVM training file (e.g. a9a) instead of the bundled data.")
+@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Local data for the case's [model] path: a LEAF FEMNIST directory (grid studies), a LIBSVM "
+                   "training file (sharing studies) or UCI adult.data (graph studies).")
 @click.option("--test-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Sharing studies: the matching LIBSVM test file (e.g. a9a.t).")
 @click.option("--progress/--no-progress", default=True)
@@ -300,10 +305,10 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
     elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.study_graph)
         info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
                                progress=progress and sys.stderr.isatty())
-    elif data is not None or test_data is not None:
-        raise click.UsageError("--data/--test-data apply to sharing studies ([study] kind = \"sharing\") only.")
+    elif test_data is not None:
+        raise click.UsageError("--test-data applies to sharing and graph studies only.")
     else:
-        info = run_study(study_file, out, rounds=rounds, progress=progress)
+        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data)
     human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
             + "\n".join(f"  {f}" for f in info["files"])
     _emit(info, as_json, human)

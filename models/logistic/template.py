@@ -149,7 +149,8 @@ def _resolve(model: dict) -> dict[str, Any]:
             cfg["reg"] = 1e-3
         cfg["reg"] = _float(cfg, "reg", 0.0, low_open=False)
     if cfg["dataset"] in FILE_DATASETS and not isinstance(cfg["path"], str):
-        raise _bad("path", f"a path (str) to the {cfg['dataset']} data, relative to the case file", cfg["path"])
+        raise _bad("path", f"a path (str) to the {cfg['dataset']} data, relative to the case file (or `--data DIR` "
+                   "on the command line)", cfg["path"])
     for key in ("path", "test_path"):
         if cfg[key] is not None and not isinstance(cfg[key], str):
             raise _bad(key, "a path (str) or absent", cfg[key])

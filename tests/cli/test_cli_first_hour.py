@@ -105,3 +105,14 @@ def test_privacy_caveats_thresholds():
     assert privacy_caveats(1.0, 1e-6, 300) == []
     assert "no meaningful privacy" in privacy_caveats(4672.0, None)[0]
     assert privacy_caveats(None, 0.004, 250) and not privacy_caveats(None, 0.003, 250)
+
+
+def test_history_has_an_eps_pld_column(tmp_path):
+    import pandas as pd
+
+    payload = last_json(invoke("run", CASES / "toy.toml", "--mechanism", "ObjG", "--epsilon", "1", "--rounds", "5",
+                               "--seed", "1", "--out", tmp_path / "h", "--json"))
+    hist = pd.read_csv(tmp_path / "h" / "history.csv")
+    assert "eps_pld" in hist.columns
+    assert hist["eps_pld"].iloc[-1] == pytest.approx(payload["privacy"]["pld"])
+    assert hist["eps_pld"].iloc[:-1].isna().all()

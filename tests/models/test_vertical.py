@@ -191,4 +191,4 @@ def test_cli_study_with_a_local_libsvm_file(tmp_path):
     assert base["data"]["blocks"] == [66, 57] and base["data"]["n_train"] == 300
     bad = CliRunner().invoke(cli, ["study", str(CASES / "study_case14.toml"), "--out", str(tmp_path / "x"),
                                    "--data", str(train)])
-    assert bad.exit_code != 0 and "sharing studies" in bad.output
+    assert bad.exit_code != 0 and "power template does not read" in bad.output

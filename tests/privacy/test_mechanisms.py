@@ -56,8 +56,8 @@ def test_short_name_placement_q(name):
 
 def test_constructor_only_stores(name):
     cls = ObjectivePerturbation if name.startswith("Obj") else OutputPerturbation
-    m = cls("bogus", epsilon=-1, delta=7, calibration="x", sensitivity="y", budget="z")
-    assert (m.noise, m.epsilon, m.delta, m.calibration, m.sensitivity, m.budget) == ("bogus", -1, 7, "x", "y", "z")
+    m = cls("bogus", epsilon=-1, delta=7, calibration="x", sensitivity="y", calibrate="z")
+    assert (m.noise, m.epsilon, m.delta, m.calibration, m.sensitivity, m.scope) == ("bogus", -1, 7, "x", "y", "z")
     with pytest.raises(InvalidParameterError, match=f"The 'noise' parameter of {cls.__name__} must be one of"):
         m.validate()
 

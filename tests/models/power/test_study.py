@@ -41,4 +41,12 @@ delta = 1e-6
     for name in ("noise_vs_epsilon.png", "objective_vs_rounds_J1.png", "objective_vs_rounds_J3.png",
                  "residual_ObjG_by_J.png", "report.md", "ledger.json", "histories.csv"):
         assert (tmp_path / "out" / name).exists(), name
-    assert "ObjPert vs OutPert" in (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "ObjPert vs OutPert" in report
+    # every private run is in the privacy table (it was cut at 40 rows), as markdown rows, not pandas text
+    for cell in private["cell"]:
+        assert f"| {cell} |" in report, cell
+    assert "p.u.^2" in report and "J = 3 spends 3 times the total privacy" in report
+    # summary sentences are computed from the tables they summarise
+    lower = sum(line.count("| yes |") for line in report.split("## ObjPert vs OutPert")[1].split("##")[0].splitlines())
+    assert f"ObjPert lower in {lower} of 8 (pair, eps, J) cells" in report
