@@ -47,10 +47,10 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("epsilon", "float > 0", "required if private", "per local update (or the whole run with "
          "calibrate = total)"),
         ("delta", "float in (0, 1)", "required for Gaussian", "per local update (or the whole run)"),
-        ("calibration", "str", "analytic (sharing: classic)", "Gaussian formula: analytic (any epsilon) | "
+        ("calibration", "str", "analytic", "Gaussian formula: analytic (any epsilon) | "
          "classic (epsilon < 1)"),
-        ("sensitivity", "str", "exact (sharing: paper)", "exact (the model's declared sensitivity) | paper "
-         "(Ryu & Kim's preset) | worst_case (sharing)"),
+        ("sensitivity", "str", "exact (sharing: worst_case)", "exact (the model's declared sensitivity) | paper "
+         "(Ryu & Kim's or Hu et al.'s preset: not a guarantee, flagged in the ledger) | worst_case (sharing)"),
         ("calibrate", "str", "step", "step: epsilon/delta per local update | total: per agent over the run"),
         ("budget", "str", "step", "deprecated alias of calibrate"),
         ("noise_source", "str", "numpy", "numpy (seeded, research-grade) | opendp (hardened, not seedable)"),
@@ -58,7 +58,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("growth", "float >= 1", "1.0", "gamma: alpha_i(t) = alpha_i(1) growth^(t-1)"),
     ],
     "[run]": [
-        ("seed", "int >= 0", "0", "seed of the noise and the initial points"),
+        ("seed", "int >= 0", "none (fresh secret OS entropy)", "seed of the noise and the initial points; set only "
+         "for reproducible research (replayable noise)"),
         ("accountant", "str", "pld", "basic | rdp | pld: the one tracked per round and used by the budget"),
         ("backend", "str", "serial", "serial (ray is not implemented)"),
         ("budget_epsilon", "float > 0", "none", "stop before a round that would exceed this total epsilon"),
@@ -90,7 +91,11 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("test_fraction", "float in [0, 1)", "0.25", "held-out share when there is no test file"),
         ("max_samples", "int >= 2", "all", "random subset of the samples (not femnist)"),
         ("standardize", "bool", "true for digits", "centre/scale by pooled statistics (treated as public)"),
-        ("clip", "float > 0", "1.0", "row-norm bound C (sensitivity sqrt(2) C / I)"),
+        ("clip", "float > 0", "1.0", "row-norm bound C (multiclass sensitivity sqrt(2) C / N under add/remove)"),
+        ("total_samples", "int >= 1", "none", "the public normaliser N of the loss (needed for relation = "
+         "add_remove; absent: the training set's own size under replace-one)"),
+        ("relation", "str", "add_remove with total_samples, else replace", "neighbouring relation: add_remove | "
+         "replace (replace-one: twice the sensitivity)"),
         ("bound", "float > 0", "1.5", "box |theta_jk| <= bound (binary: 0 = no box)"),
         ("kind", "str", "multiclass", "multiclass (eq. 30, softmax) | binary (logistic + l2)"),
         ("reg", "float >= 0", "0 / 1e-3", "binary: l2 weight"),
