@@ -46,7 +46,7 @@ from .base import ModelInstance
 __all__ = [
     "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "VerticalData", "build", "central_optimum", "column_blocks",
     "load_libsvm", "load_vertical", "make_parties", "make_vertical_data", "normalize_blocks", "sklearn_baseline",
-    "vertical_baselines",
+    "synthetic_parties", "vertical_baselines",
 ]
 
 PAPER_SPLITS: dict[str, list[int]] = {"a9a": [66, 57], "gisette": [2000, 2000, 1000]}
@@ -262,6 +262,21 @@ def make_parties(data: VerticalData, *, bound: float | None = None, label_party:
 
 
 # --------------------------------------------------------------------------- references
+def synthetic_parties(samples: int = 8, features: int = 2, parties: int = 2, *, seed: int = 0,
+                      bound: float = 1.0) -> tuple[list[cvxdp.VerticalParty], np.ndarray]:
+    """A small Gaussian instance for audits and regression runs: ``parties`` blocks of ``features`` columns.
+
+    Each party's rows are normalised to unit norm (Assumption 1's normalised rows); labels are random +-1.
+    Returns the parties (ball radius ``bound``) and the labels.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(samples, parties * features))
+    blocks = [x[:, m * features:(m + 1) * features] for m in range(parties)]
+    blocks = [b / np.linalg.norm(b, axis=1, keepdims=True) for b in blocks]
+    labels = np.where(rng.random(samples) < 0.5, -1.0, 1.0)
+    return [cvxdp.VerticalParty(f"p{m}", b, bound=bound) for m, b in enumerate(blocks)], labels
+
+
 def _logloss(margin: np.ndarray, y: np.ndarray) -> float:
     from scipy.special import log_expit
 

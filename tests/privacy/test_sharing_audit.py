@@ -126,19 +126,14 @@ def test_everything_a_party_sends_over_three_epochs_through_solve():
     epoch above with a million trials.
     """
     from cvxdp.vertical import audit_sharing_release
+    from cvxdp_models.vertical import synthetic_parties
 
-    rng = np.random.default_rng(0)
-    n, d = 8, 2
-    x = rng.normal(size=(n, 2 * d))
-    blocks = [x[:, m * d:(m + 1) * d] / np.linalg.norm(x[:, m * d:(m + 1) * d], axis=1, keepdims=True)
-              for m in range(2)]
-    labels = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    parties = [cvxdp.VerticalParty(f"p{m}", blocks[m], bound=1.0) for m in range(2)]
+    parties, labels = synthetic_parties(8, 2, 2, seed=0)
     mech = cvxdp.SharingGaussian(epsilon=0.5, delta=DELTA)  # default: worst-case sensitivity, analytic
-    honest = audit_sharing_release(parties, 0, -blocks[0][0], mech, labels=labels, epochs=3, trials=300, seed=0)
+    honest = audit_sharing_release(parties, 0, -parties[0].data[0], mech, labels=labels, epochs=3, trials=300, seed=0)
     assert honest.claimed > 0.5  # the ledger's composed claim over the 3 epochs, not one epoch's
     assert not honest.violated, honest.to_dict()
-    twin = audit_sharing_release(parties, 0, -blocks[0][0], mech, labels=labels, epochs=3, trials=300, seed=0,
+    twin = audit_sharing_release(parties, 0, -parties[0].data[0], mech, labels=labels, epochs=3, trials=300, seed=0,
                                  broken="reused-seed")
     assert twin.violated and twin.epsilon_lower > 2 * twin.claimed, twin.to_dict()
     with pytest.raises(cvxdp.errors.InvalidParameterError, match="'neighbour_row' parameter"):

@@ -11,12 +11,12 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import cvxdp
 from cvxdp_models.erm import make_erm
 from cvxdp_models.toy import make_agents
+from cvxdp_models.vertical import synthetic_parties
 
 DATA = Path(__file__).parent / "data"
 TIMING = ("wall_time", "solver_time")
@@ -44,13 +44,7 @@ def _graph(algorithm: type) -> Callable[[], cvxdp.Result]:
 
 
 def _sharing() -> cvxdp.Result:
-    rng = np.random.default_rng(0)
-    n, d = 12, 2
-    x = rng.normal(size=(n, 2 * d))
-    blocks = [x[:, m * d:(m + 1) * d] / np.linalg.norm(x[:, m * d:(m + 1) * d], axis=1, keepdims=True)
-              for m in range(2)]
-    labels = np.where(rng.random(n) < 0.5, -1.0, 1.0)
-    parties = [cvxdp.VerticalParty(f"p{m}", blocks[m], bound=1.0) for m in range(2)]
+    parties, labels = synthetic_parties(12, 2, 2, seed=0)
     return cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=1.0, lam=0.1, epochs=5, labels=labels),
                        privacy=cvxdp.SharingGaussian(sigma=0.3, delta=1e-5), seed=7)
 
