@@ -78,15 +78,14 @@ def test_paper_preset_true_over_claimed_epsilon_on_case14():
 def test_paper_preset_flagged_in_study_report(tmp_path):
     import pandas as pd
 
-    from cvxdp.study import write_report
+    from cvxdp.study import load_study, write_report
 
     results = pd.DataFrame([{"cell": "c", "mechanism": "ObjL", "epsilon": 1.0, "local_updates": 1, "seed": 0,
-                             "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "delta_basic": 0.0, "eps_rdp": 1.0,
-                             "eps_pld": 1.0, "guarantee": False}])
-    case = tmp_path / "c.toml"
-    case.write_text('[case]\ntemplate = "toy"\n')
-    study = type("S", (), {"name": "s", "case_path": case, "mechanisms": ["ObjL"],
-                           "epsilons": [1.0], "local_updates": [1], "seeds": [0]})()
+                             "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "delta_basic": 0.0,
+                             "eps_rdp": 1.0, "eps_pld": 1.0, "guarantee": False}])
+    (tmp_path / "c.toml").write_text('[case]\ntemplate = "toy"\n')
+    (tmp_path / "s.toml").write_text('[study]\ncase = "c.toml"\nmechanisms = ["ObjL"]\nepsilons = [1.0]\n')
+    study = load_study(tmp_path / "s.toml")
     write_report(results, pd.DataFrame(), tmp_path, study)
     text = (tmp_path / "report.md").read_text()
     assert "Paper preset: reproduces the published figure; not a privacy guarantee for this model" in text
