@@ -171,11 +171,15 @@ def _num(value, fmt: str) -> str:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the history (default runs/<case>-<algorithm>-<mechanism>[-eps<eps>]-seed<seed>).")
 @click.option("--overwrite", is_flag=True, help="Replace a finished run already saved in --out.")
+@click.option("--public", "public_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write the public release to this directory: no seed, no values computed on private "
+                   "data, no local copies (safe to share; see the README, 'What the guarantee covers').")
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
 def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
-            local_updates, algorithm, seed, accountant, ac_check, out, overwrite, progress, as_json) -> None:
+            local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, progress,
+            as_json) -> None:
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history.
 
     Power cases report the generation cost ($/h), the objective with its definition and the gap to the
@@ -215,6 +219,8 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
         outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out)
         outcome.result.save(out, overwrite=overwrite)
         remove_checkpoint(out)
+    if public_dir is not None:
+        outcome.result.save(public_dir, public=True, overwrite=overwrite)
     summary = dict(outcome.summary)
     if ac_check:
         summary.update(instance.ac_check(outcome.result))
@@ -222,6 +228,8 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
     summary["privacy_caveats"] = ledger_caveats(summary.get("privacy"), min(sizes) if sizes else None)
     summary["privacy_caveats"] += noise_caveats(summary.get("noise_magnitude"), outcome.result.solution)
     summary["history"] = str(out)
+    if public_dir is not None:
+        summary["public"] = str(public_dir)
     priv = summary.get("privacy") or {}
     human = "\n".join([f"case {case.name} ({alg}, {mech}): {summary['rounds']} rounds ({summary['stop_reason']}), "
                        f"{summary['elapsed_s']:.1f} s",
@@ -236,7 +244,8 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
                        *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
                          if summary.get("guarantee") is False),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
-                       f"  history saved to {out}"])
+                       f"  history saved to {out}",
+                       *([f"  public release saved to {public_dir}"] if public_dir is not None else [])])
     _emit(summary, as_json, human)
 
 

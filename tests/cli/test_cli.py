@@ -130,3 +130,20 @@ def test_central_cost_sits_just_below_the_ac_opf_cost(case, ac_cost):
     assert 0.0 <= (ac_cost - payload["cost"]) / ac_cost <= 0.01  # $/h
     assert payload["objective"] == pytest.approx(payload["cost"] / 1000.0)  # model units: k$/h
     assert payload["ac_converged"]
+
+
+def test_run_writes_a_public_release_without_seed_or_private_values(tmp_path):
+    out, public = tmp_path / "hist", tmp_path / "public"
+    payload = last_json(invoke("run", str(CASES / "toy.toml"), "--mechanism", "ObjG", "--epsilon", "1.0",
+                               "--rounds", "5", "--seed", "3", "--out", str(out), "--public", str(public), "--json"))
+    assert payload["public"] == str(public)
+    full, shared = json.loads((out / "result.json").read_text()), json.loads((public / "result.json").read_text())
+    assert full["config"]["seed"] == 3 and "seed" not in shared["config"] and shared["config"]["public"] is True
+    assert "objective" in pd.read_csv(out / "history.csv").columns
+    history = pd.read_csv(public / "history.csv")
+    assert "objective" not in history.columns and "max_violation" not in history.columns
+    assert {"consensus_residual", "eps_basic"} <= set(history.columns)
+    # a second export into the same directory is refused, not silently overwritten
+    again = invoke("run", str(CASES / "toy.toml"), "--mechanism", "ObjG", "--epsilon", "1.0", "--rounds", "5",
+                   "--seed", "3", "--out", str(tmp_path / "other"), "--public", str(public), ok=False)
+    assert "already holds a saved cvxdp result" in again.output
