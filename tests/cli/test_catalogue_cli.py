@@ -409,8 +409,9 @@ def test_second_study_on_the_same_out_is_refused_and_the_first_loses_nothing(tmp
     out = tmp_path / "o"
     cmd = [sys.executable, "-m", "cvxdp.cli.main", "study", str(study), "--no-progress", "--json", "--out", str(out)]
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 600  # a wait, not a speed limit
-    while not (out / ".cvxdp.lock").exists() and first.poll() is None and time.time() < deadline:
+    for _ in range(30_000):  # poll for up to ~10 minutes: a wait, not a speed limit
+        if (out / ".cvxdp.lock").exists() or first.poll() is not None:
+            break
         time.sleep(0.02)
 
     second = cli_run("study", study, "--out", out, "--no-progress")
@@ -429,8 +430,9 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
     out = tmp_path / "o"
     proc = subprocess.Popen([sys.executable, "-m", "cvxdp.cli.main", "run", str(case), "--out", str(out),
                              "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600  # a wait, not a speed limit
-    while not (out / "checkpoint.pkl").exists() and proc.poll() is None and time.time() < deadline:
+    for _ in range(60_000):  # poll for up to ~10 minutes: a wait, not a speed limit
+        if (out / "checkpoint.pkl").exists() or proc.poll() is not None:
+            break
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
