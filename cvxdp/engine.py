@@ -173,12 +173,17 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
-        infos = backend.start(agents, algorithm, root.spawn(len(agents)), tuple(solvers))
-        state = _ServerState(ez=backend.initial_shared(), lam=[np.zeros(len(g)) for g in gidx])
+        from .backends import NodeSpec
+        from .worker import AgentWorker
+
+        backend.start([NodeSpec(a.name, AgentWorker, (a, algorithm, s, tuple(solvers)))
+                       for a, s in zip(agents, root.spawn(len(agents)))])
+        infos = backend.call("info")
+        state = _ServerState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in gidx])
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         if saved is not None:
             state = saved["server"]
-            backend.restore(saved["workers"])
+            backend.call("restore", [(s,) for s in saved["workers"]])
             ledger = PrivacyLedger.from_dict(saved["ledger"])
         if privacy is not None and privacy.sensitivity == "paper":
             from .privacy.notes import PAPER_PRESET
@@ -202,7 +207,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                     state.stop_reason = "budget"
                     break
             messages = [_message(t, w[g], rho, eta, plan, privacy) for g, plan in zip(gidx, plans)]
-            reports = backend.step(messages)
+            reports = backend.call("step", [(m,) for m in messages], round=t)
             res_sq, consensus, noise_norms = 0.0, 0.0, []
             for p, rep in enumerate(reports):
                 bw = w[gidx[p]]
@@ -239,7 +244,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                     and state.primal <= algorithm.tol_primal and state.dual <= algorithm.tol_dual):
                 state.stop_reason = "tolerance"
             if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
-                save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "workers": backend.states(),
+                save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "workers": backend.call("state"),
                                              "ledger": ledger.to_dict(), "entropy": root.entropy})
             bar.update(1)
             bar.set_postfix(residual=f"{state.primal:.2e}", objective=f"{row['objective']:.4g}")
@@ -248,7 +253,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         bar.close()
         rho_final = state.rho_prev if state.rho_prev is not None else algorithm.rho_schedule(1)
         w_final = global_update(state.ez, state.lam, gidx, n_global, rho_final)
-        local = dict(zip(names, backend.local_solutions()))
+        local = dict(zip(names, backend.call("local")))
     finally:
         backend.close()
         lock.release()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._validation import fail
-from .base import Backend
+from .base import Backend, NodeSpec
 from .serial import SerialBackend
 
 BACKENDS = ("serial", "ray")
@@ -27,4 +27,4 @@ def get_backend(name: str | Backend) -> Backend:
     raise fail("backend", "solve", "one of 'serial', 'ray' or a cvxdp.backends.Backend", name)
 
 
-__all__ = ["BACKENDS", "Backend", "SerialBackend", "get_backend"]
+__all__ = ["BACKENDS", "Backend", "NodeSpec", "SerialBackend", "get_backend"]

@@ -1,40 +1,25 @@
-"""The serial backend: every worker in this process, stepped one after the other."""
+"""The serial backend: every node in this process, called one after the other."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-import numpy as np
-
-from ..agent import Agent
-from ..algorithms.base import Algorithm
-from ..worker import AgentWorker, LocalReport, RoundMessage, WorkerInfo
-from .base import Backend
+from .base import Backend, NodeSpec
 
 
 class SerialBackend(Backend):
-    """Runs the agents in order in the calling process (the embedded default)."""
+    """Runs the nodes in order in the calling process (the embedded default)."""
 
     def __init__(self) -> None:
-        self.workers: list[AgentWorker] = []
+        self.nodes: list[Any] = []
+        self.names: list[str] = []
 
-    def start(self, agents: Sequence[Agent], algorithm: Algorithm, seeds: Sequence[np.random.SeedSequence],
-              solvers: tuple[str, ...]) -> list[WorkerInfo]:
-        self.workers = [AgentWorker(a, algorithm, s, solvers) for a, s in zip(agents, seeds)]
-        return [w.info() for w in self.workers]
+    def start(self, specs: Sequence[NodeSpec]) -> None:
+        self.names = [s.name for s in specs]
+        self.nodes = [s.build(*s.args) for s in specs]
 
-    def initial_shared(self) -> list[np.ndarray]:
-        return [w.shared() for w in self.workers]
-
-    def step(self, messages: Sequence[RoundMessage]) -> list[LocalReport]:
-        return [w.step(m) for w, m in zip(self.workers, messages)]
-
-    def local_solutions(self) -> list[np.ndarray]:
-        return [w.local() for w in self.workers]
-
-    def states(self) -> list[dict]:
-        return [w.state() for w in self.workers]
-
-    def restore(self, states: Sequence[dict]) -> None:
-        for w, s in zip(self.workers, states):
-            w.restore(s)
+    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+        if args is None:
+            return [getattr(node, method)() for node in self.nodes]
+        return [getattr(node, method)(*a) for node, a in zip(self.nodes, args)]

@@ -399,10 +399,11 @@ def _recording_backend() -> Any:
             super().__init__()
             self.sent: list[list[np.ndarray]] = []
 
-        def step(self, messages):  # type: ignore[no-untyped-def]
-            reports = super().step(messages)
-            self.sent.append([rep.ez.copy() for rep in reports])
-            return reports
+        def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
+            results = super().call(method, args, round=round)
+            if method == "step":
+                self.sent.append([rep.ez.copy() for rep in results])
+            return results
 
     return RecordingBackend()
 
