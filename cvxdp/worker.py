@@ -1,13 +1,16 @@
 """The agent side of a run: private data, compiled subproblem, random generator and local copies.
 
-A worker lives inside a backend (in-process for the serial backend, a remote actor for Ray). Only the
-shared block ``E_p z_p`` and scalar metrics leave it.
+A worker lives inside a backend (in-process for the serial backend, a remote actor for Ray). Its ``step``
+returns a :class:`~cvxdp.protocol.Release` holding the shared block ``E_p z_p`` only; values computed on
+the agent's private data (objective, constraint violation, the actual noise norms, solver names, timings and
+fallbacks) come only from :meth:`AgentWorker.evaluate` (:class:`~cvxdp.protocol.Evaluation`), which the loop
+calls only when evaluation is on.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,6 +19,7 @@ from .algorithms.base import Algorithm, dual_update
 from .algorithms.ladmm import linearized_updates
 from .evaluation import compiled_metrics
 from .local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
+from .protocol import Evaluation, Release
 
 
 @dataclass(frozen=True)
@@ -30,21 +34,6 @@ class RoundMessage:
     placement: str | None = None
 
 
-@dataclass
-class LocalReport:
-    """Agent -> server: the shared block of z_p and metrics of the round."""
-
-    name: str
-    ez: np.ndarray
-    objective: float
-    violation: float
-    noise_norms: list[float] = field(default_factory=list)
-    solver_time: float = 0.0
-    compute_time: float = 0.0
-    solvers: list[str] = field(default_factory=list)
-    fallbacks: list[str] = field(default_factory=list)
-
-
 @dataclass(frozen=True)
 class WorkerInfo:
     name: str
@@ -54,7 +43,7 @@ class WorkerInfo:
 
 
 class AgentWorker:
-    """Holds one agent's state and runs its local step; see :class:`RoundMessage`/:class:`LocalReport`."""
+    """Holds one agent's state and runs its local step; see :class:`RoundMessage` and the module docstring."""
 
     def __init__(self, agent: Agent, algorithm: Algorithm, seed: np.random.SeedSequence,
                  solvers: tuple[str, ...] = DEFAULT_SOLVERS) -> None:
@@ -76,6 +65,7 @@ class AgentWorker:
             n = agent.layout.size
             self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
         self.lam = np.zeros(self.sidx.size)
+        self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
@@ -83,7 +73,7 @@ class AgentWorker:
     def shared(self) -> np.ndarray:
         return self.z[self.sidx].copy()
 
-    def step(self, msg: RoundMessage) -> LocalReport:
+    def step(self, msg: RoundMessage) -> Release:
         start = time.perf_counter()
         if self.prox is not None:
             z, report = self.prox.solve(msg.bw + self.lam / msg.rho, msg.rho, round=msg.round)
@@ -98,11 +88,19 @@ class AgentWorker:
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
-        return LocalReport(
-            name=self.agent.name, ez=ez, objective=self.metrics.objective(z, round=msg.round), violation=self.metrics.violation(z),
-            noise_norms=norms, solver_time=sum(r.seconds for r in reports),
-            compute_time=time.perf_counter() - start, solvers=sorted({r.solver for r in reports}),
-            fallbacks=[f for r in reports for f in r.fallbacks])
+        self._last = (norms, reports, time.perf_counter() - start)
+        return Release(self.agent.name, msg.round, {"ez": ez})
+
+    def evaluate(self, round: int) -> Evaluation:
+        """Non-private evaluation of the last step on this agent's data (never part of a release)."""
+        norms, reports, compute_time = self._last
+        z = self.z
+        return Evaluation(
+            self.agent.name, round,
+            values={"objective": self.metrics.objective(z, round=round), "violation": self.metrics.violation(z),
+                    "solver_time": sum(r.seconds for r in reports), "compute_time": compute_time},
+            lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
+            labels={"solver": "+".join(sorted({r.solver for r in reports}))})
 
     def _grad_point(self, msg: RoundMessage):
         """Private runs: where the gradient is taken, ``Proj_W(u)`` (SPEC §2.1: the sensitivity holds on W).

@@ -16,11 +16,9 @@ class Algorithm:
 
     name = "base"
     private_ok = False
-    #: True for algorithms whose round structure is not the consensus loop of SPEC §2 (M-ADMM over a graph,
-    #: ADMM sharing). ``cvxdp.solve`` validates the common arguments and then calls ``algorithm.run(agents,
-    #: privacy=, accountant=, budget=, backend=, seed=, target_delta=, solvers=, progress=, callback=,
-    #: checkpoint=, checkpoint_every=)``, which must return a :class:`cvxdp.Result`.
-    custom_loop = False
+    #: The algorithm family that runs it on the round loop (:func:`cvxdp.families.family_class`):
+    #: "consensus" (SPEC §2), "graph" (SPEC §3-§4) or "sharing" (SPEC §5).
+    family = "consensus"
 
     def __init__(self, *, rho: float | Schedule = 1.0, rounds: int = 100, tol_primal: float | None = None,
                  tol_dual: float | None = None) -> None:

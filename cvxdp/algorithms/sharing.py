@@ -415,7 +415,7 @@ class ADMMSharing(Algorithm):
 
     name = "sharing"
     private_ok = True
-    custom_loop = True
+    family = "sharing"
 
     def __init__(self, *, rho: float = 1.0, lam: float = 1e-3, epochs: int = 50, loss: str = "logistic",
                  labels: np.ndarray | None = None, test_labels: np.ndarray | None = None,

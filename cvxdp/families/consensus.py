@@ -1,0 +1,229 @@
+"""The consensus family (SPEC §2): LinearizedADMM and ADMM over agents with shared blocks.
+
+Server: ``w = global_update(E z, lambda)`` and ``lambda_p += rho (B_p w - E_p z_p)``; nodes
+(:class:`cvxdp.worker.AgentWorker`) run the J local updates and release ``E_p z_p`` only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_float, fail
+from ..agent import check_agents
+from ..algorithms.base import dual_update, global_update
+from ..backends import Backend, NodeSpec
+from ..errors import InvalidParameterError
+from ..protocol import Evaluation, Family, Release, RoundPlan
+
+HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation",
+                   "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
+
+
+def with_final_pld(history: pd.DataFrame, privacy: dict | None) -> pd.DataFrame:
+    """Add the ``eps_pld`` column: the worst agent's PLD total in the last row (PLD is computed once, at the
+    end, as it costs tens of ms per round); NaN in earlier rows (eps_basic / eps_rdp track every round)."""
+    pld = ((privacy or {}).get("worst") or {}).get("pld")
+    history = history.copy()
+    history["eps_pld"] = np.nan
+    if len(history) and pld is not None:
+        history.loc[history.index[-1], "eps_pld"] = float(pld)
+    return history
+
+
+def _check_privacy(privacy: Any, algorithm: Any) -> None:
+    from ..privacy import ObjectivePerturbation, OutputPerturbation
+
+    if privacy is None:
+        return
+    if not isinstance(privacy, (ObjectivePerturbation, OutputPerturbation)):
+        raise fail("privacy", "solve", "None, cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
+                   type(privacy).__name__)
+    privacy.validate()
+    if not algorithm.private_ok:
+        raise InvalidParameterError(f"{type(algorithm).__name__} is the non-private baseline; use "
+                                    "cvxdp.LinearizedADMM for a private run, or privacy=None.")
+
+
+def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, steps: int) -> float:
+    if budget is not None and budget[1] > 0:
+        return budget[1]
+    delta = getattr(privacy, "delta", None)
+    if delta:
+        return float(min(delta if getattr(privacy, "scope", "step") == "total" else delta * steps, 0.5))
+    return 1e-6
+
+
+@dataclass
+class ConsensusState:
+    """The aggregator's side of a consensus run (part of the checkpoint)."""
+
+    ez: list[np.ndarray]
+    lam: list[np.ndarray]
+    rho_prev: float | None = None
+    primal: float = 0.0
+    dual: float = 0.0
+    w_prev: np.ndarray | None = None
+
+
+class ConsensusFamily(Family):
+    """LinearizedADMM / ADMM on the round loop (see the module docstring)."""
+
+    history_order = tuple(HISTORY_COLUMNS[:-1])
+    agent_order = ("round", "agent", "objective", "violation", "residual", "noise_magnitude", "solver_time",
+                   "compute_time", "solver", "fallbacks")
+
+    def __init__(self, algorithm: Any, agents: Sequence[Any], **kwargs: Any) -> None:
+        super().__init__(algorithm, agents, **kwargs)
+        privacy, accountant = self.privacy, self.accountant
+        _check_privacy(privacy, algorithm)
+        self.sizes = check_agents(agents, private=False)
+        if privacy is not None:
+            from ..privacy.checks import check_public_initial
+
+            check_public_initial(agents)
+            for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing
+                privacy.noise_plan(agent, min_weight=1.0, separable=True, steps=1, accountant=accountant)
+        keys = sorted(self.sizes)
+        self.keys = keys
+        self.offsets = dict(zip(keys, np.cumsum([0] + [self.sizes[k] for k in keys])[:-1].tolist()))
+        self.n_global = int(sum(self.sizes.values()))
+        self.gidx = [np.concatenate([self.offsets[k] + np.arange(len(a.layout.shared[k]))
+                                     for k in sorted(a.layout.shared)]) for a in agents]
+        self.J = algorithm.local_updates
+        self.steps = algorithm.rounds * self.J
+        self.target_delta = _default_target_delta(privacy, self.budget, self.steps) if self.target_delta is None \
+            else check_float(self.target_delta, "target_delta", "solve", 0.0, 1.0)
+        if hasattr(algorithm, "bind_epsilon"):  # the authors' eta schedule reads epsilon from the mechanism
+            algorithm.bind_epsilon(getattr(privacy, "epsilon", None))
+        self.infos: list[Any] = []
+
+    @property
+    def rounds(self) -> int:
+        return self.algorithm.rounds
+
+    def config(self) -> dict[str, Any]:
+        return {"target_delta": self.target_delta, "shared_sizes": self.sizes}
+
+    def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
+        from ..worker import AgentWorker
+
+        return [NodeSpec(a.name, AgentWorker, (a, self.algorithm, s, self.solvers))
+                for a, s in zip(self.agents, seeds)]
+
+    def start(self, backend: Backend) -> ConsensusState:
+        self.infos = backend.call("info")
+        return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx])
+
+    def new_ledger(self) -> Any:
+        from ..privacy import PrivacyLedger
+
+        return PrivacyLedger(self.names, target_delta=self.target_delta)
+
+    def ledger_from_dict(self, data: Mapping[str, Any]) -> Any:
+        from ..privacy import PrivacyLedger
+
+        return PrivacyLedger.from_dict(data)
+
+    def notes(self, ledger: Any, backend: Backend) -> None:
+        if self.privacy is not None and self.privacy.sensitivity == "paper":
+            from ..privacy.notes import PAPER_PRESET
+
+            ledger.note(PAPER_PRESET)
+
+    # ---------------------------------------------------------------- one round
+    def plan(self, t: int, state: ConsensusState) -> RoundPlan:
+        from ..worker import RoundMessage
+
+        alg, privacy = self.algorithm, self.privacy
+        rho = alg.rho_schedule(t, state.rho_prev, state.primal, state.dual)
+        eta = alg.eta_at(t)
+        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
+        plans: list[Any] = [None] * len(self.agents)
+        released: dict[str, Any] = {"rho": rho, "eta": eta}
+        if privacy is not None:
+            for p, (agent, info) in enumerate(zip(self.agents, self.infos)):
+                min_c = eta if info.size > info.shared_size else eta + rho
+                plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info.is_box, steps=self.steps,
+                                              accountant=self.accountant)
+            released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
+        placement = privacy.placement if privacy is not None else None
+        messages = [RoundMessage(round=t, bw=w[g], rho=rho, eta=eta, plan=plan, placement=placement)
+                    for g, plan in zip(self.gidx, plans)]
+        return RoundPlan(messages=messages, charges=plans, released=released, context=w)
+
+    def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
+        return any(ledger.would_exceed(n, c, count=self.J, budget=self.budget, accountant=self.accountant)
+                   for n, c in zip(self.names, plan.charges) if c is not None)
+
+    def record(self, ledger: Any, t: int, plan: RoundPlan) -> None:
+        for n, c in zip(self.names, plan.charges):
+            if c is not None:
+                ledger.record(n, c, count=self.J)
+
+    def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        w, rho = plan.context, plan.released["rho"]
+        res_sq, consensus, agent_rows = 0.0, 0.0, []
+        for p, rel in enumerate(releases):
+            bw = w[self.gidx[p]]
+            r = bw - rel["ez"]
+            consensus += float(np.linalg.norm(r))
+            res_sq += float(r @ r)
+            state.lam[p] = dual_update(state.lam[p], rho, bw, rel["ez"])
+            agent_rows.append({"residual": float(np.linalg.norm(r))})
+        state.ez = [rel["ez"] for rel in releases]
+        state.primal = math.sqrt(res_sq)
+        state.dual = rho * float(np.linalg.norm(np.concatenate([(w - state.w_prev)[g] for g in self.gidx]))) \
+            if state.w_prev is not None else math.inf
+        state.w_prev, state.rho_prev = w, rho
+        return {"consensus_residual": consensus, "primal_residual": state.primal,
+                "dual_residual": state.dual}, agent_rows
+
+    def privacy_row(self, ledger: Any) -> dict[str, float]:
+        # privacy spent so far, worst agent; PLD only at the end (it costs ~10 ms)
+        return {f"eps_{acc}": max(ledger.spent(n, acc)[0] for n in self.names) for acc in ("basic", "rdp")}
+
+    def evaluation_row(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        norms = [x for ev in evaluations for x in ev.lists["noise_norms"]]
+        row = {"objective": sum(ev.values["objective"] for ev in evaluations),
+               "max_violation": max(ev.values["violation"] for ev in evaluations),
+               "noise_magnitude": float(np.mean(norms)) if norms else 0.0,
+               "solver_time": sum(ev.values["solver_time"] for ev in evaluations),
+               "fallbacks": sum(len(ev.lists["fallbacks"]) for ev in evaluations)}
+        agents = []
+        for ev in evaluations:
+            own = ev.lists["noise_norms"]
+            agents.append({"objective": ev.values["objective"], "violation": ev.values["violation"],
+                           "noise_magnitude": float(np.mean(own)) if own else 0.0,
+                           "solver_time": ev.values["solver_time"], "compute_time": ev.values["compute_time"],
+                           "solver": ev.labels["solver"], "fallbacks": ";".join(ev.lists["fallbacks"])})
+        return row, agents
+
+    def converged(self, t: int, state: ConsensusState, row: Mapping[str, Any]) -> bool:
+        alg = self.algorithm
+        return (alg.tol_primal is not None and alg.tol_dual is not None
+                and state.primal <= alg.tol_primal and state.dual <= alg.tol_dual)
+
+    def postfix(self, state: ConsensusState, row: Mapping[str, Any]) -> dict[str, str]:
+        out = {"residual": f"{state.primal:.2e}"}
+        if "objective" in row:
+            out["objective"] = f"{row['objective']:.4g}"
+        return out
+
+    # ---------------------------------------------------------------- the end
+    def solution(self, state: ConsensusState) -> dict[str, np.ndarray]:
+        rho = state.rho_prev if state.rho_prev is not None else self.algorithm.rho_schedule(1)
+        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
+        return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
+
+    def summary(self, ledger: Any) -> dict[str, Any]:
+        return ledger.summary()
+
+    def finish_history(self, history: pd.DataFrame, summary: Mapping[str, Any]) -> pd.DataFrame:
+        return with_final_pld(history, dict(summary))

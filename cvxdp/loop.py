@@ -1,0 +1,148 @@
+"""The only round loop: budget guard, ledger, tolerance stop, progress, callback, checkpoint and Result.
+
+Every algorithm family (:mod:`cvxdp.families`) plugs in through :class:`cvxdp.protocol.Family`; the
+backend only places the nodes and moves messages. Per round: the family plans the round from public values
+(no data touched), the loop stops before a round that would exceed the budget, the nodes ``step`` and
+return their :class:`~cvxdp.protocol.Release` (checked: nothing else may leave a node), the ledger records
+the round's charges, the family aggregates the releases into the released metrics, and — only when
+``evaluate`` is on — the nodes ``evaluate`` on their private data; those values are kept apart and labelled
+:data:`~cvxdp.protocol.EVALUATION_LABEL`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ._seeding import seed_config
+from .backends import Backend
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .errors import CvxdpError
+from .feasibility import solution_violation
+from .outdir import OutputLock
+from .protocol import EVALUATION_LABEL, Evaluation, Family, Release, ordered
+from .results import Result
+
+
+@dataclass
+class LoopState:
+    """The loop's own progress; with the family's server state, the nodes' states and the ledger it is a
+    checkpoint."""
+
+    t: int = 0
+    rows: list[dict] = field(default_factory=list)
+    agent_rows: list[dict] = field(default_factory=list)
+    eval_rows: list[dict] = field(default_factory=list)
+    eval_agent_rows: list[dict] = field(default_factory=list)
+    stop_reason: str | None = None
+
+
+def _check_releases(releases: Sequence[Any], names: Sequence[str], t: int) -> None:
+    for name, rel in zip(names, releases):
+        if not isinstance(rel, Release):
+            raise CvxdpError(f"Agent {name!r} returned a {type(rel).__name__} from its step in round {t}; a node "
+                             "may only release a cvxdp.protocol.Release.")
+
+
+def _check_evaluations(evaluations: Sequence[Any], names: Sequence[str], t: int) -> None:
+    for name, ev in zip(names, evaluations):
+        if not isinstance(ev, Evaluation):
+            raise CvxdpError(f"Agent {name!r} returned a {type(ev).__name__} from evaluate in round {t}; "
+                             "expected a cvxdp.protocol.Evaluation.")
+
+
+def _frame(rows: list[dict], evals: list[dict], keys: list[str], order: Sequence[str]) -> pd.DataFrame:
+    released = pd.DataFrame(rows)
+    if evals:
+        released = released.merge(pd.DataFrame(evals), on=keys, how="left", sort=False)
+    return ordered(released, order) if len(released.columns) else released
+
+
+def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, seed: int | None,
+             base_config: dict[str, Any], evaluate: bool, progress: bool = False,
+             callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
+             checkpoint_every: int = 1) -> Result:
+    """Run ``family`` over ``backend`` and assemble the :class:`~cvxdp.Result` (see :func:`cvxdp.solve`)."""
+    names = family.names
+    config = {**base_config, **seed_config(seed), **family.config()}
+    fp = fingerprint(config, family.agents, context=checkpoint) if checkpoint is not None else None
+    config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
+    lock = OutputLock(checkpoint, "checkpoint directory").acquire()
+    try:
+        backend.start(family.node_specs(root.spawn(len(names))))
+        state = family.start(backend)
+        ledger = family.new_ledger()
+        loop = LoopState()
+        saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
+        if saved is not None:
+            state, loop = saved["server"], saved["loop"]
+            backend.call("restore", [(s,) for s in saved["nodes"]])
+            ledger = family.ledger_from_dict(saved["ledger"])
+        family.notes(ledger, backend)
+        T = family.rounds
+        bar = tqdm(total=T, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
+                   unit=family.unit, leave=False)
+        while loop.t < T and loop.stop_reason is None:
+            t = loop.t + 1
+            start = time.perf_counter()
+            plan = family.plan(t, state)
+            if family.budget is not None and family.would_exceed(ledger, plan):
+                loop.stop_reason = "budget"
+                break
+            releases = backend.call("step", [(m,) for m in plan.messages], round=t)
+            _check_releases(releases, names, t)
+            family.record(ledger, t, plan)
+            row, agent_rows = family.aggregate(t, plan, releases, state)
+            row = {"round": t, **plan.released, **row}
+            for i, extra in enumerate(plan.agent_released or [{} for _ in names]):
+                agent_rows[i] = {"round": t, "agent": names[i], **extra, **agent_rows[i]}
+            if family.privacy is not None:
+                row.update(family.privacy_row(ledger))
+            full = row
+            if evaluate:
+                evaluations = backend.call("evaluate", [(t,) for _ in names], round=t)
+                _check_evaluations(evaluations, names, t)
+                ev_row, ev_agents = family.evaluation_row(evaluations)
+                loop.eval_rows.append({"round": t, **ev_row})
+                loop.eval_agent_rows.extend({"round": t, "agent": n, **r} for n, r in zip(names, ev_agents))
+                full = {**row, **ev_row}
+            row["wall_time"] = time.perf_counter() - start
+            loop.rows.append(row)
+            loop.agent_rows.extend(agent_rows)
+            loop.t = t
+            if family.converged(t, state, row):
+                loop.stop_reason = "tolerance"
+            if checkpoint is not None and (t % checkpoint_every == 0 or loop.stop_reason or t == T):
+                save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "loop": loop,
+                                             "nodes": backend.call("state"), "ledger": ledger.to_dict(),
+                                             "entropy": root.entropy})
+            bar.update(1)
+            bar.set_postfix(**family.postfix(state, full))
+            if callback is not None:
+                callback(t, {**full, "wall_time": row["wall_time"]})
+        bar.close()
+        solution = family.solution(state)
+        local = dict(zip(names, backend.call("local")))
+    finally:
+        backend.close()
+        lock.release()
+    evaluated_cols = sorted({k for r in loop.eval_rows for k in r} - {"round"})
+    config["evaluation"]["columns"] = evaluated_cols
+    config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r} - {"round", "agent"})
+    history = _frame(loop.rows, loop.eval_rows, ["round"], family.history_order)
+    if not len(history.columns):
+        history = pd.DataFrame(columns=[c for c in family.history_order])
+    agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ["round", "agent"], family.agent_order)
+    summary = family.summary(ledger)
+    history = family.finish_history(history, summary)
+    agents = family.agents
+    return Result(history=history, agent_history=agent_history, solution=solution, local=local, privacy=summary,
+                  config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger, agents=list(agents),
+                  solution_violation=solution_violation(agents, solution, local))
