@@ -1,6 +1,7 @@
-"""The iteration loop of decentralized ADMM over a graph (SPEC §3-§4): M-ADMM, PP, DVP, R-ADMM, MR-ADMM.
+"""Node-side math of decentralized ADMM over a graph (SPEC §3-§4): M-ADMM, PP, DVP, R-ADMM, MR-ADMM.
 
-Called by the algorithms' ``run`` (``cvxdp.solve`` dispatches there because ``custom_loop = True``).
+The rounds run on the one round loop (:mod:`cvxdp.loop`) through :class:`cvxdp.families.graph.GraphFamily`;
+this module holds the local solves, the recycled step, the schedules and the privacy plan.
 
 Nodes are ordinary :class:`cvxdp.Agent` objects whose shared blocks cover every coordinate of their local
 vector (every node shares the full f; the papers' setting). The primal update of node i is always
@@ -19,12 +20,12 @@ there is a gradient and no constraints, otherwise a CVXPY problem that is DPP in
 solver chain (Clarabel, then ECOS).
 
 Every iteration appends one row to ``result.history``: round, iteration ("exact" or "recycled"),
-objective ``sum_i O(f_i)``, average_loss (ERM nodes: the papers' ``L(t)``), consensus_residual
-(``sum over edges ||f_i - f_j||``), max_deviation (``max_i ||f_i - mean f||``), primal/dual residuals,
-max_violation, noise_magnitude (mean ``||eps||`` over the nodes; NaN on recycled iterations of private runs:
-no noise is drawn), eta_min/eta_max, and for private
-runs bound_P (the papers' bound so far: (26) or (32)), eps_basic (the same, from the ledger) and eps_rdp
-(zCDP of the pure steps) when the accountant is "rdp"; the PLD total is computed once, in the final summary.
+consensus_residual (``sum over edges ||f_i - f_j||``), max_deviation (``max_i ||f_i - mean f||``), primal/dual
+residuals, eta_min/eta_max, and for private runs bound_P (the papers' bound so far: (26) or (32)), eps_basic
+(the same, from the ledger) and eps_rdp (zCDP of the pure steps) when the accountant is "rdp"; the PLD total
+is computed once, in the final summary. With evaluation on (non-private evaluation, not released): objective
+``sum_i O(f_i)``, average_loss (ERM nodes: the papers' ``L(t)``), max_violation, noise_magnitude (mean
+``||eps||`` over the nodes; NaN on recycled iterations of private runs: no noise is drawn), solver_time.
 
 ``result.privacy`` is the :class:`~cvxdp.privacy.gamma.GammaLedger` summary (per node and worst node: basic =
 the papers' bound, zCDP, PLD; ``paper_bound``; and the per-iteration claims under ``"ledger"``, from which
@@ -38,21 +39,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
-from ._seeding import root_seed_sequence, seed_config
-from ._validation import check_float, fail
+from ._validation import fail
 from .agent import Agent, check_agents
-from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
-from .feasibility import solution_violation
-from .graphs import Topology, check_graph, describe_graph
+from .graphs import check_graph
 from .local_solver import SolveReport, solve_chain
 from .results import Result
 
@@ -257,22 +253,7 @@ def recycled_step(f_odd: np.ndarray, recycled: np.ndarray, lam: np.ndarray, eta:
     return f_odd - (recycled + 2.0 * lam + eta * disagreement) / (2.0 * eta * degree + gamma)
 
 
-# --------------------------------------------------------------------------- state
-@dataclass
-class _State:
-    """Everything that changes during a run; with the ledger it is a checkpoint."""
-
-    F: np.ndarray                 # (N, d) local iterates f_i(t)
-    lam: np.ndarray               # (N, d) duals lambda_i(t)
-    recycled: np.ndarray          # (N, d) eps + grad O from the last odd iteration's KKT condition (R-ADMM)
-    rng_states: list[dict]
-    ledger: Any = None
-    t: int = 0
-    rows: list[dict] = field(default_factory=list)
-    agent_rows: list[dict] = field(default_factory=list)
-    stop_reason: str | None = None
-
-
+# --------------------------------------------------------------------------- checks
 def _check_privacy(privacy: Any, owner: str) -> Any:
     from .privacy.gamma import PenaltyPerturbation
 
@@ -300,14 +281,6 @@ def _check_nodes(agents: Sequence[Agent], owner: str) -> tuple[int, dict[str, in
     if len(dims) != 1:  # pragma: no cover - implied by equal shared sizes covering everything
         raise DeclarationError(f"{owner}: the nodes' local vectors differ in size ({sorted(dims)}).")
     return dims.pop(), sizes
-
-
-def _check_backend(backend: Any, owner: str) -> None:
-    from .backends import SerialBackend
-
-    if backend is not None and not isinstance(backend, SerialBackend):
-        raise InvalidParameterError(f"{owner} runs its nodes in-process; use backend='serial'. "
-                                    f"Got {type(backend).__name__}.")
 
 
 # --------------------------------------------------------------------------- schedules and claims
@@ -358,207 +331,15 @@ def privacy_plan(algorithm: Any, agents: Sequence[Agent], privacy: Any) -> pd.Da
     return pd.DataFrame(rows, columns=names, index=pd.RangeIndex(1, algorithm.rounds + 1, name="round"))
 
 
-# --------------------------------------------------------------------------- the loop
-def run_graph_admm(algorithm: Any, agents: Sequence[Agent], *, privacy: Any = None, accountant: str = "pld",
-                   budget: tuple[float, float] | None = None, backend: Any = None, seed: int | None = None,
-                   target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
-                   progress: bool = False, callback: Callable[[int, dict], None] | None = None,
-                   checkpoint: Any = None, checkpoint_every: int = 1) -> Result:
-    """Run a :class:`~cvxdp.algorithms.madmm.GraphADMM` algorithm over ``agents`` and return a Result.
+# --------------------------------------------------------------------------- the run
+def run_graph_admm(algorithm: Any, agents: Sequence[Agent], **kwargs: Any) -> Result:
+    """Run a :class:`~cvxdp.algorithms.madmm.GraphADMM` algorithm over ``agents`` (same as
+    ``cvxdp.solve(agents, algorithm=algorithm, **kwargs)``; kept for existing callers).
 
-    See :func:`cvxdp.solve` for the arguments; ``budget = (epsilon, delta)`` is a per-node cap on the basic
-    total (the papers' bound): the run stops before an iteration that would exceed it (``stop_reason ==
-    "budget"``). ``target_delta`` (default: the budget's delta if positive, else 1e-6) is the delta of the
-    zCDP and PLD totals.
+    ``budget = (epsilon, delta)`` is a per-node cap on the basic total (the papers' bound): the run stops
+    before an iteration that would exceed it (``stop_reason == "budget"``). ``target_delta`` (default: the
+    budget's delta if positive, else 1e-6) is the delta of the zCDP and PLD totals.
     """
-    from .privacy.gamma import (
-        GammaLedger,
-        check_bound_condition,
-        erm_constants,
-        inexact_solve_note,
-        sample_gamma_norm,
-    )
+    from .engine import solve
 
-    owner = type(algorithm).__name__
-    seed, root = root_seed_sequence(seed, "solve")
-    algorithm.validate()
-    privacy = _check_privacy(privacy, owner)
-    _check_backend(backend, owner)
-    if not isinstance(agents, (list, tuple)) or not agents:
-        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
-    d, sizes = _check_nodes(agents, owner)
-    names = [a.name for a in agents]
-    topo: Topology = check_graph(algorithm.build_graph(names), names, owner=f"{owner}'s graph")
-    N = len(names)
-    V = topo.degrees
-    nbrs = [np.array(nb, dtype=int) for nb in topo.neighbors]
-    recycled = algorithm.kind == "radmm"
-    eta_of = _penalty_schedule(algorithm, names)
-    T = algorithm.rounds
-    if not recycled:
-        algorithm.check_convergence_condition(names)
-    if target_delta is None:
-        target_delta = budget[1] if budget is not None and budget[1] > 0 else 1e-6
-    target_delta = check_float(target_delta, "target_delta", "solve", 0.0, 1.0, closed="left")
-
-    erm = None
-    try:
-        erm = [erm_constants(a) for a in agents]
-    except DeclarationError:
-        if privacy is not None:
-            raise
-    if privacy is not None:
-        from .privacy.checks import check_public_initial
-
-        check_public_initial(agents)
-        alpha1 = privacy.alphas(names)
-        if recycled:
-            check_bound_condition(erm, eta_of(1), V, names, weight_name="eta_i(1)", owner=owner)
-        else:
-            check_bound_condition(erm, algorithm.thetas(names), V, names, weight_name="theta", owner=owner)
-
-    config = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
-              "accountant": accountant, "budget": list(budget) if budget else None, **seed_config(seed),
-              "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta, "agents": names,
-              "graph": describe_graph(topo.graph), "degrees": V.tolist(), "shared_sizes": sizes,
-              "erm": [c.to_dict() for c in erm] if erm is not None else None}
-    fp = fingerprint(config, agents, context=checkpoint) if checkpoint is not None else None
-
-    proxes = [LocalProx(a, method=algorithm.local_solver, solvers=solvers) for a in agents]
-    rngs = [np.random.default_rng(s) for s in root.spawn(N)]
-    F0 = np.zeros((N, d))
-    for i, (agent, rng) in enumerate(zip(agents, rngs)):
-        if agent.initial is not None:
-            F0[i] = proxes[i].to_f(agent.layout.flatten(agent.initial))
-        elif algorithm.init_scale > 0:
-            F0[i] = algorithm.init_scale * rng.standard_normal(d)
-    ledger = GammaLedger(names, target_delta=target_delta, bound="(32)" if recycled else "(26)")
-    state = _State(F=F0, lam=np.zeros((N, d)), recycled=np.zeros((N, d)), rng_states=[], ledger=ledger)
-    if checkpoint is not None:
-        saved = load_checkpoint(checkpoint, fp)
-        if saved is not None:
-            state = saved["state"]
-            for rng, st in zip(rngs, state.rng_states):
-                rng.bit_generator.state = st
-    ledger = state.ledger
-    if privacy is not None:
-        ledger.note(inexact_solve_note(proxes), voids=False)
-    projections = None
-    if recycled and any(a.constraints for a in agents):
-        from .local_solver import compile_projection
-
-        projections = [compile_projection(a, solvers=solvers) if a.constraints else None for a in agents]
-
-    edges = np.array(topo.edges, dtype=int).reshape(-1, 2)
-    offsets = np.cumsum([0] + [sizes[k] for k in sorted(sizes)])
-    shared_idx = {k: np.arange(offsets[j], offsets[j + 1]) for j, k in enumerate(sorted(sizes))}
-
-    def metrics(F: np.ndarray) -> tuple[list[float], dict]:
-        values = [prox.value(F[i]) for i, prox in enumerate(proxes)]
-        diffs = F[edges[:, 0]] - F[edges[:, 1]]
-        en = np.linalg.norm(diffs, axis=1)
-        mean = F.mean(axis=0)
-        out = {"objective": float(sum(values)), "consensus_residual": float(en.sum()),
-               "max_deviation": float(np.max(np.linalg.norm(F - mean, axis=1))),
-               "primal_residual": float(math.sqrt(float(en @ en)))}
-        if erm is not None:
-            out["average_loss"] = float(np.mean([(v - c.reg * 0.5 * float(F[i] @ F[i])) / c.C
-                                                 for i, (v, c) in enumerate(zip(values, erm))]))
-        viol = [proxes[i].violation(F[i]) for i, a in enumerate(agents) if a.constraints]
-        out["max_violation"] = float(max(viol)) if viol else 0.0
-        return values, out
-
-    bar = tqdm(total=T, initial=state.t, disable=not progress, desc=f"cvxdp {algorithm.name}", unit="iter",
-               leave=False)
-    while state.t < T and state.stop_reason is None:
-        t = state.t + 1
-        start = time.perf_counter()
-        eta = eta_of(t)
-        exact = not recycled or t % 2 == 1
-        k = (t + 1) // 2
-        step_eps = np.zeros(N)
-        if privacy is not None and exact:
-            alpha = privacy.alpha_at(alpha1, k if recycled else t)
-            step_eps = _step_epsilons(erm, alpha, eta, V, recycled)
-            if budget is not None and any(ledger.would_exceed(n, e, budget) for n, e in zip(names, step_eps)):
-                state.stop_reason = "budget"
-                break
-        F, lam = state.F, state.lam
-        F_new = np.empty_like(F)
-        noise_norms = np.zeros(N)
-        reports: list[SolveReport] = [SolveReport(solver="recycled")] * N
-        if exact:
-            for i in range(N):
-                nb = nbrs[i]
-                nb_sum = V[i] * F[i] + F[nb].sum(axis=0)
-                p = eta[i] * nb_sum - 2.0 * lam[i]
-                if privacy is not None:
-                    eps = sample_gamma_norm(rngs[i], alpha[i], d)
-                    noise_norms[i] = float(np.linalg.norm(eps))
-                    p = p - (eps if recycled else 2.0 * eta[i] * V[i] * eps)
-                F_new[i], reports[i] = proxes[i].solve(eta[i] * V[i], p, F[i], round=t)
-                if recycled:  # eps + grad O(f_i(2k-1)) from the KKT condition of (14)/(18)
-                    state.recycled[i] = -2.0 * lam[i] - eta[i] * (2.0 * V[i] * F_new[i] - nb_sum)
-            step = eta if recycled else algorithm.theta_at(t, names)
-            lam_new = lam.copy()
-            for i in range(N):
-                lam_new[i] = lam[i] + 0.5 * step[i] * (V[i] * F_new[i] - F_new[nbrs[i]].sum(axis=0))
-            if privacy is not None:
-                for n, e in zip(names, step_eps):
-                    ledger.record(n, t, float(e))
-        else:
-            for i in range(N):
-                disagreement = V[i] * F[i] - F[nbrs[i]].sum(axis=0)
-                F_new[i] = recycled_step(F[i], state.recycled[i], lam[i], eta[i], disagreement, V[i],
-                                         algorithm.gamma)
-                if projections is not None and projections[i] is not None:
-                    u, reports[i] = projections[i].project(proxes[i].to_u(F_new[i]), np.ones(d), round=t)
-                    F_new[i] = proxes[i].to_f(u)
-            lam_new = lam
-            if privacy is not None:
-                for n in names:
-                    ledger.record_free(n, t)
-        values, row_metrics = metrics(F_new)
-        dual = float(np.linalg.norm(F_new - F))
-        state.F, state.lam, state.t = F_new, lam_new, t
-        row = {"round": t, "iteration": "exact" if exact else "recycled", **row_metrics, "dual_residual": dual,
-               "noise_magnitude": (float(noise_norms.mean()) if exact else math.nan) if privacy is not None else 0.0,
-               "eta_min": float(eta.min()), "eta_max": float(eta.max()),
-               "solver_time": float(sum(r.seconds for r in reports))}
-        if privacy is not None:
-            worst = max(ledger.spent(n, "basic")[0] for n in names)
-            row["bound_P"] = worst
-            row["eps_basic"] = worst
-            if accountant == "rdp":
-                row["eps_rdp"] = max(ledger.spent(n, "rdp")[0] for n in names)
-        row["wall_time"] = time.perf_counter() - start
-        state.rows.append(row)
-        for i, n in enumerate(names):
-            state.agent_rows.append({
-                "round": t, "agent": n, "objective": values[i],
-                "residual": float(np.linalg.norm(V[i] * F_new[i] - F_new[nbrs[i]].sum(axis=0))),
-                "noise_magnitude": float(noise_norms[i]) if exact or privacy is None else math.nan,
-                "eta": float(eta[i]), "epsilon": float(step_eps[i]),
-                "solver_time": reports[i].seconds, "solver": reports[i].solver})
-        if algorithm.tol is not None and exact and dual / math.sqrt(N) <= algorithm.tol \
-                and row["max_deviation"] <= algorithm.tol:
-            state.stop_reason = "tolerance"
-        state.rng_states = [rng.bit_generator.state for rng in rngs]
-        if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
-            save_checkpoint(checkpoint, {"fingerprint": fp, "state": state, "entropy": root.entropy})
-        bar.update(1)
-        bar.set_postfix(objective=f"{row['objective']:.4g}", deviation=f"{row['max_deviation']:.2e}")
-        if callback is not None:
-            callback(t, row)
-    bar.close()
-    history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
-    mean = state.F.mean(axis=0)
-    solution = {k: mean[idx] for k, idx in shared_idx.items()}
-    local = {n: np.array(proxes[i].to_u(state.F[i]), copy=True) for i, n in enumerate(names)}
-    summary = ledger.summary(pld=privacy is not None)
-    if privacy is None:
-        summary["paper_bound"] = None
-        summary["worst"]["paper_bound"] = None
-    return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
-                  privacy=summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
-                  agents=list(agents), solution_violation=solution_violation(agents, solution, local))
+    return solve(agents, algorithm=algorithm, **kwargs)

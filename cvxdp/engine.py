@@ -106,9 +106,10 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
             return algorithm.run(agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
                                  seed=seed, target_delta=target_delta, solvers=tuple(solvers), progress=progress,
                                  callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+    described = algorithm.describe()  # before the family binds run-time values (the authors' eta schedule)
     family = family_class(algorithm)(algorithm, agents, privacy=privacy, accountant=accountant, budget=budget,
                                      solvers=tuple(solvers), target_delta=target_delta)
-    base = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
+    base = {"algorithm": described, "privacy": privacy.describe() if privacy is not None else None,
             "accountant": accountant, "budget": list(budget) if budget else None,
             "backend": type(backend).__name__, "solvers": list(solvers), "agents": family.names}
     return run_loop(family, backend=backend, root=root, seed=seed, base_config=base, evaluate=evaluate,

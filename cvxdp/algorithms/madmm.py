@@ -10,8 +10,8 @@ with a private, non-decreasing penalty ``eta_i(t) = eta_i(1) q_i^(t-1)`` decoupl
 With ``privacy=cvxdp.PenaltyPerturbation(alpha=...)`` Gamma-norm noise enters the penalty (PP, eq. 24); DVP
 (Zhang & Zhu 2017) is the same with ``eta_i(t) = theta``. Each node is an ordinary :class:`cvxdp.Agent` whose
 shared blocks cover all its variables (every node shares the full f); the graph's nodes are the agents'
-names. The constructors only store parameters; :meth:`validate` checks them; ``cvxdp.solve`` dispatches to
-:meth:`run` (``custom_loop = True``), which delegates to :mod:`cvxdp.decentralized`.
+names. The constructors only store parameters; :meth:`validate` checks them; ``cvxdp.solve`` runs them on the
+round loop through :class:`cvxdp.families.graph.GraphFamily` (``family = "graph"``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class GraphADMM(Algorithm):
         ``tol`` of the network mean.
     """
 
-    custom_loop = True
+    family = "graph"
     private_ok = True
     kind = "madmm"
 
@@ -124,19 +124,6 @@ class GraphADMM(Algorithm):
 
     def eta_at(self, t: int, names: Sequence[str] | None = None) -> Any:  # type: ignore[override]
         raise NotImplementedError
-
-    # ------------------------------------------------------------------ the loop
-    def run(self, agents: Sequence[Any], *, privacy: Any = None, accountant: str = "pld",
-            budget: tuple[float, float] | None = None, backend: Any = None, seed: int = 0,
-            target_delta: float | None = None, solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
-            progress: bool = False, callback: Any = None, checkpoint: Any = None, checkpoint_every: int = 1):
-        """Run over ``agents`` (called by :func:`cvxdp.solve`); returns a :class:`cvxdp.Result`."""
-        from ..decentralized import run_graph_admm
-
-        return run_graph_admm(self, agents, privacy=privacy, accountant=accountant, budget=budget,
-                              backend=backend, seed=seed, target_delta=target_delta, solvers=solvers,
-                              progress=progress, callback=callback, checkpoint=checkpoint,
-                              checkpoint_every=checkpoint_every)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
