@@ -18,7 +18,6 @@ from .checkpoint import checkpoint_path
 from .families import family_class
 from .local_solver import DEFAULT_SOLVERS
 from .loop import run_loop
-from .outdir import OutputLock
 from .results import Result
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
@@ -91,7 +90,8 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     """
     algorithm = LinearizedADMM() if algorithm is None else algorithm
     if not isinstance(algorithm, Algorithm):
-        raise fail("algorithm", "solve", "a cvxdp.LinearizedADMM or cvxdp.ADMM", type(algorithm).__name__)
+        raise fail("algorithm", "solve", "a cvxdp algorithm (LinearizedADMM, ADMM, MADMM, DVP, RADMM, MRADMM, "
+                   "ADMMSharing)", type(algorithm).__name__)
     algorithm.validate()
     check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
     budget = _check_budget(budget)
@@ -101,11 +101,6 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         checkpoint_path(checkpoint)  # a directory or a .pkl file, not some other existing file
     backend = get_backend(backend)
     evaluate = _check_evaluate(evaluate, backend)
-    if getattr(algorithm, "family", "consensus") == "sharing":  # ADMM sharing: its own loop (cvxdp.vertical)
-        with OutputLock(checkpoint, "checkpoint directory"):
-            return algorithm.run(agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
-                                 seed=seed, target_delta=target_delta, solvers=tuple(solvers), progress=progress,
-                                 callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     described = algorithm.describe()  # before the family binds run-time values (the authors' eta schedule)
     family = family_class(algorithm)(algorithm, agents, privacy=privacy, accountant=accountant, budget=budget,
                                      solvers=tuple(solvers), target_delta=target_delta)

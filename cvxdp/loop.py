@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from ._seeding import seed_config
 from .backends import Backend
-from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, save_checkpoint
 from .errors import CvxdpError
 from .feasibility import solution_violation
 from .outdir import OutputLock
@@ -72,7 +72,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     """Run ``family`` over ``backend`` and assemble the :class:`~cvxdp.Result` (see :func:`cvxdp.solve`)."""
     names = family.names
     config = {**base_config, **seed_config(seed), **family.config()}
-    fp = fingerprint(config, family.agents, context=checkpoint) if checkpoint is not None else None
+    fp = family.fingerprint(config, checkpoint) if checkpoint is not None else None
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
@@ -96,6 +96,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             if family.budget is not None and family.would_exceed(ledger, plan):
                 loop.stop_reason = "budget"
                 break
+            family.before_step(t, plan, state, ledger)
             releases = backend.call("step", [(m,) for m in plan.messages], round=t)
             _check_releases(releases, names, t)
             family.record(ledger, t, plan)
@@ -104,7 +105,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             for i, extra in enumerate(plan.agent_released or [{} for _ in names]):
                 agent_rows[i] = {"round": t, "agent": names[i], **extra, **agent_rows[i]}
             if family.privacy is not None:
-                row.update(family.privacy_row(ledger))
+                row.update(family.privacy_row(ledger, t))
             full = row
             if evaluate:
                 evaluations = backend.call("evaluate", [(t,) for _ in names], round=t)
@@ -128,8 +129,8 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             if callback is not None:
                 callback(t, {**full, "wall_time": row["wall_time"]})
         bar.close()
-        solution = family.solution(state)
         local = dict(zip(names, backend.call("local")))
+        solution = family.solution(state, local)
     finally:
         backend.close()
         lock.release()
@@ -143,6 +144,8 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     summary = family.summary(ledger)
     history = family.finish_history(history, summary)
     agents = family.agents
-    return Result(history=history, agent_history=agent_history, solution=solution, local=local, privacy=summary,
-                  config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger, agents=list(agents),
-                  solution_violation=solution_violation(agents, solution, local))
+    result = Result(history=history, agent_history=agent_history, solution=solution, local=local, privacy=summary,
+                    config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger, agents=list(agents),
+                    solution_violation=solution_violation(agents, solution, local) if family.violation_check
+                    else None)
+    return family.finish(result, state)

@@ -72,6 +72,9 @@ class Evaluation:
         Per-call values the aggregator pools (e.g. every noise norm of the round's J local updates).
     labels : mapping str -> str
         Text diagnostics (solver names, fallbacks).
+    arrays : mapping str -> ndarray
+        Private vectors the aggregator pools for a network-wide evaluation (e.g. the noiseless predictions
+        ``D_m x_m`` of the sharing family, for the training loss).
     """
 
     agent: str
@@ -79,6 +82,7 @@ class Evaluation:
     values: Mapping[str, float] = field(default_factory=dict)
     lists: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -119,6 +123,8 @@ class Family(ABC):
     agent_order: tuple[str, ...] = ("round", "agent")
     #: The progress bar's unit.
     unit = "round"
+    #: Whether the Result reports the solution's distance to every agent's feasible set.
+    violation_check = True
 
     def __init__(self, algorithm: Any, agents: Sequence[Any], *, privacy: Any, accountant: str,
                  budget: tuple[float, float] | None, solvers: tuple[str, ...],
@@ -161,6 +167,12 @@ class Family(ABC):
     def notes(self, ledger: Any, backend: Backend) -> None:  # noqa: B027 - optional hook
         """Add guarantee notes to the ledger (paper presets, inexact solves)."""
 
+    def fingerprint(self, config: Mapping[str, Any], checkpoint: Any) -> dict[str, str]:
+        """What a checkpoint of this run must match (configuration and the agents' problems and data)."""
+        from .checkpoint import fingerprint
+
+        return fingerprint(config, self.agents, context=checkpoint)
+
     # ---------------------------------------------------------------- one round
     @abstractmethod
     def plan(self, t: int, state: Any) -> RoundPlan:
@@ -169,6 +181,9 @@ class Family(ABC):
     @abstractmethod
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
         """Whether recording ``plan``'s charges would exceed the budget for some agent."""
+
+    def before_step(self, t: int, plan: RoundPlan, state: Any, ledger: Any) -> None:  # noqa: B027 - optional
+        """Checks between the budget guard and the step (e.g. a paper's assumption on public values)."""
 
     @abstractmethod
     def record(self, ledger: Any, t: int, plan: RoundPlan) -> None:
@@ -180,8 +195,8 @@ class Family(ABC):
         """Update ``state`` from the releases; return the released history row and agent rows."""
 
     @abstractmethod
-    def privacy_row(self, ledger: Any) -> dict[str, float]:
-        """Privacy spent so far (history columns)."""
+    def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
+        """Privacy spent so far, after round ``t`` (history columns)."""
 
     @abstractmethod
     def evaluation_row(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -193,8 +208,8 @@ class Family(ABC):
 
     # ---------------------------------------------------------------- the end
     @abstractmethod
-    def solution(self, state: Any) -> dict[str, np.ndarray]:
-        """The consensus solution of the run."""
+    def solution(self, state: Any, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The solution of the run (``local``: every node's final local copy)."""
 
     @abstractmethod
     def summary(self, ledger: Any) -> dict[str, Any]:
@@ -203,6 +218,10 @@ class Family(ABC):
     def finish_history(self, history: pd.DataFrame, summary: Mapping[str, Any]) -> pd.DataFrame:
         """Last touches on the history (e.g. the final PLD column)."""
         return history
+
+    def finish(self, result: Any, state: Any) -> Any:
+        """Last touches on the :class:`~cvxdp.Result` (e.g. recorded messages)."""
+        return result
 
     def postfix(self, state: Any, row: Mapping[str, Any]) -> dict[str, str]:
         """The progress bar's postfix."""

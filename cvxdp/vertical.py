@@ -1,4 +1,6 @@
-"""Vertically partitioned learning: parties, the centre and the ADMM-sharing round loop (SPEC §5).
+"""Vertically partitioned learning: parties, the x-update, the privacy plan and audits of ADMM sharing (SPEC §5).
+
+The epochs run on the one round loop (:mod:`cvxdp.loop`) through :class:`cvxdp.families.sharing.SharingFamily`.
 
 Declaration: a party is a :class:`VerticalParty` (a :class:`cvxdp.Agent`) holding its private feature block
 ``D_m`` as a ``cp.Parameter`` (``party.features``), its local model ``x_m`` (a ``cp.Variable``), its
@@ -17,8 +19,9 @@ What crosses the wire (Algorithm 1): each epoch, party m pushes **one array of N
 Nothing else leaves a party: the x-update runs on the party's own data against the pulled values
 (subtract-own-contribution trick, Algorithm 1 lines 3-4). ``result.agent_history`` records the size of
 every uplink; ``ADMMSharing(record_messages=True)`` keeps the messages themselves in ``result.messages``.
-The training objective and test log-loss in the history are *instrumentation* of the simulation (they
-read the parties' private models); they are not messages.
+The training objective and test log-loss in the history are *non-private evaluation* of the simulation
+(computed by the parties' ``evaluate``, on their private models; off with ``solve(..., evaluate=False)``);
+they are not messages.
 
 The x-update (6) is solved in closed form (eigen-decomposition of ``D_m^T D_m`` once, then a trust-region
 secular equation per epoch) when ``R_m`` is the default ``||x||^2/2`` and ``X_m`` is the ball alone; otherwise
@@ -29,32 +32,22 @@ warm-started) and solved with the solver fallback chain.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
-import pandas as pd
-from tqdm.auto import tqdm
 
-from ._seeding import root_seed_sequence, seed_config
 from ._validation import check_choice, check_float, check_int, fail
 from .agent import Agent
 from .algorithms.sharing import (
     ADMMSharing,
-    AssumptionViolation,
     SharingGaussian,
     ball_ridge_solve,
     check_labels,
-    corollary1,
-    log_loss,
-    loss_value,
-    sharing_dual_update,
-    z_update,
 )
-from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .checkpoint import fingerprint
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
 from .results import Result
 
@@ -288,75 +281,6 @@ class _LocalUpdate:
                                 status=fallbacks[-1] if fallbacks else None)
 
 
-class _PartyWorker:
-    """Party m's runtime: private data, model, cached own message, generator. Only :meth:`step` talks."""
-
-    def __init__(self, party: VerticalParty, rho: float, lam: float, solvers: tuple[str, ...],
-                 rng: np.random.Generator, plan: Any) -> None:
-        self.party = party
-        self.D = party.data
-        self.rho = rho
-        self.update = _LocalUpdate(party, rho, lam, solvers)
-        self.rng = rng
-        self.plan = plan
-        self.x = np.zeros(party.n_features)
-        self.q = np.zeros(party.n_samples)  # the locally cached D_m x~_m (what this party last sent)
-        self.last = {"noise_norm": 0.0, "solver_time": 0.0, "solver": "", "fallbacks": []}
-
-    def step(self, residual: np.ndarray, y: np.ndarray, epoch: int) -> np.ndarray:
-        """Algorithm 1, lines 3-6: pull ``sum_k q_k - z`` and ``y``; return the one array this party pushes."""
-        s = residual - self.q  # sum_{k != m} q_k - z  (subtract the locally cached own contribution)
-        g = self.D.T @ (y + self.rho * s)
-        start = time.perf_counter()
-        self.x, solver, fallbacks = self.update.solve(g, epoch)
-        seconds = time.perf_counter() - start
-        prediction = self.D @ self.x
-        if self.plan is not None:
-            q = self.plan.perturb(self.rng, prediction)
-            noise_norm = float(np.linalg.norm(q - prediction))
-        else:
-            q, noise_norm = prediction, 0.0
-        self.q = q
-        self.last = {"noise_norm": noise_norm, "solver_time": seconds, "solver": solver, "fallbacks": fallbacks}
-        return q.copy()
-
-    def state(self) -> dict[str, Any]:
-        return {"x": self.x.copy(), "q": self.q.copy(), "rng": self.rng.bit_generator.state}
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.x, self.q = state["x"].copy(), state["q"].copy()
-        self.rng.bit_generator.state = state["rng"]
-
-
-# --------------------------------------------------------------------------- the centre's side
-class _Centre:
-    """The central node: holds the labels (the loss l(z)), z and y; sees only the parties' pushed arrays."""
-
-    def __init__(self, labels: np.ndarray, loss: str, rho: float) -> None:
-        self.labels, self.loss, self.rho = labels, loss, rho
-        n = len(labels)
-        self.z, self.y, self.v = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.z_prev = self.z.copy()
-
-    def broadcast(self) -> tuple[np.ndarray, np.ndarray]:
-        """Algorithm 1, line 12: ``sum_k q_k - z`` and ``y`` (sent to every party)."""
-        return self.v - self.z, self.y.copy()
-
-    def update(self, uplinks: Sequence[np.ndarray]) -> None:
-        """Lines 9-11: collect ``q_m``, the z-update (8) and the dual update (9)."""
-        v = np.sum(uplinks, axis=0)
-        z = z_update(v, self.y, self.rho, self.labels, self.loss)
-        self.z_prev, self.z = self.z, z
-        self.y = sharing_dual_update(self.y, self.rho, v, z)
-        self.v = v
-
-    def state(self) -> dict[str, np.ndarray]:
-        return {"z": self.z.copy(), "y": self.y.copy(), "v": self.v.copy(), "z_prev": self.z_prev.copy()}
-
-    def restore(self, state: dict[str, np.ndarray]) -> None:
-        self.z, self.y, self.v, self.z_prev = (state[k].copy() for k in ("z", "y", "v", "z_prev"))
-
-
 @dataclass(frozen=True)
 class Message:
     """One message of a sharing run: ``direction`` "up" (party -> centre) or "down" (centre -> parties)."""
@@ -367,18 +291,6 @@ class Message:
     receiver: str
     kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
     payload: np.ndarray = field(repr=False)
-
-
-@dataclass
-class _State:
-    t: int = 0
-    rows: list[dict] = field(default_factory=list)
-    agent_rows: list[dict] = field(default_factory=list)
-    messages: list[Message] = field(default_factory=list)
-    stop_reason: str | None = None
-    warned: bool = False
-    max_y: float = 0.0
-    max_z: float = 0.0
 
 
 # --------------------------------------------------------------------------- helpers of the loop
@@ -478,205 +390,14 @@ def _ledger_summary(ledger: Any, pld_ok: bool) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the round loop
-def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], *, privacy: Any = None,
-                accountant: str = "pld", budget: tuple[float, float] | None = None, backend: Any = None,
-                seed: int | None = None, target_delta: float | None = None,
-                solvers: tuple[str, ...] = ("CLARABEL", "ECOS"),
-                progress: bool = False, callback: Any = None, checkpoint: Any = None,
-                checkpoint_every: int = 1) -> Result:
-    """Algorithm 1 of Hu et al. over ``agents`` (normally reached through :func:`cvxdp.solve`)."""
-    from .backends import SerialBackend
-    from .privacy import PrivacyLedger
+def run_sharing(algorithm: ADMMSharing, agents: Sequence[VerticalParty], **kwargs: Any) -> Result:
+    """Algorithm 1 of Hu et al. over ``agents``: ``cvxdp.solve(agents, algorithm=algorithm, **kwargs)``.
 
-    seed, root = root_seed_sequence(seed, "solve")
-    algorithm.validate()
-    if backend is not None and not isinstance(backend, SerialBackend):
-        raise InvalidParameterError("ADMMSharing runs its parties in-process; use backend='serial'.")
-    parties = check_parties(agents)
-    mech = _as_mechanism(privacy)
-    if mech is not None:
-        from .privacy.checks import check_public_initial
+    The epochs run on the one round loop through :class:`cvxdp.families.sharing.SharingFamily`.
+    """
+    from .engine import solve
 
-        check_public_initial(parties)
-    labels, test_labels, host = _labels(algorithm, parties)
-    rho, lam, T, loss = float(algorithm.rho), float(algorithm.lam), int(algorithm.epochs), algorithm.loss
-    M, N = len(parties), parties[0].n_samples
-    names = [p.name for p in parties]
-    if lam == 0 and any(p.bound is None for p in parties):
-        for p in parties:  # unregularised without a bound: the x-update may be unbounded
-            if p.bound is None and np.linalg.matrix_rank(p.data) < p.n_features:
-                raise InvalidParameterError(f"Party {p.name!r}: with lam = 0 the x-update needs bound=... "
-                                            "(its features are rank deficient).")
-
-    # ---------------- privacy: per-party sensitivity, sigma and per-epoch claim
-    plans: list[Any] = [None] * M
-    mech_info: dict[str, dict] = {}
-    b1 = None
-    if mech is not None:
-        for p in parties:
-            p.check_private(mech.sensitivity)
-        b1 = max(float(p.bound) for p in parties)  # Assumption 1.1: one b1 bounds every x_k, y and z
-        for i, p in enumerate(parties):
-            plans[i], mech_info[p.name] = party_plan(mech, p, rho=rho, lam=lam, b1=b1, parties=M, epochs=T,
-                                                     accountant=accountant)
-    delta_prime = mech.delta_prime_value if mech is not None else None
-    if target_delta is None:
-        if budget is not None and budget[1] > 0:
-            target_delta = budget[1]
-        elif mech is not None and mech.scope == "total":
-            target_delta = float(mech.delta)
-        elif mech is not None:
-            target_delta = min(T * max(i["delta_step"] for i in mech_info.values()) + delta_prime, 0.5)
-        else:
-            target_delta = 1e-6
-    target_delta = check_float(target_delta, "target_delta", "solve", 0.0, 1.0)
-    ledger = PrivacyLedger(names, target_delta=target_delta)
-    pld_ok = _accountant_ok("pld", plans)
-    guard = accountant if (accountant != "pld" or pld_ok) else "rdp"  # the accountant of budget checks
-    config = {"algorithm": algorithm.describe(), "privacy": mech.describe() if mech is not None else None,
-              "accountant": accountant, "budget": list(budget) if budget else None, **seed_config(seed),
-              "backend": "SerialBackend", "solvers": list(solvers), "target_delta": target_delta,
-              "agents": names, "parties": {p.name: {"features": p.n_features, "bound": p.bound,
-                                                     "closed_form": p.closed_form} for p in parties},
-              "samples": N, "label_holder": host, "b1": b1}
-
-    # ---------------- runtime objects
-    rngs = [np.random.default_rng(s) for s in root.spawn(M)]
-    workers = [_PartyWorker(p, rho, lam, tuple(solvers), rng, plan) for p, rng, plan in zip(parties, rngs, plans)]
-    centre = _Centre(labels, loss, rho)
-    state = _State()
-    fp = _fingerprint(config, parties, labels, checkpoint) if checkpoint is not None else None
-    if checkpoint is not None:
-        saved = load_checkpoint(checkpoint, fp)
-        if saved is not None:
-            state = saved["state"]
-            centre.restore(saved["centre"])
-            for w, ws in zip(workers, saved["workers"]):
-                w.restore(ws)
-            ledger = PrivacyLedger.from_dict(saved["ledger"])
-
-    def snapshot() -> dict[str, Any]:
-        return {"fingerprint": fp, "state": state, "centre": centre.state(),
-                "workers": [w.state() for w in workers], "ledger": ledger.to_dict(), "entropy": root.entropy}
-
-    if mech is not None and mech.sensitivity == "paper":
-        from .privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
-
-        ledger.note(LEMMA1_PRESET)
-        ledger.note(COROLLARY1_NOTE, warn=False)
-    bar = tqdm(total=T, initial=state.t, disable=not progress, desc="cvxdp sharing", unit="epoch", leave=False)
-    while state.t < T and state.stop_reason is None:
-        t = state.t + 1
-        start = time.perf_counter()
-        if mech is not None and budget is not None and any(
-                ledger.would_exceed(n, plan, count=1, budget=budget, accountant=guard)
-                for n, plan in zip(names, plans)):
-            state.stop_reason = "budget"
-            break
-        residual, y = centre.broadcast()
-        y_norm, z_norm = float(np.linalg.norm(centre.y)), float(np.linalg.norm(centre.z))
-        state.max_y, state.max_z = max(state.max_y, y_norm), max(state.max_z, z_norm)
-        assumption_ok = True
-        if mech is not None and mech.sensitivity == "paper" and (y_norm > b1 or z_norm > b1):
-            assumption_ok = False
-            msg = (f"Assumption 1.1 of Hu et al. fails before epoch {t}: ||y|| = {y_norm:.4g}, ||z|| = "
-                   f"{z_norm:.4g}, b1 = {b1:.4g}; Lemma 1's sensitivity (and so the epoch's privacy claim) "
-                   "does not cover this release. Use larger bounds or sensitivity='worst_case'.")
-            if mech.assumptions == "raise":
-                state.stop_reason = "assumption"
-                raise AssumptionViolation(msg)
-            if not state.warned:  # the explicit opt-out: the run goes on, the ledger says the claim is void
-                ledger.note(f"Assumption 1.1 of Hu et al. failed (first before epoch {t}); Lemma 1's claim does "
-                            "not cover the release (assumptions='record')")
-                state.warned = True
-        uplinks = [w.step(residual, y, t) for w in workers]  # the only data that leave the parties
-        if algorithm.record_messages:
-            for n in names:
-                state.messages.append(Message(t, "down", "centre", n, "residual", residual.copy()))
-                state.messages.append(Message(t, "down", "centre", n, "dual", y.copy()))
-            state.messages.extend(Message(t, "up", n, "centre", "prediction", q.copy())
-                                  for n, q in zip(names, uplinks))
-        centre.update(uplinks)
-        for n, plan in zip(names, plans):
-            if plan is not None:
-                ledger.record(n, plan, count=1)
-        # ---- instrumentation (reads the parties' private models; not part of the protocol)
-        pred = sum(w.D @ w.x for w in workers)
-        regs = [w.party.regularizer_value(w.x) for w in workers]
-        train_loss = loss_value(pred, labels, loss)
-        primal = float(np.linalg.norm(centre.v - centre.z))
-        dual = rho * float(np.linalg.norm(centre.z - centre.z_prev))
-        noise = [w.last["noise_norm"] for w in workers]
-        row: dict[str, Any] = {
-            "round": t, "epoch": t, "objective": train_loss + lam * sum(regs), "train_loss": train_loss,
-            "regularizer": lam * sum(regs), "consensus_residual": primal, "primal_residual": primal,
-            "dual_residual": dual,
-            "max_violation": max(w.party.violation(w.x) if not w.party.closed_form else
-                                 max(float(np.linalg.norm(w.x)) - (w.party.bound or math.inf), 0.0)
-                                 for w in workers),
-            "noise_magnitude": float(np.mean(noise)),
-            "sigma": max((p.scale for p in plans if p is not None), default=0.0),
-            "y_norm": float(np.linalg.norm(centre.y)), "z_norm": float(np.linalg.norm(centre.z)),
-            "assumption_ok": assumption_ok, "solver_time": sum(w.last["solver_time"] for w in workers),
-            "fallbacks": sum(len(w.last["fallbacks"]) for w in workers)}
-        if test_labels is not None:
-            test_pred = sum(w.party.test_features @ w.x for w in workers)
-            row["test_loss"] = loss_value(test_pred, test_labels, loss)
-            if loss == "logistic":
-                row["test_logloss"] = log_loss(test_pred, test_labels)
-                row["test_error"] = float(np.mean(np.where(test_pred >= 0, 1.0, -1.0) != test_labels))
-        if mech is not None:
-            row["eps_basic"] = max(ledger.spent(n, "basic")[0] for n in names)
-            if accountant != "basic":
-                row[f"eps_{accountant}"] = (max(ledger.spent(n, accountant)[0] for n in names)
-                                            if accountant != "pld" or pld_ok else math.nan)
-            if accountant == "pld" and not pld_ok:
-                row["eps_rdp"] = max(ledger.spent(n, "rdp")[0] for n in names)
-            row["eps_corollary1"] = max(corollary1(i["eps_step"], i["delta_step"], t, delta_prime)[0]
-                                        for i in mech_info.values())
-        for w, q, reg, nn in zip(workers, uplinks, regs, noise):
-            state.agent_rows.append({
-                "round": t, "agent": w.party.name, "objective": reg, "x_norm": float(np.linalg.norm(w.x)),
-                "noise_magnitude": nn, "sigma": w.plan.scale if w.plan is not None else 0.0,
-                "sent_arrays": 1, "sent_values": int(q.size), "solver": w.last["solver"],
-                "solver_time": w.last["solver_time"], "fallbacks": ";".join(w.last["fallbacks"])})
-        row["wall_time"] = time.perf_counter() - start
-        state.rows.append(row)
-        state.t = t
-        if (algorithm.tol_primal is not None and algorithm.tol_dual is not None
-                and primal <= algorithm.tol_primal and dual <= algorithm.tol_dual):
-            state.stop_reason = "tolerance"
-        if checkpoint is not None and (t % checkpoint_every == 0 or state.stop_reason or t == T):
-            save_checkpoint(checkpoint, snapshot())
-        bar.update(1)
-        bar.set_postfix(objective=f"{row['objective']:.5g}", residual=f"{primal:.2e}")
-        if callback is not None:
-            callback(t, row)
-    bar.close()
-
-    solution = {w.party.name: w.x.copy() for w in workers}
-    privacy_summary = _ledger_summary(ledger, pld_ok)
-    if mech is not None:
-        steps = {n: ledger.steps(n) for n in names}
-        per = {n: list(corollary1(mech_info[n]["eps_step"], mech_info[n]["delta_step"], steps[n], delta_prime))
-               for n in names}
-        privacy_summary["corollary1"] = {"per_agent": per, "worst": [max(v[0] for v in per.values()),
-                                                                     max(v[1] for v in per.values())],
-                                         "delta_prime": delta_prime}
-        privacy_summary["mechanism"] = {"name": mech.short_name, "relation": RELATION, "b1": b1,
-                                        "sensitivity_mode": config["privacy"]["sensitivity"], "parties": mech_info}
-        privacy_summary["assumption_1_1"] = {"held": bool(all(r["assumption_ok"] for r in state.rows)),
-                                             "max_y_norm": state.max_y, "max_z_norm": state.max_z, "b1": b1,
-                                             "checked": mech.sensitivity == "paper"}
-    history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(
-        columns=["round", "epoch", "objective", "consensus_residual", "primal_residual", "dual_residual",
-                 "max_violation", "noise_magnitude", "solver_time", "wall_time"])
-    result = Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution,
-                    local={k: v.copy() for k, v in solution.items()}, privacy=privacy_summary, config=config,
-                    stop_reason=state.stop_reason or "rounds", ledger=ledger,
-                    agents=list(parties))
-    result.messages = list(state.messages)
-    return result
+    return solve(agents, algorithm=algorithm, **kwargs)
 
 
 # --------------------------------------------------------------------------- auditing one release

@@ -461,15 +461,6 @@ class ADMMSharing(Algorithm):
         shown = {k: (f"<array {np.shape(v)}>" if isinstance(v, np.ndarray) else v) for k, v in vars(self).items()}
         return f"ADMMSharing({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
-    def run(self, agents, *, privacy, accountant, budget, backend, seed, target_delta, solvers, progress,
-            callback, checkpoint, checkpoint_every):
-        """The sharing round loop (:func:`cvxdp.vertical.run_sharing`); called by :func:`cvxdp.solve`."""
-        from ..vertical import run_sharing
-
-        return run_sharing(self, agents, privacy=privacy, accountant=accountant, budget=budget, backend=backend,
-                           seed=seed, target_delta=target_delta, solvers=solvers, progress=progress,
-                           callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
-
 
 def check_labels(value: object, name: str, owner: str, loss: str) -> np.ndarray:
     """A 1-D finite float array; for the logistic loss every entry must be -1 or +1."""

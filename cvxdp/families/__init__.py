@@ -1,9 +1,9 @@
 """Algorithm families on the one round loop: the server side of each (:class:`cvxdp.protocol.Family`).
 
 * :mod:`.consensus` — LinearizedADMM and ADMM (SPEC §2), nodes :class:`cvxdp.worker.AgentWorker`;
-* :mod:`.graph` — M-ADMM, DVP, R-ADMM, MR-ADMM over a graph (SPEC §3-§4), nodes :class:`.graph.GraphNode`.
-
-ADMM sharing (SPEC §5) still runs its own loop in :mod:`cvxdp.vertical` (see ``Algorithm.family``).
+* :mod:`.graph` — M-ADMM, DVP, R-ADMM, MR-ADMM over a graph (SPEC §3-§4), nodes :class:`.graph.GraphNode`;
+* :mod:`.sharing` — ADMM sharing over vertically partitioned features (SPEC §5), nodes
+  :class:`.sharing.SharingNode`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ def family_class(algorithm: Any) -> type:
         from .graph import GraphFamily
 
         return GraphFamily
+    if kind == "sharing":
+        from .sharing import SharingFamily
+
+        return SharingFamily
     from .consensus import ConsensusFamily
 
     return ConsensusFamily

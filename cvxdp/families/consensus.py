@@ -185,7 +185,7 @@ class ConsensusFamily(Family):
         return {"consensus_residual": consensus, "primal_residual": state.primal,
                 "dual_residual": state.dual}, agent_rows
 
-    def privacy_row(self, ledger: Any) -> dict[str, float]:
+    def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
         # privacy spent so far, worst agent; PLD only at the end (it costs ~10 ms)
         return {f"eps_{acc}": max(ledger.spent(n, acc)[0] for n in self.names) for acc in ("basic", "rdp")}
 
@@ -217,7 +217,7 @@ class ConsensusFamily(Family):
         return out
 
     # ---------------------------------------------------------------- the end
-    def solution(self, state: ConsensusState) -> dict[str, np.ndarray]:
+    def solution(self, state: ConsensusState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         rho = state.rho_prev if state.rho_prev is not None else self.algorithm.rho_schedule(1)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}

@@ -328,7 +328,7 @@ class GraphFamily(Family):
         state.F, state.dual_step = F_new, plan.context
         return row, agent_rows
 
-    def privacy_row(self, ledger: Any) -> dict[str, float]:
+    def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
         worst = max(ledger.spent(n, "basic")[0] for n in self.names)
         row = {"bound_P": worst, "eps_basic": worst}
         if self.accountant == "rdp":
@@ -361,7 +361,7 @@ class GraphFamily(Family):
         return out
 
     # ---------------------------------------------------------------- the end
-    def solution(self, state: GraphState) -> dict[str, np.ndarray]:
+    def solution(self, state: GraphState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         mean = state.F.mean(axis=0)
         return {k: mean[idx] for k, idx in self.shared_idx.items()}
 
