@@ -81,6 +81,14 @@ class Result:
     solution_violation: dict[str, Any] | None = None
 
     @property
+    def evaluation(self) -> pd.DataFrame:
+        """The history's *non-private evaluation* columns (computed on the agents' private data by their
+        ``evaluate``; never released nor accounted for): ``round`` plus ``config["evaluation"]["columns"]``.
+        Empty (only ``round``) for a run with ``evaluate=False``."""
+        cols = [c for c in (self.config.get("evaluation") or {}).get("columns", []) if c in self.history.columns]
+        return self.history[[c for c in ("round",) if c in self.history.columns] + cols]
+
+    @property
     def seed(self) -> int | None:
         """The run's seed, or None for a default (unseeded, secret-noise) run."""
         seed = self.config.get("seed")
@@ -105,6 +113,8 @@ class Result:
         if isinstance(case, dict) and isinstance(case.get("run"), dict):
             config["case"] = {**case, "run": {k: v for k, v in case["run"].items() if k != "seed"}}
         config["public"] = True
+        if isinstance(config.get("evaluation"), dict):  # the public view carries no evaluation values
+            config["evaluation"] = {**config["evaluation"], "evaluated": False, "columns": [], "agent_columns": []}
         return Result(history=self.history[[c for c in self.history.columns if c in PUBLIC_HISTORY_COLUMNS]],
                       agent_history=self.agent_history[[c for c in self.agent_history.columns
                                                         if c in PUBLIC_AGENT_COLUMNS]],
@@ -124,11 +134,12 @@ class Result:
         last = self.history.iloc[-1] if len(self.history) else None
         out: dict[str, Any] = {"rounds": int(len(self.history)), "stop_reason": self.stop_reason}
         public = bool(self.config.get("public"))
+        present = set(self.history.columns) if public or len(self.history) else None
         for col in ("objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation"):
-            if col in self.history.columns or not public:
+            if present is None or col in present:  # evaluation columns are absent with evaluate=False
                 out[col] = float(last[col]) if last is not None else float("nan")
         for col, how in (("noise_magnitude", "mean"), ("wall_time", "sum"), ("solver_time", "sum")):
-            if col in self.history.columns or not public:  # noise_magnitude: paper eq. 29
+            if present is None or col in present:  # noise_magnitude: paper eq. 29
                 out[col] = float(getattr(self.history[col], how)()) if len(self.history) else 0.0
         worst = self.privacy.get("worst", {}) if self.privacy else {}
         out["privacy"] = {k: worst.get(k) for k in ("basic", "rdp", "pld")} if worst else None

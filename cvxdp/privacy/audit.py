@@ -391,18 +391,25 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
 
 # --------------------------------------------------------------------------- everything a node releases
 def _recording_backend() -> Any:
-    """A serial backend that keeps every message the agents send (``E_p z_p`` of every round)."""
+    """A serial backend that keeps everything the nodes' ``step`` returns (their releases), round by round.
+
+    ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.protocol.Release` objects of
+    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
+    """
     from ..backends.serial import SerialBackend
 
     class RecordingBackend(SerialBackend):
         def __init__(self) -> None:
             super().__init__()
+            self.releases: list[list[Any]] = []
             self.sent: list[list[np.ndarray]] = []
 
         def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
             results = super().call(method, args, round=round)
             if method == "step":
-                self.sent.append([rep.ez.copy() for rep in results])
+                self.releases.append(list(results))
+                self.sent.append([np.concatenate([np.ravel(a) for a in rel.arrays.values()]).copy()
+                                  for rel in results])
             return results
 
     return RecordingBackend()

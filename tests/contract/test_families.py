@@ -1,0 +1,211 @@
+"""The contract every algorithm family keeps on every backend (the one round loop, SPEC §7).
+
+Families: LinearizedADMM (non-private and ObjG), ADMM, M-ADMM with penalty perturbation, MR-ADMM with
+penalty perturbation, ADMMSharing with SharingGaussian. Backends: serial, and Ray when installed and available
+(``pytest -m ray``). Tiny problems (2-3 agents, <= 5 rounds).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cvxdp
+from cvxdp.errors import CvxdpError
+from cvxdp.privacy.audit import _recording_backend
+from cvxdp.protocol import EVALUATION_LABEL, Release
+from cvxdp.results import load_result
+
+ROUNDS = 4
+TIMING = ("wall_time", "solver_time", "compute_time")
+
+
+@dataclass(frozen=True)
+class Case:
+    build: Any            # () -> (agents, algorithm, privacy)
+    release_key: str      # the one array a node releases
+    private: bool
+
+
+def _toy(algorithm, privacy=None):
+    from cvxdp_models.toy import make_agents
+
+    return lambda: (make_agents(agents=3, dim=3, samples=10, seed=1), algorithm(), privacy() if privacy else None)
+
+
+def _graph(cls):
+    def build():
+        from cvxdp_models.erm import make_erm
+
+        inst = make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60})
+        return inst.agents, cls(graph="complete", rounds=ROUNDS), cvxdp.PenaltyPerturbation(alpha=3.0)
+    return build
+
+
+def _sharing():
+    from cvxdp_models.vertical import synthetic_parties
+
+    parties, labels = synthetic_parties(12, 2, 2, seed=0)
+    return (parties, cvxdp.ADMMSharing(rho=1.0, lam=0.1, epochs=ROUNDS, labels=labels),
+            cvxdp.SharingGaussian(sigma=0.3, delta=1e-5))
+
+
+CASES = {
+    "ladmm": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS)), "ez", False),
+    "ladmm_objg": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS),
+                            lambda: cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6)), "ez", True),
+    "admm": Case(_toy(lambda: cvxdp.ADMM(rho=1.0, rounds=ROUNDS)), "ez", False),
+    "madmm_pp": Case(_graph(cvxdp.MADMM), "f", True),
+    "mradmm_pp": Case(_graph(cvxdp.MRADMM), "f", True),
+    "sharing": Case(_sharing, "q", True),
+}
+BACKENDS = ["serial", pytest.param("ray", marks=pytest.mark.ray)]
+
+
+def _backend(name: str) -> Any:
+    if name == "ray":
+        pytest.importorskip("ray")
+        try:
+            return cvxdp.backends.get_backend("ray")
+        except CvxdpError as exc:
+            if "not available" in str(exc):
+                pytest.skip(f"the Ray backend is not available here: {exc}")
+            raise
+    return cvxdp.backends.get_backend(name)
+
+
+def _run(case: str, backend: Any = "serial", **kwargs: Any) -> cvxdp.Result:
+    agents, algorithm, privacy = CASES[case].build()
+    kwargs.setdefault("seed", 11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cvxdp.solve(agents, algorithm=algorithm, privacy=privacy, backend=backend, **kwargs)
+
+
+def _numbers(result: cvxdp.Result) -> pd.DataFrame:
+    frame = result.history.drop(columns=[c for c in TIMING if c in result.history.columns])
+    return frame.select_dtypes(include="number").reset_index(drop=True)
+
+
+def _same(a: cvxdp.Result, b: cvxdp.Result) -> None:
+    pd.testing.assert_frame_equal(_numbers(a), _numbers(b), check_exact=True)
+    assert a.solution.keys() == b.solution.keys()
+    for k in a.solution:
+        np.testing.assert_array_equal(a.solution[k], b.solution[k])
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request) -> str:
+    _backend(request.param)  # skips when unavailable
+    return request.param
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_seed_same_numbers(case, backend_name):
+    first = _run(case, _backend(backend_name), evaluate=True)
+    _same(first, _run(case, _backend(backend_name), evaluate=True))
+    if backend_name != "serial":
+        _same(first, _run(case, "serial", evaluate=True))
+    assert len(first.history) == ROUNDS
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_resume_after_an_interruption_equals_the_uninterrupted_run(case, backend_name, tmp_path):
+    class Stop(Exception):
+        pass
+
+    def interrupt(t, row):
+        if t == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        _run(case, _backend(backend_name), checkpoint=tmp_path, callback=interrupt, evaluate=True)
+    resumed = _run(case, _backend(backend_name), checkpoint=tmp_path, evaluate=True)
+    uninterrupted = _run(case, _backend(backend_name), evaluate=True)
+    _same(resumed, uninterrupted)
+    assert resumed.ledger.to_dict() == uninterrupted.ledger.to_dict()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_budget_stops_before_the_round_that_would_exceed_it(case, backend_name):
+    if not CASES[case].private:
+        pytest.skip(f"{case} is non-private: it spends no privacy, so there is no budget to guard")
+    full = _run(case, "serial")
+    worst = full.privacy["worst"]["basic"]
+    eps_total = worst[0] if isinstance(worst, (list, tuple)) else worst
+    stopped = _run(case, _backend(backend_name), budget=(0.6 * eps_total, 0.5), accountant="basic")
+    assert stopped.stop_reason == "budget"
+    k = len(stopped.history)
+    assert 0 < k < ROUNDS
+    spent = stopped.privacy["worst"]["basic"]
+    assert (spent[0] if isinstance(spent, (list, tuple)) else spent) <= 0.6 * eps_total * (1 + 1e-9)
+    # the rounds before the stop are those of the unbudgeted run (the guard only reads the plan)
+    cols = [c for c in _numbers(stopped).columns if not c.startswith("eps_")]
+    pd.testing.assert_frame_equal(_numbers(stopped)[cols], _numbers(full)[cols].iloc[:k], check_exact=True)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
+    """Everything a node's step returns is a Release holding one array of the declared size; for private
+    runs the number of releases per agent matches the ledger's records."""
+    backend = _recording_backend()
+    result = _run(case, backend, evaluate=True)
+    assert len(backend.releases) == ROUNDS
+    assert [f.name for f in fields(Release)] == ["agent", "round", "arrays"]
+    names = result.config["agents"]
+    for t, round_releases in enumerate(backend.releases, start=1):
+        assert [r.agent for r in round_releases] == names
+        for agent, rel in zip(result.agents, round_releases):
+            assert isinstance(rel, Release) and rel.round == t
+            assert list(rel.arrays) == [CASES[case].release_key]  # nothing but the one accounted array
+            expected = agent.n_samples if case == "sharing" else agent.layout.shared_indices.size
+            assert rel.size == expected
+    ledger = result.ledger
+    if not CASES[case].private:
+        assert result.privacy["worst"]["basic"][0] == 0.0
+        return
+    for name in names:
+        if case in ("madmm_pp", "mradmm_pp"):  # one claim per iteration (free ones recorded with epsilon 0)
+            assert len(ledger.entries(name)) == ROUNDS
+        else:
+            J = result.config["algorithm"].get("local_updates", 1)  # one release carries J mechanism calls
+            assert ledger.steps(name) == ROUNDS * J
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_evaluation_values_are_labelled_and_absent_when_off(case, backend_name):
+    on = _run(case, "serial", evaluate=True)
+    evaluated = on.config["evaluation"]
+    assert evaluated["evaluated"] and evaluated["label"] == EVALUATION_LABEL
+    assert "objective" in evaluated["columns"] and "noise_magnitude" in evaluated["columns"]
+    assert list(on.evaluation.columns) == ["round"] + [c for c in evaluated["columns"] if c in on.history]
+    off = _run(case, _backend(backend_name), evaluate=False)
+    assert not off.config["evaluation"]["evaluated"] and off.config["evaluation"]["columns"] == []
+    assert not set(evaluated["columns"]) & set(off.history.columns)
+    assert not set(evaluated["agent_columns"]) & set(off.agent_history.columns)
+    assert list(off.evaluation.columns) == ["round"]
+    # evaluating reads private data but steers nothing: the released numbers are the same
+    released = [c for c in _numbers(off).columns]
+    pd.testing.assert_frame_equal(_numbers(on)[released], _numbers(off), check_exact=True)
+
+
+def test_evaluate_defaults_to_on_for_serial_and_rejects_non_bools():
+    assert _run("ladmm").config["evaluation"]["evaluated"] is True
+    with pytest.raises(cvxdp.errors.InvalidParameterError, match="'evaluate' parameter of solve"):
+        _run("ladmm", evaluate="yes")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_saved_result_reloads_with_its_ledger(case, tmp_path):
+    result = _run(case, evaluate=True)
+    loaded = load_result(result.save(tmp_path / "r"))
+    assert type(loaded.ledger) is type(result.ledger)
+    assert loaded.ledger.to_dict() == result.ledger.to_dict()
+    assert loaded.config["evaluation"]["label"] == EVALUATION_LABEL
+    assert loaded.config["evaluation"]["columns"] == result.config["evaluation"]["columns"]
+    pd.testing.assert_frame_equal(_numbers(loaded), _numbers(result), check_dtype=False)
