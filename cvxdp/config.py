@@ -10,7 +10,7 @@ from typing import Any
 
 from .algorithms import ADMM, ADMMSharing, LinearizedADMM
 from .algorithms.base import Algorithm
-from .algorithms.madmm import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
+from .algorithms.graph_table import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
 from .errors import ConfigError, CvxdpError
 
 if sys.version_info >= (3, 11):

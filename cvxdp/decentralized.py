@@ -50,9 +50,8 @@ from .agent import Agent, check_agents
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
 from .graphs import check_graph
 from .local_solver import SolveReport, solve_chain
-from .results import Result
 
-__all__ = ["LocalProx", "SmoothObjective", "privacy_plan", "recycled_step", "run_graph_admm"]
+__all__ = ["LocalProx", "SmoothObjective", "privacy_plan", "recycled_step"]
 
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
 HISTORY_COLUMNS = ["round", "iteration", "objective", "consensus_residual", "max_deviation", "primal_residual",
@@ -329,17 +328,3 @@ def privacy_plan(algorithm: Any, agents: Sequence[Agent], privacy: Any) -> pd.Da
         alpha = privacy.alpha_at(alpha1, (t + 1) // 2 if recycled else t)
         rows.append(_step_epsilons(erm, alpha, eta_of(t), topo.degrees, recycled))
     return pd.DataFrame(rows, columns=names, index=pd.RangeIndex(1, algorithm.rounds + 1, name="round"))
-
-
-# --------------------------------------------------------------------------- the run
-def run_graph_admm(algorithm: Any, agents: Sequence[Agent], **kwargs: Any) -> Result:
-    """Run a :class:`~cvxdp.algorithms.madmm.GraphADMM` algorithm over ``agents`` (same as
-    ``cvxdp.solve(agents, algorithm=algorithm, **kwargs)``; kept for existing callers).
-
-    ``budget = (epsilon, delta)`` is a per-node cap on the basic total (the papers' bound): the run stops
-    before an iteration that would exceed it (``stop_reason == "budget"``). ``target_delta`` (default: the
-    budget's delta if positive, else 1e-6) is the delta of the zCDP and PLD totals.
-    """
-    from .engine import solve
-
-    return solve(agents, algorithm=algorithm, **kwargs)

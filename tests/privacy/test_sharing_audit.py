@@ -28,7 +28,8 @@ import pytest
 import cvxdp
 from cvxdp.algorithms.sharing import lemma1_sensitivity
 from cvxdp.privacy.calibration import gaussian_epsilon
-from cvxdp.vertical import audit_sharing, party_plan, party_release_mean
+from cvxdp.sharing_audit import audit_sharing, party_release_mean
+from cvxdp.vertical import party_plan
 
 RHO, LAM, B1, M, DELTA = 10.0, 0.01, 1.0, 2, 1e-5
 TRIALS = 1_000_000
@@ -125,7 +126,7 @@ def test_everything_a_party_sends_over_three_epochs_through_solve():
     allows (a 20x under-calibrated twin was not flagged in our trials), and constant factors are audited per
     epoch above with a million trials.
     """
-    from cvxdp.vertical import audit_sharing_release
+    from cvxdp.sharing_audit import audit_sharing_release
     from cvxdp_models.vertical import synthetic_parties
 
     parties, labels = synthetic_parties(8, 2, 2, seed=0)
