@@ -123,6 +123,8 @@ class Family(ABC):
     agent_order: tuple[str, ...] = ("round", "agent")
     #: The progress bar's unit.
     unit = "round"
+    #: The progress bar's residual: (label, history column).
+    progress = ("residual", "primal_residual")
     #: Whether the Result reports the solution's distance to every agent's feasible set.
     violation_check = True
 
@@ -156,13 +158,17 @@ class Family(ABC):
     def start(self, backend: Backend) -> Any:
         """The server state at round 0 (may read the nodes' public initial values)."""
 
-    @abstractmethod
     def new_ledger(self) -> Any:
-        """An empty ledger for this run."""
+        """An empty ledger for this run (default: a :class:`~cvxdp.privacy.PrivacyLedger` over the agents)."""
+        from .privacy import PrivacyLedger
 
-    @abstractmethod
+        return PrivacyLedger(self.names, target_delta=self.target_delta)
+
     def ledger_from_dict(self, data: Mapping[str, Any]) -> Any:
-        """The ledger stored in a checkpoint."""
+        """The ledger stored in a checkpoint (the inverse of ``ledger.to_dict()``)."""
+        from .privacy import PrivacyLedger
+
+        return PrivacyLedger.from_dict(data)
 
     def notes(self, ledger: Any, backend: Backend) -> None:  # noqa: B027 - optional hook
         """Add guarantee notes to the ledger (paper presets, inexact solves)."""
@@ -224,8 +230,12 @@ class Family(ABC):
         return result
 
     def postfix(self, state: Any, row: Mapping[str, Any]) -> dict[str, str]:
-        """The progress bar's postfix."""
-        return {}
+        """The progress bar's postfix: :attr:`progress` (a released residual) and, when evaluated, the objective."""
+        label, column = self.progress
+        out = {label: f"{row[column]:.2e}"}
+        if "objective" in row:
+            out["objective"] = f"{row['objective']:.4g}"
+        return out
 
 
 def ordered(frame: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:

@@ -120,16 +120,6 @@ class ConsensusFamily(Family):
         self.infos = backend.call("info")
         return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx])
 
-    def new_ledger(self) -> Any:
-        from ..privacy import PrivacyLedger
-
-        return PrivacyLedger(self.names, target_delta=self.target_delta)
-
-    def ledger_from_dict(self, data: Mapping[str, Any]) -> Any:
-        from ..privacy import PrivacyLedger
-
-        return PrivacyLedger.from_dict(data)
-
     def notes(self, ledger: Any, backend: Backend) -> None:
         if self.privacy is not None and self.privacy.sensitivity == "paper":
             from ..privacy.notes import PAPER_PRESET
@@ -209,12 +199,6 @@ class ConsensusFamily(Family):
         alg = self.algorithm
         return (alg.tol_primal is not None and alg.tol_dual is not None
                 and state.primal <= alg.tol_primal and state.dual <= alg.tol_dual)
-
-    def postfix(self, state: ConsensusState, row: Mapping[str, Any]) -> dict[str, str]:
-        out = {"residual": f"{state.primal:.2e}"}
-        if "objective" in row:
-            out["objective"] = f"{row['objective']:.4g}"
-        return out
 
     # ---------------------------------------------------------------- the end
     def solution(self, state: ConsensusState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -194,6 +194,7 @@ class GraphFamily(Family):
     history_order = tuple(HISTORY_COLUMNS[:-1])
     agent_order = ("round", "agent", "objective", "residual", "noise_magnitude", "eta", "epsilon", "solver_time",
                    "solver")
+    progress = ("deviation", "max_deviation")
     unit = "iter"
 
     def __init__(self, algorithm: Any, agents: Sequence[Any], **kwargs: Any) -> None:
@@ -353,12 +354,6 @@ class GraphFamily(Family):
         exact = row.get("iteration") == "exact"
         return tol is not None and exact and row["dual_residual"] / math.sqrt(len(self.names)) <= tol \
             and row["max_deviation"] <= tol
-
-    def postfix(self, state: GraphState, row: Mapping[str, Any]) -> dict[str, str]:
-        out = {"deviation": f"{row['max_deviation']:.2e}"}
-        if "objective" in row:
-            out["objective"] = f"{row['objective']:.4g}"
-        return out
 
     # ---------------------------------------------------------------- the end
     def solution(self, state: GraphState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

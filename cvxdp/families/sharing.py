@@ -208,16 +208,6 @@ class SharingFamily(Family):
         n = len(self.labels)
         return SharingState(z=np.zeros(n), y=np.zeros(n), v=np.zeros(n), z_prev=np.zeros(n))
 
-    def new_ledger(self) -> Any:
-        from ..privacy import PrivacyLedger
-
-        return PrivacyLedger(self.names, target_delta=self.target_delta)
-
-    def ledger_from_dict(self, data: Mapping[str, Any]) -> Any:
-        from ..privacy import PrivacyLedger
-
-        return PrivacyLedger.from_dict(data)
-
     def notes(self, ledger: Any, backend: Backend) -> None:
         if self.privacy is not None and self.privacy.sensitivity == "paper":
             from ..privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
@@ -326,12 +316,6 @@ class SharingFamily(Family):
         alg = self.algorithm
         return (alg.tol_primal is not None and alg.tol_dual is not None
                 and row["primal_residual"] <= alg.tol_primal and row["dual_residual"] <= alg.tol_dual)
-
-    def postfix(self, state: SharingState, row: Mapping[str, Any]) -> dict[str, str]:
-        out = {"residual": f"{row['primal_residual']:.2e}"}
-        if "objective" in row:
-            out["objective"] = f"{row['objective']:.5g}"
-        return out
 
     # ---------------------------------------------------------------- the end
     def solution(self, state: SharingState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
