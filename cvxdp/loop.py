@@ -58,11 +58,12 @@ def _check_evaluations(evaluations: Sequence[Any], names: Sequence[str], t: int)
                              "expected a cvxdp.protocol.Evaluation.")
 
 
-def _frame(rows: list[dict], evals: list[dict], keys: list[str], order: Sequence[str]) -> pd.DataFrame:
-    released = pd.DataFrame(rows)
-    if evals:
-        released = released.merge(pd.DataFrame(evals), on=keys, how="left", sort=False)
-    return ordered(released, order) if len(released.columns) else released
+def _frame(rows: list[dict], evals: list[dict], keys: tuple[str, ...], order: Sequence[str]) -> pd.DataFrame:
+    """Released rows joined with the evaluation rows of the same keys (absent: missing values)."""
+    by_key = {tuple(e[k] for k in keys): e for e in evals}
+    merged = [{**r, **by_key.get(tuple(r[k] for k in keys), {})} for r in rows]
+    frame = pd.DataFrame(merged)
+    return ordered(frame, order) if len(frame.columns) else frame
 
 
 def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, seed: int | None,
@@ -137,10 +138,10 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     evaluated_cols = sorted({k for r in loop.eval_rows for k in r} - {"round"})
     config["evaluation"]["columns"] = evaluated_cols
     config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r} - {"round", "agent"})
-    history = _frame(loop.rows, loop.eval_rows, ["round"], family.history_order)
+    history = _frame(loop.rows, loop.eval_rows, ("round",), family.history_order)
     if not len(history.columns):
         history = pd.DataFrame(columns=[c for c in family.history_order])
-    agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ["round", "agent"], family.agent_order)
+    agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ("round", "agent"), family.agent_order)
     summary = family.summary(ledger)
     history = family.finish_history(history, summary)
     agents = family.agents
