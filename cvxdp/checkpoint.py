@@ -29,7 +29,7 @@ from .errors import CorruptFileError, CvxdpError
 from .outdir import atomic_write
 
 CHECKPOINT_FILE = "checkpoint.pkl"
-FORMAT = "cvxdp-checkpoint/2"
+FORMAT = "cvxdp-checkpoint/3"  # 3: one payload for every family (server, loop, nodes, ledger)
 
 
 class CheckpointTarget(os.PathLike):
@@ -228,8 +228,8 @@ def load_checkpoint(path: str | os.PathLike, expected: Mapping[str, str] | str) 
         raise CorruptFileError(f"The file {str(target)!r} is not a cvxdp checkpoint; {_WHAT_TO_DO}.")
     saved = payload["fingerprint"]
     if not isinstance(saved, dict) or payload.get("format") != FORMAT:
-        raise CvxdpError(f"The checkpoint {str(target)!r} was written by an older cvxdp (no per-component "
-                         f"fingerprint) and cannot be checked against this run; {_WHAT_TO_DO}.")
+        raise CvxdpError(f"The checkpoint {str(target)!r} was written by an older cvxdp (another checkpoint "
+                         f"format) and cannot be resumed by this run; {_WHAT_TO_DO}.")
     if isinstance(expected, Mapping):
         changed = _changed(saved, expected)
     else:
