@@ -209,3 +209,24 @@ def test_saved_result_reloads_with_its_ledger(case, tmp_path):
     assert loaded.config["evaluation"]["label"] == EVALUATION_LABEL
     assert loaded.config["evaluation"]["columns"] == result.config["evaluation"]["columns"]
     pd.testing.assert_frame_equal(_numbers(loaded), _numbers(result), check_dtype=False)
+
+
+def test_a_node_that_sends_anything_but_a_release_is_refused():
+    from cvxdp.backends import SerialBackend
+
+    class Leaky(SerialBackend):
+        def call(self, method, args=None, *, round=None):
+            results = super().call(method, args, round=round)
+            if method == "step":  # a node that also sends its objective value
+                return [{"ez": rel["ez"], "objective": 1.0} for rel in results]
+            return results
+
+    with pytest.raises(CvxdpError, match=r"Agent 'agent0' returned a dict from its step in round 1"):
+        _run("ladmm", Leaky())
+
+
+def test_the_public_view_drops_every_evaluation_column():
+    result = _run("ladmm_objg", evaluate=True)
+    public = result.release()
+    assert not set(result.config["evaluation"]["columns"]) & set(public.history.columns)
+    assert public.config["evaluation"]["evaluated"] is False
