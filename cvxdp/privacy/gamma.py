@@ -25,11 +25,13 @@ pure-DP steps:
 Both hold under the parameter condition ``2 c_1 < B_i/C (rho/N + 2 theta V_i)`` (PP; MR-ADMM: with
 ``eta_i(1)`` in place of ``theta``), checked by :func:`check_bound_condition` with a clear error.
 
-dp-accounting has no event for this mechanism, so a run's privacy is kept in a :class:`GammaLedger`: the
-per-iteration pure-epsilon claims of the papers (their sum per node *is* the papers' bound), plus two
-accountants that apply to any composition of pure eps-DP steps: zCDP (``eps``-DP implies ``eps^2/2``-zCDP,
-Bun & Steinke 2016) and PLD (each step dominated by randomized response with ``eps``; dp-accounting's
-``from_privacy_parameters``), both reported at the run's ``target_delta``.
+dp-accounting has no event for this mechanism, so each perturbed iteration is recorded in the run's
+:class:`~cvxdp.privacy.accounting.PrivacyLedger` as a pure-epsilon event, :func:`gamma_step_event` (the
+papers' per-iteration claim; their sum per node *is* the papers' bound, the ledger's "basic" total), and each
+recycled MR-ADMM iteration as a ``NoOpDpEvent``. The ledger's "rdp" and "pld" accountants compose the steps
+as binary randomized response with the same epsilon (their worst case), at the run's ``target_delta``;
+:func:`gamma_summary` gives the run's privacy summary. The older :class:`GammaLedger` (zCDP instead of RDP)
+is kept for saved results.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ import numpy as np
 
 from .._validation import check_float, check_int, fail
 from ..errors import DeclarationError, InvalidParameterError
+from .accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_event
 from .notes import GuaranteeNotes
 
 __all__ = [
     "ERMConstants", "GammaLedger", "PenaltyPerturbation", "alpha_for_bound", "attach_erm_constants",
-    "bound_26", "bound_32", "check_bound_condition", "erm_constants", "gamma_norm_logpdf",
+    "bound_26", "bound_32", "check_bound_condition", "erm_constants", "gamma_norm_logpdf", "gamma_step_event",
+    "gamma_summary",
     "madmm_step_epsilon", "mradmm_step_epsilon", "privacy_curve_26", "privacy_curve_32",
     "sample_gamma_norm", "audit_gamma_mechanism",
 ]
@@ -351,6 +355,51 @@ class PenaltyPerturbation:
 
 
 # --------------------------------------------------------------------------- the ledger
+def gamma_step_event(epsilon: float) -> PureEpsilonDpEvent:
+    """The DpEvent of one perturbed Gamma-norm iteration of one node: pure ``epsilon``-DP.
+
+    ``epsilon`` is the iteration's summand of bound (26) (:func:`madmm_step_epsilon`) or (32)
+    (:func:`mradmm_step_epsilon`); the neighbouring relation is replace one sample of the node's D_i (see the
+    module docstring). Record it with ``PrivacyLedger.record_event(node, gamma_step_event(eps))``.
+    """
+    return pure_epsilon_event(epsilon, "gamma_step_event")
+
+
+GAMMA_ACCOUNTANTS = {
+    "basic": "sum of the papers' per-iteration pure epsilons = bound {bound}",
+    "rdp": "dp-accounting RDP of pure eps-DP steps (binary randomized response, exact Renyi curve), at "
+           "target_delta, capped at the basic total",
+    "pld": "dp-accounting PLD of pure eps-DP steps (randomized response), at target_delta, capped at the basic "
+           "total",
+}
+
+
+def gamma_summary(ledger: PrivacyLedger, *, bound: str, pld: bool = True) -> dict[str, Any]:
+    """The privacy summary of a Gamma-norm graph run from its :class:`PrivacyLedger`.
+
+    Same keys as :meth:`GammaLedger.summary`: ``{"per_agent": {node: {"basic": [eps, delta], "rdp": eps,
+    "pld": eps, "steps": n, "free_steps": m, "paper_bound": eps}}, "worst": {..., "agent": node},
+    "target_delta", "mechanism": "gamma-norm", "bound", "paper_bound", "accountants", "ledger"`` (the
+    ledger's :meth:`~PrivacyLedger.to_dict`) and the guarantee notes. "pld" is None when ``pld=False``;
+    infinite epsilons are None.
+    """
+    if not isinstance(ledger, PrivacyLedger):
+        raise fail("ledger", "gamma_summary", "a cvxdp.PrivacyLedger", type(ledger).__name__)
+    full = ledger.summary(pld=pld)
+    per_agent: dict[str, dict[str, Any]] = {}
+    for name, row in full["per_agent"].items():
+        per_agent[name] = {**row, "free_steps": ledger.free_steps(name), "paper_bound": row["basic"][0]}
+    worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["basic"][0] is None
+                      else per_agent[n]["basic"][0])
+    worst = {**full["worst"], "free_steps": max(v["free_steps"] for v in per_agent.values()),
+             "paper_bound": per_agent[worst_agent]["basic"][0], "agent": worst_agent}
+    notes = {k: v for k, v in full.items() if k not in ("per_agent", "worst", "target_delta")}
+    return {"per_agent": per_agent, "worst": worst, "target_delta": ledger.target_delta,
+            "mechanism": "gamma-norm", "bound": bound, "paper_bound": worst["paper_bound"],
+            "accountants": {k: v.format(bound=bound) for k, v in GAMMA_ACCOUNTANTS.items()},
+            "ledger": ledger.to_dict(), **notes}
+
+
 def _zcdp_epsilon(eps_steps: np.ndarray, delta: float) -> float:
     """eps-DP => eps^2/2-zCDP (Bun & Steinke 2016, Prop. 3.3); rho-zCDP => (rho + 2 sqrt(rho ln 1/delta), delta)."""
     basic = float(np.sum(eps_steps))
