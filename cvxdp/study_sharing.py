@@ -148,8 +148,6 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     """
     import warnings
 
-    from cvxdp_models.vertical import central_optimum, vertical_baselines
-
     from .algorithms.sharing import ADMMSharing, SharingGaussian, theorem1_epsilon
     from .engine import solve
     from .runs import build_instance
@@ -172,8 +170,8 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     vdata = instance.info["data"]
     N = vdata.n_samples
     rho = float(study["rho_n"]) / N if study["rho_n"] is not None else float(algo.get("rho", 0.25 / N))
-    baselines = vertical_baselines(vdata, lam)
-    central = central_optimum(vdata, lam, bound=instance.info.get("bound"))
+    baselines = instance.info["baselines"](lam)  # the template's hooks: sklearn baselines, central optimum
+    central = instance.central(lam=lam)
     f_star = float(central["objective"])
     base_info = {"all_features": {k: v for k, v in baselines["all_features"].items() if k != "coef"},
                  "party1_only": {k: v for k, v in baselines["party1_only"].items() if k != "coef"},
