@@ -198,6 +198,17 @@ def _band(ax, frame: pd.DataFrame, metric: str, label: str, style: dict) -> None
 
 
 # --------------------------------------------------------------------------- graph and sharing studies
+def _finish_panel(fig, ax, title: str, path: Path) -> str:
+    """Title, grid and legend of a one-axis figure; saved to ``path`` (the file name is returned)."""
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
 def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: Any, *,
                         metric_label: str) -> list[str]:
     """A graph study's figures (:mod:`cvxdp.study_graph`): per panel the metric's mean curve with min-max
@@ -225,14 +236,7 @@ def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
         ax.set_ylabel(f"{metric_label}\n(mean over runs, min-max bars)")
         if (curves[curves["setting"].isin([s.label for s in members])]["min"] > 0).all():
             ax.set_yscale("log")
-        ax.set_title(f"{study.name}: {panel}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        name = f"{study.metric}_{panel}.png"
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        files.append(name)
+        files.append(_finish_panel(fig, ax, f"{study.name}: {panel}", out / f"{study.metric}_{panel}.png"))
         private = [s for s in members if s.private]
         if private and "P" in curves:
             fig, ax = plt.subplots(figsize=(6.0, 4.0))
@@ -241,14 +245,7 @@ def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
                 ax.plot(c["round"], c["P"], color=color_of[s.label], label=s.label)
             ax.set_xlabel("iteration t")
             ax.set_ylabel("privacy bound P(t): total epsilon so far, eq. (26)/(32)")
-            ax.set_title(f"{study.name}: {panel}, privacy")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            name = f"privacy_{panel}.png"
-            fig.savefig(out / name, dpi=110)
-            plt.close(fig)
-            files.append(name)
+            files.append(_finish_panel(fig, ax, f"{study.name}: {panel}, privacy", out / f"privacy_{panel}.png"))
     if "test_error" in runs and runs["test_error"].notna().any():
         stats = runs.groupby("setting", sort=False)["test_error"].agg(["mean", "min", "max"])
         stats = stats.reindex([s.label for s in study.settings if s.label in stats.index])
