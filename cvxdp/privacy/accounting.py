@@ -10,8 +10,8 @@ e.g. one Gamma-norm iteration, SPEC §3-§4), a ``NoOpDpEvent`` (a step that tou
 Pure epsilon-DP steps are accounted through their worst case, binary randomized response with the same
 epsilon (every epsilon-DP pair of output distributions is a post-processing of it; Kairouz, Oh & Viswanath
 2015): its Renyi divergences (exact, closed form) under "rdp" and dp-accounting's pessimistic PLD of an
-(epsilon, 0)-DP mechanism (``from_privacy_parameters``) under "pld". An agent whose records are all pure has
-spent at most its basic total at any delta, so its "rdp"/"pld" totals are capped there.
+(epsilon, 0)-DP mechanism (``from_privacy_parameters``) under "pld". An agent whose records are all PureEpsilon (or NoOp) events
+has spent at most its basic total at any delta, so its "rdp"/"pld" totals are capped there.
 
 Identical events are grouped and composed once with ``SelfComposedDpEvent`` (never one by one), and
 results are cached, so asking a :class:`PrivacyLedger` for its totals every round costs milliseconds.
@@ -475,7 +475,9 @@ class PrivacyLedger(GuaranteeNotes):
             return basic
         grouped = [(e, n) for (e, _), n in entries.items()]
         eps = composed_epsilon(grouped, delta, accountant)
-        if basic[1] == 0.0:  # all steps pure: (basic epsilon, 0)-DP, hence (basic epsilon, delta)-DP too
+        if all(isinstance(e, (PureEpsilonDpEvent, dp_accounting.NoOpDpEvent)) for e, _ in entries):
+            # pure-epsilon steps only: (basic epsilon, 0)-DP, hence (basic epsilon, delta)-DP too. (The same holds
+            # for Laplace; not applied there, so Laplace totals stay exactly dp-accounting's.)
             eps = min(eps, basic[0])
         return eps, delta
 
