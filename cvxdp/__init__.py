@@ -10,10 +10,12 @@ from . import errors, schedules
 from .agent import Agent, Sensitivity
 from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
 from .central import CentralResult, solve_central
+from .decentralized import SmoothObjective
 from .engine import solve
 from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
-from .privacy.gamma import PenaltyPerturbation
+from .privacy.gamma import ERMConstants, PenaltyPerturbation, attach_erm_constants
 from .results import Result, load_result
+from .templates import build_model, register_template, template_names
 from .vertical import VerticalParty
 
 __version__ = "0.1.0"
@@ -23,4 +25,5 @@ __all__ = [
     "ADMM", "ADMMSharing", "Agent", "CentralResult", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
     "PrivacyLedger", "Result", "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result",
     "schedules", "solve", "solve_central",
+    "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
 ]

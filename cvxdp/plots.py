@@ -1,4 +1,6 @@
-"""Figures in the layout of Ryu & Kim's Figures 3-6 from a study's tidy tables (matplotlib, Agg).
+"""Every figure of cvxdp's studies (matplotlib, Agg): the consensus study in the layout of Ryu & Kim's
+Figures 3-6, the graph studies in the papers' layout (mean curves with min-max bars, P(t)) and the sharing
+study in Hu et al.'s (Figs. 1-3), all from the studies' tidy tables.
 
 Every axis carries its definition and unit (:func:`axis_label`); seeds are shown as a min-max band around the
 mean; panels of one figure share their y range; legends sit outside the data. When private runs plateau at a
@@ -9,6 +11,7 @@ reference is drawn in its own panel (``reference="panel"``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -194,4 +197,121 @@ def _band(ax, frame: pd.DataFrame, metric: str, label: str, style: dict) -> None
         ax.fill_between(stats.index, stats["min"], stats["max"], alpha=0.2, color=style.get("color"))
 
 
-__all__ = ["DEFINITIONS", "axis_label", "metric_vs_epsilon", "metric_vs_rounds"]
+# --------------------------------------------------------------------------- graph and sharing studies
+def _finish_panel(fig, ax, title: str, path: Path) -> str:
+    """Title, grid and legend of a one-axis figure; saved to ``path`` (the file name is returned)."""
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: Any, *,
+                        metric_label: str) -> list[str]:
+    """A graph study's figures (:mod:`cvxdp.study_graph`): per panel the metric's mean curve with min-max
+    bars and P(t); plus the test errors (mean, min-max). Returns the file names written into ``out``."""
+    files = []
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    color_of = {s.label: colors[k % len(colors)] for k, s in enumerate(study.settings)}
+    panels = list(dict.fromkeys(p for s in study.settings for p in s.panels))
+    for panel in panels:
+        members = [s for s in study.settings if panel in s.panels]
+        fig, ax = plt.subplots(figsize=(6.0, 4.0))
+        for k, s in enumerate(members):
+            c = curves[curves["setting"] == s.label]
+            if not len(c):
+                continue
+            every = study.bar_every or max(1, len(c) // 20)
+            ax.plot(c["round"], c["mean"], color=color_of[s.label], label=s.label, lw=1.4)
+            sel = c.iloc[::every]
+            if (sel["max"] > sel["min"]).any():  # bars of the settings side by side (dodged), as in the papers
+                shift = (k - (len(members) - 1) / 2) * every * 0.12
+                ax.errorbar(sel["round"] + shift, sel["mean"],
+                            yerr=[sel["mean"] - sel["min"], sel["max"] - sel["mean"]],
+                            fmt="none", ecolor=color_of[s.label], capsize=2, lw=0.8)
+        ax.set_xlabel("iteration t")
+        ax.set_ylabel(f"{metric_label}\n(mean over runs, min-max bars)")
+        if (curves[curves["setting"].isin([s.label for s in members])]["min"] > 0).all():
+            ax.set_yscale("log")
+        files.append(_finish_panel(fig, ax, f"{study.name}: {panel}", out / f"{study.metric}_{panel}.png"))
+        private = [s for s in members if s.private]
+        if private and "P" in curves:
+            fig, ax = plt.subplots(figsize=(6.0, 4.0))
+            for s in private:
+                c = curves[curves["setting"] == s.label]
+                ax.plot(c["round"], c["P"], color=color_of[s.label], label=s.label)
+            ax.set_xlabel("iteration t")
+            ax.set_ylabel("privacy bound P(t): total epsilon so far, eq. (26)/(32)")
+            files.append(_finish_panel(fig, ax, f"{study.name}: {panel}, privacy", out / f"privacy_{panel}.png"))
+    if "test_error" in runs and runs["test_error"].notna().any():
+        stats = runs.groupby("setting", sort=False)["test_error"].agg(["mean", "min", "max"])
+        stats = stats.reindex([s.label for s in study.settings if s.label in stats.index])
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(stats)), 4.0))
+        x = np.arange(len(stats))
+        mean, low, high = (stats[k].to_numpy(dtype=float) for k in ("mean", "min", "max"))
+        ax.bar(x, mean, color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
+        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
+        ax.set_xticks(x)
+        ax.set_xticklabels(stats.index, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("test error [fraction misclassified]\n(mean over runs, min-max)")
+        ax.set_title(f"{study.name}: classification error")
+        fig.tight_layout()
+        fig.savefig(out / "test_error.png", dpi=110)
+        plt.close(fig)
+        files.append("test_error.png")
+    return files
+
+
+def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
+                          title: str) -> list[str]:
+    """The sharing study's figures (:mod:`cvxdp.study_sharing`) in the paper's layout: Figs. 1-2 (objective
+    and test log-loss per epoch) and Fig. 3 (noise levels)."""
+    levels = sorted(history["noise"].unique())
+    colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(levels)))
+    mean = history.groupby(["noise", "epoch"], as_index=False)[["objective", "test_logloss"]].mean()
+
+    def label(s: float) -> str:
+        return "no noise" if s == 0 else f"sigma = {s:g}"
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for s, c in zip(levels, colors):
+        sub = mean[mean["noise"] == s]
+        axes[0].plot(sub["epoch"], sub["objective"], color=c, label=label(s))
+        axes[1].plot(sub["epoch"], sub["test_logloss"], color=c, label=label(s))
+    axes[0].axhline(f_star, color="black", linestyle=":", label="centralized optimum")
+    axes[0].set_yscale("log")
+    axes[0].set(xlabel="epoch", ylabel="training objective: mean log loss + l2 [nats]", title="(a) training objective")
+    axes[1].set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]", title="(b) test log loss")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{title}: ADMM sharing")
+    fig.tight_layout()
+    fig.savefig(out / "figure_objective_logloss.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for s, c in zip(levels, colors):
+        sub = mean[mean["noise"] == s]
+        ax.plot(sub["epoch"], sub["test_logloss"], color=c, label=f"ADMM, {label(s)}")
+    ax.axhline(baselines["all_features"]["test_logloss"], color="black", linestyle="--",
+               label="all features (centralized, sklearn)")
+    ax.axhline(baselines["party1_only"]["test_logloss"], color="tab:red", linestyle="--",
+               label="party 1 features only (sklearn)")
+    top = max(baselines["party1_only"]["test_logloss"], baselines["all_features"]["test_logloss"])
+    ax.set_ylim(top=min(float(mean["test_logloss"].max()), 3.0 * top) * 1.05)
+    ax.set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]",
+           title=f"{title}: test loss under Gaussian noise")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "figure_noise_test_logloss.png", dpi=110)
+    plt.close(fig)
+    return ["figure_objective_logloss.png", "figure_noise_test_logloss.png"]
+
+
+__all__ = ["DEFINITIONS", "axis_label", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds",
+           "sharing_study_figures"]

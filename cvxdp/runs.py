@@ -10,16 +10,12 @@ from typing import Any
 from .checkpoint import CheckpointTarget, case_context
 from .config import Case, make_algorithm, make_privacy
 from .engine import solve
-from .errors import OptionalDependencyError
 from .results import Result
+from .templates import build_model
 
 
 def build_instance(case: Case):
-    """Build the template's agents for ``case`` (imports the templates package lazily)."""
-    try:
-        from cvxdp_models import build_model
-    except ImportError as exc:  # pragma: no cover - installed together
-        raise OptionalDependencyError("The templates package 'cvxdp_models' is not installed.") from exc
+    """Build the template's agents for ``case`` through the template registry (:mod:`cvxdp.templates`)."""
     return build_model(case.template, case.model, base_dir=case.path.parent)
 
 

@@ -2,8 +2,8 @@
 
 Layout of ``--out DIR``::
 
-    DIR/runs/<cell>/        one saved Result per cell (result.json is written last: a cell is complete iff
-                            it exists, so an interrupted study resumes without redoing finished cells)
+    DIR/runs/<cell>/        one saved Result per cell (cvxdp.study_cells: finished cells are skipped on a
+                            rerun, a cell of a changed study is refused, an interrupted cell resumes)
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
@@ -22,12 +22,13 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .checkpoint import remove_checkpoint
+from .checkpoint import case_context
 from .config import MECHANISMS, load_case, read_study_file
 from .errors import ConfigError
 from .outdir import locks_output
-from .results import RESULT_FILE, _jsonable, load_result
+from .results import _jsonable
 from .runs import build_instance, run_case
+from .study_cells import CellRunner, cell_config
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
                "delta", "baseline"}
@@ -146,8 +147,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     """
     study = load_study(path)
     out = Path(out)
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    runner = CellRunner(out)
     base = load_case(study.case_path)
     if data is not None:
         if base.template in ("power", "toy"):
@@ -160,24 +160,20 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     cells = study.cells()
     instance = None
     rows, histories, ledgers = [], [], {}
-    computed = reused = 0
+    context = case_context(base)  # the cells differ in algorithm, privacy and seed, never in [model]
     bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
     for cell in bar:
         bar.set_postfix_str(cell.key)
-        cell_dir = runs_dir / cell.key
-        if (cell_dir / RESULT_FILE).exists():
-            result = load_result(cell_dir)
-            summary = json.loads((cell_dir / "summary.json").read_text())
-            reused += 1
-        else:
+        case = _cell_case(study, base, cell, rounds)
+
+        def compute(cell_dir: Path, case=case) -> tuple:
+            nonlocal instance
             if instance is None:
                 instance = build_instance(base)
-            outcome = run_case(_cell_case(study, base, cell, rounds), instance=instance, checkpoint=cell_dir)
-            result, summary = outcome.result, _jsonable(outcome.summary)
-            (cell_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-            result.save(cell_dir)  # writes result.json last
-            remove_checkpoint(cell_dir)
-            computed += 1
+            outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+            return outcome.result, outcome.summary
+
+        result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
         cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
                      "local_updates": cell.local_updates, "seed": cell.seed}
         priv = summary.pop("privacy", None) or {}
@@ -202,8 +198,8 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
     files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
         + [write_report(results, history, out, study, n_records=n_records)]
-    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": computed, "reused": reused,
-            "files": files}
+    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
+            "reused": runner.reused, "files": files}
 
 
 def _family(study: Study) -> str:

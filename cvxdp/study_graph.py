@@ -250,14 +250,14 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     dict
         ``{"study", "out", "runs", "computed", "reused", "files", "comparisons"}``.
     """
-    from .checkpoint import remove_checkpoint
+    from .checkpoint import case_context
     from .config import load_case
-    from .results import RESULT_FILE, _jsonable, load_result
+    from .results import _jsonable
     from .runs import build_instance, run_case
+    from .study_cells import CellRunner, cell_config
 
     study = load_graph_study(path)
     out = Path(out)
-    (out / "runs").mkdir(parents=True, exist_ok=True)
     base = load_case(study.case_path)
     if data is not None:
         base.model.update({"dataset": "adult", "path": str(Path(data).resolve()),
@@ -274,23 +274,17 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
                                                           "rounds": rounds, "matched_alpha": alphas}), indent=2))
     jobs = [(s, r) for s in study.settings for r in range(runs or s.runs or study.runs)]
     rows, histories = [], []
-    computed = reused = 0
+    runner = CellRunner(out, what="graph study")
+    context = case_context(base)
     bar = tqdm(jobs, disable=not progress, desc=f"study {study.name}", unit="run")
     for setting, seed in bar:
-        cell = out / "runs" / setting.slug / f"seed{seed}"
-        if (cell / RESULT_FILE).exists() and (cell / "summary.json").exists():
-            result = load_result(cell)
-            summary = json.loads((cell / "summary.json").read_text())
-            reused += 1
-        else:
-            case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
-            outcome = run_case(case, instance=instance, checkpoint=cell)
-            result, summary = outcome.result, _jsonable(outcome.summary)
-            cell.mkdir(parents=True, exist_ok=True)
-            (cell / "summary.json").write_text(json.dumps(summary, indent=2))
-            result.save(cell)
-            remove_checkpoint(cell)
-            computed += 1
+        case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
+
+        def compute(cell_dir: Path, case=case) -> tuple:
+            outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+            return outcome.result, outcome.summary
+
+        result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)
         priv = result.privacy or {}
         worst = priv.get("worst", {}) if setting.private else {}
         test_error = instance.test_error(np.asarray(result.solution["f"])) if hasattr(instance, "test_error") \
@@ -316,8 +310,8 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     files = ["runs.csv", "histories.csv", "curves.csv"] + write_graph_figures(curves, runs_df, out, study)
     verdicts = compare(runs_df, study)
     files.append(write_graph_report(runs_df, curves, verdicts, out, study, rounds, alphas))
-    return {"study": study.name, "out": str(out), "runs": len(jobs), "computed": computed, "reused": reused,
-            "files": files, "comparisons": verdicts}
+    return {"study": study.name, "out": str(out), "runs": len(jobs), "computed": runner.computed,
+            "reused": runner.reused, "files": files, "comparisons": verdicts}
 
 
 def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -331,76 +325,10 @@ def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- figures
 def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: GraphStudy) -> list[str]:
-    """Per panel: the metric's mean curve with min-max bars and P(t); plus the test errors (mean, min-max)."""
-    import matplotlib
+    """The study's figures (:func:`cvxdp.plots.graph_study_figures`)."""
+    from .plots import graph_study_figures
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    files = []
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    color_of = {s.label: colors[k % len(colors)] for k, s in enumerate(study.settings)}
-    panels = list(dict.fromkeys(p for s in study.settings for p in s.panels))
-    for panel in panels:
-        members = [s for s in study.settings if panel in s.panels]
-        fig, ax = plt.subplots(figsize=(6.0, 4.0))
-        for k, s in enumerate(members):
-            c = curves[curves["setting"] == s.label]
-            if not len(c):
-                continue
-            every = study.bar_every or max(1, len(c) // 20)
-            ax.plot(c["round"], c["mean"], color=color_of[s.label], label=s.label, lw=1.4)
-            sel = c.iloc[::every]
-            if (sel["max"] > sel["min"]).any():  # bars of the settings side by side (dodged), as in the papers
-                shift = (k - (len(members) - 1) / 2) * every * 0.12
-                ax.errorbar(sel["round"] + shift, sel["mean"],
-                            yerr=[sel["mean"] - sel["min"], sel["max"] - sel["mean"]],
-                            fmt="none", ecolor=color_of[s.label], capsize=2, lw=0.8)
-        ax.set_xlabel("iteration t")
-        ax.set_ylabel(f"{METRIC_LABELS[study.metric]}\n(mean over runs, min-max bars)")
-        if (curves[curves["setting"].isin([s.label for s in members])]["min"] > 0).all():
-            ax.set_yscale("log")
-        ax.set_title(f"{study.name}: {panel}")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        name = f"{study.metric}_{panel}.png"
-        fig.savefig(out / name, dpi=110)
-        plt.close(fig)
-        files.append(name)
-        private = [s for s in members if s.private]
-        if private and "P" in curves:
-            fig, ax = plt.subplots(figsize=(6.0, 4.0))
-            for s in private:
-                c = curves[curves["setting"] == s.label]
-                ax.plot(c["round"], c["P"], color=color_of[s.label], label=s.label)
-            ax.set_xlabel("iteration t")
-            ax.set_ylabel("privacy bound P(t): total epsilon so far, eq. (26)/(32)")
-            ax.set_title(f"{study.name}: {panel}, privacy")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
-            name = f"privacy_{panel}.png"
-            fig.savefig(out / name, dpi=110)
-            plt.close(fig)
-            files.append(name)
-    if "test_error" in runs and runs["test_error"].notna().any():
-        stats = runs.groupby("setting", sort=False)["test_error"].agg(["mean", "min", "max"])
-        stats = stats.reindex([s.label for s in study.settings if s.label in stats.index])
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(stats)), 4.0))
-        x = np.arange(len(stats))
-        mean, low, high = (stats[k].to_numpy(dtype=float) for k in ("mean", "min", "max"))
-        ax.bar(x, mean, color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
-        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
-        ax.set_xticks(x)
-        ax.set_xticklabels(stats.index, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("test error [fraction misclassified]\n(mean over runs, min-max)")
-        ax.set_title(f"{study.name}: classification error")
-        fig.tight_layout()
-        fig.savefig(out / "test_error.png", dpi=110)
-        plt.close(fig)
-        files.append("test_error.png")
-    return files
+    return graph_study_figures(curves, runs, out, study, metric_label=METRIC_LABELS[study.metric])
 
 
 # --------------------------------------------------------------------------- report

@@ -23,6 +23,8 @@ A study file names a case of the ``vertical`` template and the grid::
     figure_objective_logloss.png   (a) training objective, (b) test log-loss per epoch (paper Figs. 1-2)
     figure_noise_test_logloss.png  test log-loss per epoch at each noise level and both baselines (Fig. 3)
     report.md
+    runs/<cell>/     one saved Result per (noise level, seed) (:mod:`cvxdp.study_cells`): a rerun skips the
+                     finished cells, resumes an interrupted one and refuses a changed study
 
 Noise levels are given as sigma, as in the paper's Fig. 3; each level's privacy claim is computed from
 Lemma 1 / Theorem 1 (and our accountants) and reported beside it.
@@ -148,11 +150,11 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     """
     import warnings
 
-    from cvxdp_models.vertical import central_optimum, vertical_baselines
-
     from .algorithms.sharing import ADMMSharing, SharingGaussian, theorem1_epsilon
+    from .checkpoint import case_context
     from .engine import solve
     from .runs import build_instance
+    from .study_cells import CellRunner, cell_config
 
     study = load_sharing_study(path)
     out = Path(out)
@@ -172,8 +174,8 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     vdata = instance.info["data"]
     N = vdata.n_samples
     rho = float(study["rho_n"]) / N if study["rho_n"] is not None else float(algo.get("rho", 0.25 / N))
-    baselines = vertical_baselines(vdata, lam)
-    central = central_optimum(vdata, lam, bound=instance.info.get("bound"))
+    baselines = instance.info["baselines"](lam)  # the template's hooks: sklearn baselines, central optimum
+    central = instance.central(lam=lam)
     f_star = float(central["objective"])
     base_info = {"all_features": {k: v for k, v in baselines["all_features"].items() if k != "coef"},
                  "party1_only": {k: v for k, v in baselines["party1_only"].items() if k != "coef"},
@@ -182,6 +184,8 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     (out / "baselines.json").write_text(json.dumps(_jsonable(base_info), indent=2))
 
     rows, histories = [], []
+    runner = CellRunner(out, what="sharing study")
+    context = case_context(case)
     for sigma in study["noise_levels"]:
         seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
         for seed in seeds:
@@ -189,11 +193,19 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
             privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper", calibration="classic",
                                       assumptions="record") if sigma > 0 else None
             alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
-                res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=int(seed),
-                            accountant=study["accountant"])
+            config = {"case": cell_config(case), "algorithm": alg.describe(),
+                      "privacy": privacy.describe() if privacy is not None else None, "seed": int(seed),
+                      "accountant": study["accountant"]}
+
+            def compute(cell_dir: Path, alg=alg, privacy=privacy, seed=seed) -> tuple:
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
+                    res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=int(seed),
+                                accountant=study["accountant"], checkpoint=cell_dir)
+                return res, {"seconds": time.perf_counter() - t0}
+
+            res, cell_summary = runner.run(f"noise{sigma:g}_seed{int(seed)}", config, compute, context=context)
             h = res.history.assign(noise=sigma, seed=int(seed))
             histories.append(h)
             row: dict[str, Any] = {
@@ -206,16 +218,17 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
                 "epochs_to_settle": settle_epoch(h["test_logloss"].values, study["settle_tol"]),
                 "epochs_to_baseline": first_below(h["test_logloss"].values,
                                                   (1 + study["settle_tol"]) * baselines["all_features"]["test_logloss"]),
-                "seconds": time.perf_counter() - t0}
+                "seconds": cell_summary["seconds"]}
             if privacy is not None:
                 mech = res.privacy["mechanism"]["parties"]
                 first = vdata.names[0]
                 C = mech[first]["sensitivity"]
                 row.update(sensitivity_C=C, eps_step_theorem1=theorem1_epsilon(C, sigma, study["delta"]),
-                           eps_step_claim=mech[first]["eps_step"],
-                           eps_total_corollary1=res.privacy["corollary1"]["worst"][0],
-                           eps_total_basic=res.privacy["worst"]["basic"][0],
-                           eps_total_rdp=res.privacy["worst"]["rdp"], eps_total_pld=res.privacy["worst"]["pld"],
+                           eps_step_claim=_number(mech[first]["eps_step"]),
+                           eps_total_corollary1=_number(res.privacy["corollary1"]["worst"][0]),
+                           eps_total_basic=_number(res.privacy["worst"]["basic"][0]),
+                           eps_total_rdp=_number(res.privacy["worst"]["rdp"]),
+                           eps_total_pld=_number(res.privacy["worst"]["pld"]),
                            target_delta=res.privacy["target_delta"],
                            assumption_1_1_held=res.privacy["assumption_1_1"]["held"])
             rows.append(row)
@@ -231,8 +244,13 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     files = ["results.csv", "summary.csv", "histories.csv", "baselines.json"]
     files += write_sharing_figures(history, baselines, f_star, out, title=study["name"])
     files.append(write_sharing_report(study, results, summary, base_info, out, seconds=time.perf_counter() - start_all))
-    return {"study": study["name"], "out": str(out), "runs": int(len(results)), "computed": int(len(results)),
-            "reused": 0, "files": files, "summary": _jsonable(summary.to_dict(orient="records"))}
+    return {"study": study["name"], "out": str(out), "runs": int(len(results)), "computed": runner.computed,
+            "reused": runner.reused, "files": files, "summary": _jsonable(summary.to_dict(orient="records"))}
+
+
+def _number(value: Any) -> Any:
+    """A privacy total as a number: a reloaded result writes +-inf as the strings "inf"/"-inf"."""
+    return float(value) if isinstance(value, str) else value
 
 
 def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame:
@@ -253,54 +271,10 @@ def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame
 
 def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
                           title: str) -> list[str]:
-    """The paper's layout: Figs. 1-2 (objective and test log-loss per epoch) and Fig. 3 (noise levels)."""
-    import matplotlib
+    """The paper's layout (:func:`cvxdp.plots.sharing_study_figures`)."""
+    from .plots import sharing_study_figures
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    levels = sorted(history["noise"].unique())
-    colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(levels)))
-    mean = history.groupby(["noise", "epoch"], as_index=False)[["objective", "test_logloss"]].mean()
-
-    def label(s: float) -> str:
-        return "no noise" if s == 0 else f"sigma = {s:g}"
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for s, c in zip(levels, colors):
-        sub = mean[mean["noise"] == s]
-        axes[0].plot(sub["epoch"], sub["objective"], color=c, label=label(s))
-        axes[1].plot(sub["epoch"], sub["test_logloss"], color=c, label=label(s))
-    axes[0].axhline(f_star, color="black", linestyle=":", label="centralized optimum")
-    axes[0].set_yscale("log")
-    axes[0].set(xlabel="epoch", ylabel="training objective: mean log loss + l2 [nats]", title="(a) training objective")
-    axes[1].set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]", title="(b) test log loss")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"{title}: ADMM sharing")
-    fig.tight_layout()
-    fig.savefig(out / "figure_objective_logloss.png", dpi=110)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for s, c in zip(levels, colors):
-        sub = mean[mean["noise"] == s]
-        ax.plot(sub["epoch"], sub["test_logloss"], color=c, label=f"ADMM, {label(s)}")
-    ax.axhline(baselines["all_features"]["test_logloss"], color="black", linestyle="--",
-               label="all features (centralized, sklearn)")
-    ax.axhline(baselines["party1_only"]["test_logloss"], color="tab:red", linestyle="--",
-               label="party 1 features only (sklearn)")
-    top = max(baselines["party1_only"]["test_logloss"], baselines["all_features"]["test_logloss"])
-    ax.set_ylim(top=min(float(mean["test_logloss"].max()), 3.0 * top) * 1.05)
-    ax.set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]",
-           title=f"{title}: test loss under Gaussian noise")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "figure_noise_test_logloss.png", dpi=110)
-    plt.close(fig)
-    return ["figure_objective_logloss.png", "figure_noise_test_logloss.png"]
+    return sharing_study_figures(history, baselines, f_star, out, title=title)
 
 
 def _fmt(v: Any, spec: str = ".4f") -> str:

@@ -45,9 +45,8 @@ import numpy as np
 from scipy.special import expit
 
 import cvxdp
-from cvxdp.decentralized import SmoothObjective
+from cvxdp import ERMConstants, SmoothObjective, attach_erm_constants
 from cvxdp.errors import ConfigError
-from cvxdp.privacy.gamma import ERMConstants, attach_erm_constants
 
 from .base import ModelInstance
 from .logistic import data as D

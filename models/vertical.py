@@ -377,7 +377,8 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
 
     Returns a :class:`ModelInstance` whose ``evaluate(result)`` gives ``test_logloss``, ``test_error``,
     ``train_objective`` and the two scikit-learn baselines' test log-losses, and whose ``central()`` is the
-    centralized optimum (:func:`central_optimum`); ``info["data"]`` is the :class:`VerticalData`.
+    centralized optimum (:func:`central_optimum`); ``info["data"]`` is the :class:`VerticalData` and
+    ``info["baselines"](lam)`` the two baselines (:func:`vertical_baselines`, cached).
     """
     cfg = _resolve(dict(model))
     base_dir = Path(base_dir)
@@ -424,5 +425,6 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         return {**res, "solution": {k: v.copy() for k, v in res["solution"].items()}}
 
     info = {"template": "vertical", **{k: v for k, v in cfg.items() if k not in ("path", "test_path")},
-            "path": None if path is None else str(path), **data.info, "parties": data.names, "data": data}
+            "path": None if path is None else str(path), **data.info, "parties": data.names, "data": data,
+            "baselines": baselines}
     return ModelInstance(agents=parties, evaluate=evaluate, central=central, info=info)

@@ -7,6 +7,7 @@ selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.secure`, ``pip install 'cv
 from .accounting import (
     ACCOUNTANTS,
     PrivacyLedger,
+    PureEpsilonDpEvent,
     basic_composition,
     event_from_dict,
     event_to_dict,
@@ -34,7 +35,7 @@ from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
     "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "AuditResult", "NoisePlan", "ObjectivePerturbation",
-    "OutputPerturbation", "PrivacyLedger", "audit_local_update", "audit_mechanism", "audit_release",
+    "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent", "audit_local_update", "audit_mechanism", "audit_release",
     "basic_composition",
     "calibrate_to_total", "empirical_epsilon", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",

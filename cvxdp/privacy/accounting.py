@@ -3,7 +3,15 @@
 The functions take *entries*, an iterable of ``(item, count)`` pairs where ``item`` is a
 :class:`~cvxdp.privacy.noise.NoisePlan` (which carries its per-step (epsilon, delta) claim), a
 ``dp_accounting`` ``LaplaceDpEvent``/``GaussianDpEvent`` (for RDP/PLD; a Laplace event also implies its
-pure claim) or, for :func:`basic_composition` only, a per-step claim ``(epsilon, delta)``.
+pure claim), a :class:`PureEpsilonDpEvent` (a pure epsilon-DP step with no dp-accounting event of its own,
+e.g. one Gamma-norm iteration, SPEC §3-§4), a ``NoOpDpEvent`` (a step that touches no data) or, for
+:func:`basic_composition` only, a per-step claim ``(epsilon, delta)``.
+
+Pure epsilon-DP steps are accounted through their worst case, binary randomized response with the same
+epsilon (every epsilon-DP pair of output distributions is a post-processing of it; Kairouz, Oh & Viswanath
+2015): its Renyi divergences (exact, closed form) under "rdp" and dp-accounting's pessimistic PLD of an
+(epsilon, 0)-DP mechanism (``from_privacy_parameters``) under "pld". An agent whose records are all PureEpsilon (or NoOp) events
+has spent at most its basic total at any delta, so its "rdp"/"pld" totals are capped there.
 
 Identical events are grouped and composed once with ``SelfComposedDpEvent`` (never one by one), and
 results are cached, so asking a :class:`PrivacyLedger` for its totals every round costs milliseconds.
@@ -17,11 +25,14 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dp_accounting
+import numpy as np
 from dp_accounting import privacy_accountant
-from dp_accounting.pld import PLDAccountant
+from dp_accounting.pld import PLDAccountant, common
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import RdpAccountant
 
 from .._validation import check_choice, check_float, check_int, fail
@@ -45,27 +56,61 @@ Grouped = tuple[tuple[Event, int], ...]
 
 
 # --------------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class PureEpsilonDpEvent(dp_accounting.DpEvent):
+    """A pure ``epsilon``-DP step for which dp-accounting has no event (e.g. one Gamma-norm iteration).
+
+    The step's neighbouring relation and sensitivity are those of the mechanism that records it (the
+    Gamma-norm steps: replace one sample of one node's data, :mod:`cvxdp.privacy.gamma`). The accountants of
+    this module treat it as binary randomized response with the same epsilon, its worst case.
+    """
+
+    epsilon: float
+
+
+EVENT_TYPES = (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent, PureEpsilonDpEvent,
+               dp_accounting.NoOpDpEvent)
+
+
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """JSON-able form of a Laplace or Gaussian event: ``{"type": ..., "noise_multiplier": ...}``."""
+    """JSON-able form of an event: ``{"type": "laplace" | "gaussian", "noise_multiplier": ...}``,
+    ``{"type": "pure", "epsilon": ...}`` or ``{"type": "noop"}``."""
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return {"type": "laplace", "noise_multiplier": float(event.noise_multiplier)}
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return {"type": "gaussian", "noise_multiplier": float(event.noise_multiplier)}
-    raise fail("event", "event_to_dict", "a LaplaceDpEvent or GaussianDpEvent", event)
+    if isinstance(event, PureEpsilonDpEvent):
+        return {"type": "pure", "epsilon": float(event.epsilon)}
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return {"type": "noop"}
+    raise fail("event", "event_to_dict", "a Laplace, Gaussian, PureEpsilon or NoOp DpEvent", event)
 
 
 def event_from_dict(d: Mapping[str, Any]) -> Event:
     """Inverse of :func:`event_to_dict`."""
-    kind = check_choice(d.get("type"), "type", "event_from_dict", ("laplace", "gaussian"))
+    kind = check_choice(d.get("type"), "type", "event_from_dict", ("laplace", "gaussian", "pure", "noop"))
+    if kind == "noop":
+        return dp_accounting.NoOpDpEvent()
+    if kind == "pure":
+        return pure_epsilon_event(d.get("epsilon"), "event_from_dict")
     nm = check_float(d.get("noise_multiplier"), "noise_multiplier", "event_from_dict", 0.0, math.inf)
     if kind == "laplace":
         return dp_accounting.LaplaceDpEvent(noise_multiplier=nm)
     return dp_accounting.GaussianDpEvent(noise_multiplier=nm)
 
 
+def pure_epsilon_event(epsilon: object, owner: str = "pure_epsilon_event") -> PureEpsilonDpEvent:
+    """A :class:`PureEpsilonDpEvent` after checking ``epsilon`` is a float in (0, inf)."""
+    return PureEpsilonDpEvent(epsilon=check_float(epsilon, "epsilon", owner, 0.0, math.inf))
+
+
 def _check_event(event: object, owner: str) -> Event:
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return event
+    if isinstance(event, PureEpsilonDpEvent):
+        return pure_epsilon_event(event.epsilon, owner)
     if not isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
-        raise fail("event", owner, "a NoisePlan, LaplaceDpEvent or GaussianDpEvent", event)
+        raise fail("event", owner, "a NoisePlan or a Laplace, Gaussian, PureEpsilon or NoOp DpEvent", event)
     nm = event.noise_multiplier
     if not (isinstance(nm, (int, float)) and math.isfinite(nm) and nm > 0):
         raise fail("noise_multiplier", owner, "a float in (0, inf)", nm)
@@ -78,11 +123,22 @@ def _event_of(item: object, owner: str) -> Event:
     return _check_event(item, owner)
 
 
+def _pure_epsilon(event: Event) -> float | None:
+    """The epsilon of a pure event (Laplace: 1 / multiplier; PureEpsilon; NoOp: 0), None for Gaussian."""
+    if isinstance(event, dp_accounting.LaplaceDpEvent):
+        return 1.0 / event.noise_multiplier
+    if isinstance(event, PureEpsilonDpEvent):
+        return event.epsilon
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return 0.0
+    return None
+
+
 def _claim_of(item: object, owner: str) -> Claim:
     if isinstance(item, NoisePlan):
         return (item.epsilon, item.delta)
-    if isinstance(item, dp_accounting.LaplaceDpEvent):
-        return (1.0 / _check_event(item, owner).noise_multiplier, 0.0)
+    if isinstance(item, (dp_accounting.LaplaceDpEvent, PureEpsilonDpEvent, dp_accounting.NoOpDpEvent)):
+        return (_pure_epsilon(_check_event(item, owner)), 0.0)
     if isinstance(item, dp_accounting.GaussianDpEvent):
         raise InvalidParameterError(
             f"{owner}: a bare GaussianDpEvent carries no per-step (epsilon, delta) claim for basic "
@@ -92,6 +148,13 @@ def _claim_of(item: object, owner: str) -> Claim:
         dl = check_float(item[1], "delta", owner, 0.0, 1.0, closed="both")
         return (eps, dl)
     raise fail("entry", owner, "a NoisePlan, a dp_accounting event or an (epsilon, delta) claim", item)
+
+
+def _event_size(event: Event) -> float:
+    """The parameter events of one kind are ordered and merged by (larger = more private)."""
+    if isinstance(event, PureEpsilonDpEvent):
+        return 1.0 / event.epsilon
+    return getattr(event, "noise_multiplier", 0.0)
 
 
 def _count(count: object, owner: str) -> int:
@@ -108,21 +171,22 @@ def group_events(entries: Iterable[tuple[object, int]], owner: str = "group_even
     """Merge identical events, summing counts; a canonical (sorted, hashable) tuple of (event, count).
 
     Events of the same kind whose multipliers differ by at most ``MERGE_RTOL`` (relative) count as one,
-    carrying the smallest multiplier of the cluster.
+    carrying the smallest multiplier of the cluster (for pure events: the largest epsilon). NoOp events
+    (steps that touch no data) are dropped.
     """
     counts: dict[Event, int] = {}
     for item, count in entries:
         event = _event_of(item, owner)
         n = _count(count, owner)
-        if n:
+        if n and not isinstance(event, dp_accounting.NoOpDpEvent):
             counts[event] = counts.get(event, 0) + n
-    ordered = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, kv[0].noise_multiplier))
+    ordered = sorted(counts.items(), key=lambda kv: (type(kv[0]).__name__, _event_size(kv[0])))
     merged: list[tuple[Event, int]] = []
     for event, n in ordered:
         if merged:
             head, m = merged[-1]
             if (type(head) is type(event)
-                    and event.noise_multiplier <= head.noise_multiplier * (1.0 + MERGE_RTOL)):
+                    and _event_size(event) <= _event_size(head) * (1.0 + MERGE_RTOL)):
                 merged[-1] = (head, m + n)
                 continue
         merged.append((event, n))
@@ -152,9 +216,50 @@ def basic_composition(entries: Iterable[tuple[object, int]]) -> Claim:
     return eps, min(dl, 1.0)
 
 
+def pure_epsilon_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
+    """Renyi divergences of binary randomized response with ``epsilon`` at ``orders`` (> 1), exactly.
+
+    ``D_a = log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1)`` with ``p = e^eps / (1 + e^eps)``, ``q = 1 - p``: the
+    largest RDP curve of any pure epsilon-DP mechanism (it is the worst-case pair, and Renyi divergences do
+    not grow under post-processing). Equals dp-accounting's ``RandomizedResponseDpEvent(2 / (1 + e^eps), 2)``
+    under REPLACE_ONE.
+    """
+    a = np.asarray(orders, dtype=float)
+    log_p = -np.logaddexp(0.0, -epsilon)
+    log_q = -np.logaddexp(0.0, epsilon)
+    return np.logaddexp(a * log_p + (1.0 - a) * log_q, a * log_q + (1.0 - a) * log_p) / (a - 1.0)
+
+
+class CvxdpRdpAccountant(RdpAccountant):
+    """dp-accounting's RDP accountant that also composes :class:`PureEpsilonDpEvent` (see
+    :func:`pure_epsilon_rdp`)."""
+
+    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
+        if isinstance(event, PureEpsilonDpEvent):
+            if do_compose:
+                self._rdp += count * pure_epsilon_rdp(event.epsilon, self._orders)
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+class CvxdpPLDAccountant(PLDAccountant):
+    """dp-accounting's PLD accountant that also composes :class:`PureEpsilonDpEvent`, as the pessimistic PLD
+    of an (epsilon, 0)-DP mechanism (``privacy_loss_distribution.from_privacy_parameters``)."""
+
+    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
+        if isinstance(event, PureEpsilonDpEvent):
+            if do_compose:
+                step = pld_lib.from_privacy_parameters(
+                    common.DifferentialPrivacyParameters(event.epsilon, 0.0),
+                    value_discretization_interval=self._value_discretization_interval)
+                self._pld = self._pld.compose(step.self_compose(count) if count > 1 else step)
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
 def rdp_accountant() -> RdpAccountant:
-    """A fresh RDP accountant (default orders, ADD_OR_REMOVE_ONE)."""
-    return RdpAccountant(neighboring_relation=NEIGHBORING)
+    """A fresh RDP accountant (default orders, ADD_OR_REMOVE_ONE; also composes PureEpsilonDpEvent)."""
+    return CvxdpRdpAccountant(neighboring_relation=NEIGHBORING)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -169,8 +274,15 @@ def pld_interval(grouped: Grouped, delta: float) -> float:
     """The PLD value-discretisation interval used for these events (see ``PLD_RELATIVE_INTERVAL``)."""
     estimate = _rdp_cached(grouped, max(delta, 1e-12))
     if not math.isfinite(estimate):  # pragma: no cover - RDP is finite for positive multipliers
-        estimate = sum(c / e.noise_multiplier for e, c in grouped)
-    return min(max(estimate * PLD_RELATIVE_INTERVAL, PLD_MIN_INTERVAL), PLD_MAX_INTERVAL)
+        estimate = sum(c / _event_size(e) for e, c in grouped)
+    interval = min(max(estimate * PLD_RELATIVE_INTERVAL, PLD_MIN_INTERVAL), PLD_MAX_INTERVAL)
+    pure = {e.epsilon for e, _ in grouped if isinstance(e, PureEpsilonDpEvent)}
+    if len(pure) == 1:
+        # one pure epsilon: a grid on which +-epsilon lie exactly, so the pessimistic rounding of its two
+        # privacy-loss values does not accumulate over the steps (several epsilons: up to one interval each)
+        eps = pure.pop()
+        interval = eps / math.ceil(eps / interval)
+    return interval
 
 
 #: below this Gaussian noise multiplier the "pld" total falls back to RDP (an upper bound; see _pld_cached)
@@ -181,17 +293,17 @@ PLD_MIN_GAUSSIAN_MULTIPLIER = 0.05
 def _pld_cached(grouped: Grouped, delta: float) -> float:
     if delta == 0.0:
         # dp-accounting's pessimistic PLD puts the truncated tail at infinity, so its epsilon at delta = 0 is
-        # always inf. For pure (Laplace) mechanisms the exact answer is the sum of the per-call epsilons
-        # (the privacy losses add up and their maximum is attained); Gaussian noise has none.
-        if all(isinstance(e, dp_accounting.LaplaceDpEvent) for e, _ in grouped):
-            return float(sum(c / e.noise_multiplier for e, c in grouped))
+        # always inf. For pure (Laplace, PureEpsilon) mechanisms the exact answer is the sum of the per-call
+        # epsilons (the privacy losses add up and their maximum is attained); Gaussian noise has none.
+        if all(_pure_epsilon(e) is not None for e, _ in grouped):
+            return float(sum(c * _pure_epsilon(e) for e, c in grouped))
         return math.inf
     if any(isinstance(e, dp_accounting.GaussianDpEvent) and e.noise_multiplier < PLD_MIN_GAUSSIAN_MULTIPLIER
            for e, _ in grouped):
         # a nearly noiseless Gaussian makes dp-accounting's PLD grid astronomically large (terabytes); its
         # epsilon is huge anyway, and RDP's is a valid upper bound
         return _rdp_cached(grouped, delta)
-    acc = PLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
+    acc = CvxdpPLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
     with warnings.catch_warnings():  # dp-accounting overflows harmlessly (to inf) on very large totals
         warnings.simplefilter("ignore", RuntimeWarning)
         for event, count in grouped:
@@ -247,7 +359,7 @@ class AdaptivePLDAccountant(privacy_accountant.PrivacyAccountant):
                 if err is not None:
                     return err
             return None
-        if isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
+        if isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent, PureEpsilonDpEvent)):
             if do_compose:
                 self._entries.append((event, count))
             return None
@@ -266,6 +378,11 @@ def accountant_factory(accountant: str) -> Callable[[], privacy_accountant.Priva
 # --------------------------------------------------------------------------- ledger
 def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+def _first(value: Any) -> Any:
+    """The epsilon of a summary entry: ``[eps, delta]`` (basic) or ``eps``."""
+    return value[0] if isinstance(value, list) else value
 
 
 class PrivacyLedger(GuaranteeNotes):
@@ -322,9 +439,30 @@ class PrivacyLedger(GuaranteeNotes):
         if n:
             self._entries[name][key] = self._entries[name].get(key, 0) + n
 
+    def record_event(self, name: object, event: Event, *, count: int = 1) -> None:
+        """Record ``count`` steps of ``name`` described by a DpEvent whose claim is implied by the event.
+
+        ``event`` is a :class:`PureEpsilonDpEvent` (claim ``(epsilon, 0)``; e.g.
+        :func:`cvxdp.privacy.gamma.gamma_step_event`), a ``LaplaceDpEvent`` (``(1 / multiplier, 0)``) or a
+        ``NoOpDpEvent`` (a step that touches no data, e.g. a recycled MR-ADMM iteration: counted by
+        :meth:`free_steps`, costs nothing). A Gaussian event has no implied claim: use :meth:`record` with
+        ``claim=``.
+        """
+        if isinstance(event, dp_accounting.GaussianDpEvent):
+            raise InvalidParameterError(
+                "PrivacyLedger.record_event: a GaussianDpEvent implies no per-step (epsilon, delta) claim; use "
+                "PrivacyLedger.record(agent, plan_or_event, count, claim=(epsilon, delta)).")
+        self.record(name, event, count)
+
     def steps(self, agent: object) -> int:
-        """Number of mechanism calls recorded for ``agent``."""
-        return sum(self._entries[self._name(agent)].values())
+        """Number of mechanism calls recorded for ``agent`` (steps recorded as NoOp events excluded)."""
+        return sum(n for (e, _), n in self._entries[self._name(agent)].items()
+                   if not isinstance(e, dp_accounting.NoOpDpEvent))
+
+    def free_steps(self, agent: object) -> int:
+        """Number of steps of ``agent`` recorded as ``NoOpDpEvent`` (no data touched)."""
+        return sum(n for (e, _), n in self._entries[self._name(agent)].items()
+                   if isinstance(e, dp_accounting.NoOpDpEvent))
 
     def entries(self, agent: object) -> list[tuple[Event, Claim, int]]:
         """The grouped records of ``agent``: (event, per-step claim, count)."""
@@ -332,10 +470,16 @@ class PrivacyLedger(GuaranteeNotes):
 
     @staticmethod
     def _spent(entries: Mapping[tuple[Event, Claim], int], accountant: str, delta: float) -> Claim:
+        basic = basic_composition((c, n) for (_, c), n in entries.items())
         if accountant == "basic":
-            return basic_composition((c, n) for (_, c), n in entries.items())
+            return basic
         grouped = [(e, n) for (e, _), n in entries.items()]
-        return composed_epsilon(grouped, delta, accountant), delta
+        eps = composed_epsilon(grouped, delta, accountant)
+        if all(isinstance(e, (PureEpsilonDpEvent, dp_accounting.NoOpDpEvent)) for e, _ in entries):
+            # pure-epsilon steps only: (basic epsilon, 0)-DP, hence (basic epsilon, delta)-DP too. (The same holds
+            # for Laplace; not applied there, so Laplace totals stay exactly dp-accounting's.)
+            eps = min(eps, basic[0])
+        return eps, delta
 
     def spent(self, agent: object, accountant: str) -> Claim:
         """Privacy spent by ``agent`` so far: (epsilon, delta).
@@ -368,19 +512,20 @@ class PrivacyLedger(GuaranteeNotes):
         slack = 1.0 + rtol
         return eps > b_eps * slack or dl > b_dl * slack
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, *, pld: bool = True) -> dict[str, Any]:
         """JSON-able totals: per agent and worst agent, for every accountant.
 
         ``{"per_agent": {name: {"basic": [eps, delta], "rdp": eps, "pld": eps, "steps": n}},
         "worst": {... same keys, each the max over agents ..., "agent": name with the largest PLD eps},
-        "target_delta": delta}``. Infinite epsilons are written as None (JSON null).
+        "target_delta": delta}``. Infinite epsilons are written as None (JSON null); with ``pld=False`` the
+        PLD totals are not computed (None, and the worst agent is the one with the largest basic epsilon).
         """
         per_agent: dict[str, dict[str, Any]] = {}
         for name in self._entries:
             b = self.spent(name, "basic")
             per_agent[name] = {"basic": [_finite_or_none(b[0]), b[1]],
                                "rdp": _finite_or_none(self.spent(name, "rdp")[0]),
-                               "pld": _finite_or_none(self.spent(name, "pld")[0]),
+                               "pld": _finite_or_none(self.spent(name, "pld")[0]) if pld else None,
                                "steps": self.steps(name)}
 
         def worst(key: str) -> float | None:
@@ -389,11 +534,12 @@ class PrivacyLedger(GuaranteeNotes):
 
         basic = [v["basic"] for v in per_agent.values()]
         worst_eps = None if any(b[0] is None for b in basic) else max(b[0] for b in basic)
-        worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["pld"] is None
-                          else per_agent[n]["pld"])
+        key = "pld" if pld else "basic"
+        worst_agent = max(per_agent, key=lambda n: math.inf if _first(per_agent[n][key]) is None
+                          else _first(per_agent[n][key]))
         return {"per_agent": per_agent,
                 "worst": {"basic": [worst_eps, max(b[1] for b in basic)], "rdp": worst("rdp"),
-                          "pld": worst("pld"), "steps": max(v["steps"] for v in per_agent.values()),
+                          "pld": worst("pld") if pld else None, "steps": max(v["steps"] for v in per_agent.values()),
                           "agent": worst_agent},
                 "target_delta": self.target_delta, **self.notes_summary()}
 

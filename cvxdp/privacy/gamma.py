@@ -25,11 +25,13 @@ pure-DP steps:
 Both hold under the parameter condition ``2 c_1 < B_i/C (rho/N + 2 theta V_i)`` (PP; MR-ADMM: with
 ``eta_i(1)`` in place of ``theta``), checked by :func:`check_bound_condition` with a clear error.
 
-dp-accounting has no event for this mechanism, so a run's privacy is kept in a :class:`GammaLedger`: the
-per-iteration pure-epsilon claims of the papers (their sum per node *is* the papers' bound), plus two
-accountants that apply to any composition of pure eps-DP steps: zCDP (``eps``-DP implies ``eps^2/2``-zCDP,
-Bun & Steinke 2016) and PLD (each step dominated by randomized response with ``eps``; dp-accounting's
-``from_privacy_parameters``), both reported at the run's ``target_delta``.
+dp-accounting has no event for this mechanism, so each perturbed iteration is recorded in the run's
+:class:`~cvxdp.privacy.accounting.PrivacyLedger` as a pure-epsilon event, :func:`gamma_step_event` (the
+papers' per-iteration claim; their sum per node *is* the papers' bound, the ledger's "basic" total), and each
+recycled MR-ADMM iteration as a ``NoOpDpEvent``. The ledger's "rdp" and "pld" accountants compose the steps
+as binary randomized response with the same epsilon (their worst case), at the run's ``target_delta``;
+:func:`gamma_summary` gives the run's privacy summary. The older :class:`GammaLedger` (zCDP instead of RDP)
+is kept for saved results.
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ import numpy as np
 
 from .._validation import check_float, check_int, fail
 from ..errors import DeclarationError, InvalidParameterError
+from .accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_event
 from .notes import GuaranteeNotes
 
 __all__ = [
     "ERMConstants", "GammaLedger", "PenaltyPerturbation", "alpha_for_bound", "attach_erm_constants",
-    "bound_26", "bound_32", "check_bound_condition", "erm_constants", "gamma_norm_logpdf",
+    "bound_26", "bound_32", "check_bound_condition", "erm_constants", "gamma_norm_logpdf", "gamma_step_event",
+    "gamma_summary",
     "madmm_step_epsilon", "mradmm_step_epsilon", "privacy_curve_26", "privacy_curve_32",
-    "sample_gamma_norm", "audit_gamma_mechanism",
+    "sample_gamma_norm",
 ]
 
 #: The factor of the Jacobian term in the papers' bounds (26) and (32).
@@ -351,6 +355,51 @@ class PenaltyPerturbation:
 
 
 # --------------------------------------------------------------------------- the ledger
+def gamma_step_event(epsilon: float) -> PureEpsilonDpEvent:
+    """The DpEvent of one perturbed Gamma-norm iteration of one node: pure ``epsilon``-DP.
+
+    ``epsilon`` is the iteration's summand of bound (26) (:func:`madmm_step_epsilon`) or (32)
+    (:func:`mradmm_step_epsilon`); the neighbouring relation is replace one sample of the node's D_i (see the
+    module docstring). Record it with ``PrivacyLedger.record_event(node, gamma_step_event(eps))``.
+    """
+    return pure_epsilon_event(epsilon, "gamma_step_event")
+
+
+GAMMA_ACCOUNTANTS = {
+    "basic": "sum of the papers' per-iteration pure epsilons = bound {bound}",
+    "rdp": "dp-accounting RDP of pure eps-DP steps (binary randomized response, exact Renyi curve), at "
+           "target_delta, capped at the basic total",
+    "pld": "dp-accounting PLD of pure eps-DP steps (randomized response), at target_delta, capped at the basic "
+           "total",
+}
+
+
+def gamma_summary(ledger: PrivacyLedger, *, bound: str, pld: bool = True) -> dict[str, Any]:
+    """The privacy summary of a Gamma-norm graph run from its :class:`PrivacyLedger`.
+
+    Same keys as :meth:`GammaLedger.summary`: ``{"per_agent": {node: {"basic": [eps, delta], "rdp": eps,
+    "pld": eps, "steps": n, "free_steps": m, "paper_bound": eps}}, "worst": {..., "agent": node},
+    "target_delta", "mechanism": "gamma-norm", "bound", "paper_bound", "accountants", "ledger"`` (the
+    ledger's :meth:`~PrivacyLedger.to_dict`) and the guarantee notes. "pld" is None when ``pld=False``;
+    infinite epsilons are None.
+    """
+    if not isinstance(ledger, PrivacyLedger):
+        raise fail("ledger", "gamma_summary", "a cvxdp.PrivacyLedger", type(ledger).__name__)
+    full = ledger.summary(pld=pld)
+    per_agent: dict[str, dict[str, Any]] = {}
+    for name, row in full["per_agent"].items():
+        per_agent[name] = {**row, "free_steps": ledger.free_steps(name), "paper_bound": row["basic"][0]}
+    worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["basic"][0] is None
+                      else per_agent[n]["basic"][0])
+    worst = {**full["worst"], "free_steps": max(v["free_steps"] for v in per_agent.values()),
+             "paper_bound": per_agent[worst_agent]["basic"][0], "agent": worst_agent}
+    notes = {k: v for k, v in full.items() if k not in ("per_agent", "worst", "target_delta")}
+    return {"per_agent": per_agent, "worst": worst, "target_delta": ledger.target_delta,
+            "mechanism": "gamma-norm", "bound": bound, "paper_bound": worst["paper_bound"],
+            "accountants": {k: v.format(bound=bound) for k, v in GAMMA_ACCOUNTANTS.items()},
+            "ledger": ledger.to_dict(), **notes}
+
+
 def _zcdp_epsilon(eps_steps: np.ndarray, delta: float) -> float:
     """eps-DP => eps^2/2-zCDP (Bun & Steinke 2016, Prop. 3.3); rho-zCDP => (rho + 2 sqrt(rho ln 1/delta), delta)."""
     basic = float(np.sum(eps_steps))
@@ -538,70 +587,6 @@ class GammaLedger(GuaranteeNotes):
     __hash__ = None  # type: ignore[assignment]
 
 
-# --------------------------------------------------------------------------- audit
-AUDIT_BROKEN = ("none", "double-alpha", "unscaled")
-
-
-def audit_gamma_mechanism(alpha: float = 2.0, *, dim: int = 1, C: float = 1.0, B: int = 10, eta: float = 0.5,
-                          degree: int = 2, reg: float = 0.1, trials: int = 200_000, seed: int = 0,
-                          broken: str | None = None, alpha_level: float = 0.05):
-    """Audit one PP primal update (eq. 24-25) with the Gamma-norm noise against its claimed epsilon.
-
-    Node i with ``V = degree`` neighbours solves
-    ``argmin_f O(f, D) + 2 lambda^T f + eta sum_j ||f + eps - m_j||^2`` with the ERM of linear loss
-    ``L(z) = -z`` (``|L'| = 1``, ``L'' = 0``, so ``c1 = 0`` and the Jacobian is data-free), i.e.
-    ``O(f, D) = -C/B sum_n y_n x_n^T f + reg/2 ||f||^2``; the update has the closed form
-    ``f = (C/B sum y x - 2 lambda + eta sum_j (f_i + f_j) - 2 eta V eps) / (reg + 2 eta V)``.
-    D and D' differ in one sample: ``(x, y) = (e_1, +1)`` is replaced by ``(e_1, -1)``, which moves
-    grad O by exactly the sensitivity ``2C/B``, so the claim of eq. (26) (``C alpha / (eta V B)`` with c1 = 0)
-    is tight. The statistic is the first coordinate of the released f (post-processing).
-
-    The noise is drawn by :func:`sample_gamma_norm` (the sampler the algorithms use) and the claim is
-    :func:`madmm_step_epsilon` (what the ledger records). Broken twins: ``"double-alpha"`` draws the noise
-    with ``2 alpha`` (half the noise) but claims ``alpha``; ``"unscaled"`` forgets the ``2 eta V`` factor of
-    the penalty perturbation (adds ``eps^T f``), which leaks more whenever ``2 eta V > 1``.
-
-    Returns
-    -------
-    cvxdp.privacy.audit.AuditResult
-        From :func:`cvxdp.privacy.audit.empirical_epsilon`; ``violated`` flags a refuted claim.
-    """
-    from .._validation import check_choice
-    from .audit import empirical_epsilon
-
-    owner = "audit_gamma_mechanism"
-    a = check_float(alpha, "alpha", owner, 0.0, math.inf)
-    d = check_int(dim, "dim", owner, 1)
-    n = check_int(trials, "trials", owner, 10)
-    b = check_choice("none" if broken is None else broken, "broken", owner, AUDIT_BROKEN)
-    V = check_int(degree, "degree", owner, 1)
-    claim = madmm_step_epsilon(C, 0.0, a, eta, V, B)
-    draw_alpha = 2.0 * a if b == "double-alpha" else a
-    scale = 1.0 if b == "unscaled" else 2.0 * eta * V
-    rng_data = np.random.default_rng(seed)
-    X = rng_data.normal(size=(B - 1, d))
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
-    y = rng_data.choice([-1.0, 1.0], size=B - 1)
-    lam = rng_data.normal(size=d) * 0.1
-    anchor = rng_data.normal(size=d) * 0.1  # eta sum_j (f_i + f_j), public to node i
-    e1 = np.zeros(d)
-    e1[0] = 1.0
-    base = C / B * (y[:, None] * X).sum(axis=0) - 2.0 * lam + anchor
-
-    def release(y1: float) -> Any:
-        def sampler(rng: np.random.Generator, m: int) -> np.ndarray:
-            lin = base + C / B * y1 * e1
-            out = np.empty(m)
-            for k in range(m):
-                eps = sample_gamma_norm(rng, draw_alpha, d)
-                out[k] = (lin[0] - scale * eps[0]) / (reg + 2.0 * eta * V)
-            return out
-        return sampler
-
-    return empirical_epsilon(release(1.0), release(-1.0), trials=n, alpha=alpha_level,
-                             rng=np.random.default_rng([seed, 1]), claimed=claim)
-
-
 def penalty_perturbation_from_table(table: Mapping[str, Any]) -> PenaltyPerturbation:
     """A [privacy] table with ``mechanism = "gamma"`` -> :class:`PenaltyPerturbation` (keys alpha, growth)."""
     from ..errors import ConfigError
@@ -612,90 +597,3 @@ def penalty_perturbation_from_table(table: Mapping[str, Any]) -> PenaltyPerturba
         raise ConfigError(f"[privacy] with mechanism = \"gamma\" takes 'alpha' and 'growth'; unknown "
                           f"{', '.join(map(repr, unknown))}.")
     return PenaltyPerturbation(**params).validate()
-
-
-AUDIT_SOLVE_BROKEN = ("none", "overclaimed-B", "reused-seed")
-
-
-def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, C: float = 1.0, B: int = 4,
-                               reg: float = 0.1, eta: float = 0.5, nodes: int = 2_000, seed: int = 0,
-                               broken: str | None = None, level: float = 0.05) -> Any:
-    """Audit penalty perturbation (PP / MR-ADMM) through :func:`cvxdp.solve`, against the run's own ledger.
-
-    ``nodes`` one-dimensional logistic-ERM nodes on a ring, each a replica: node i holds ``B`` samples
-    ``x = 1`` with labels ``+1`` except the first, ``+1`` in D and ``-1`` in D' (replace one sample, which
-    moves grad O by the full ``2C/B``). The first iteration of M-ADMM (PP) or MR-ADMM (an odd, perturbed
-    iteration) starts from ``f(0) = 0`` and ``lambda(0) = 0``, so node i's release ``f_i(1)`` depends only
-    on its own data and its own noise: the replicas are independent. Three runs (D, D', a reference on D,
-    distinct seeds) each release all nodes' ``f_i(1)``; the claim is the ledger's per-node epsilon (the
-    summand of bound (26) or (32)), tested with the output and the output-minus-reference statistics (each
-    at ``level / 2``, Clopper-Pearson, Bonferroni over thresholds). The run's local solves are inexact
-    (Newton to its stationarity tolerance), so this audits the guarantee as the code computes it.
-
-    Broken twins: ``"overclaimed-B"`` declares ``B_i = 4 B`` in the ERM constants (the ledger claims a
-    quarter of its epsilon; in one dimension the logistic gradient moves by at most ``C/B``, half the
-    bound's ``2C/B``, so the release costs about half the honest claim and the twin under-reports it); ``"reused-seed"`` runs D, D' and the reference with one seed.
-
-    Returns
-    -------
-    cvxdp.privacy.audit.AuditResult
-    """
-    import cvxpy as cp
-
-    from .._validation import check_choice
-    from ..agent import Agent
-    from ..algorithms.madmm import MADMM
-    from ..algorithms.radmm import MRADMM
-    from ..decentralized import SmoothObjective
-    from ..engine import solve
-    from .audit import _two_statistics
-
-    owner = "audit_penalty_perturbation"
-    kind = check_choice(algorithm, "algorithm", owner, ("madmm", "mradmm"))
-    b = check_choice("none" if broken is None else broken, "broken", owner, AUDIT_SOLVE_BROKEN)
-    n = check_int(nodes, "nodes", owner, 10)
-    Bi = check_int(B, "B", owner, 2)
-    s = check_int(seed, "seed", owner, 0)
-    declared = ERMConstants(C=C, B=4 * Bi if b == "overclaimed-B" else Bi, reg=reg, c1=0.25)
-    labels = cp.Parameter(Bi, name="y", value=np.ones(Bi))
-
-    def node(i: int) -> Any:
-        f = cp.Variable(1, name="f")
-
-        def value(u: np.ndarray) -> float:
-            return float(C / Bi * np.logaddexp(0.0, -labels.value * u[0]).sum() + 0.5 * reg * u[0] ** 2)
-
-        def gradient(u: np.ndarray) -> np.ndarray:
-            return np.array([-C / Bi * float(labels.value @ (1.0 / (1.0 + np.exp(labels.value * u[0]))))
-                             + reg * u[0]])
-
-        def hessian(u: np.ndarray) -> np.ndarray:
-            p = 1.0 / (1.0 + np.exp(-labels.value * u[0]))
-            return np.array([[C / Bi * float(np.sum(p * (1.0 - p))) + reg]])
-
-        objective = C / Bi * cp.sum(cp.logistic(-cp.multiply(labels, f[0]))) + 0.5 * reg * cp.sum_squares(f)
-        agent = Agent(f"n{i}", objective, [], shared={"f": f}, value=value,
-                      gradient=SmoothObjective(value, gradient, hessian))
-        return attach_erm_constants(agent, declared)
-
-    agents = [node(i) for i in range(n)]
-    if kind == "madmm":
-        algo: Any = MADMM("ring", eta=eta, theta=eta, rounds=1, init_scale=0.0, local_solver="newton")
-    else:
-        algo = MRADMM("ring", eta=eta, rounds=1, init_scale=0.0, local_solver="newton")
-    privacy = PenaltyPerturbation(alpha=alpha)
-    seeds = [s] * 3 if b == "reused-seed" else \
-        [int(c.generate_state(1)[0]) for c in np.random.SeedSequence(s).spawn(3)]
-    outs, claims = [], []
-    for first, run_seed in zip((1.0, -1.0, 1.0), seeds):
-        y = np.ones(Bi)
-        y[0] = first
-        labels.value = y
-        res = solve(agents, algorithm=algo, privacy=privacy, seed=run_seed)
-        outs.append(np.array([res.local[a.name][0] for a in agents]))
-        claims.append(res.privacy["worst"]["basic"][0])
-    details = {"mechanism": "gamma-norm", "mode": "solve", "algorithm": kind, "broken": b, "nodes": n,
-               "alpha": alpha, "C": C, "B": Bi, "declared_B": declared.B, "eta": eta, "seed": s,
-               "run_seeds": seeds, "note": inexact_solve_note([])}
-    return _two_statistics(outs[0], outs[1], outs[2], delta=0.0, alpha=level, claimed=max(claims), seed=s,
-                           details=details)

@@ -17,8 +17,8 @@ import dp_accounting
 import numpy as np
 
 from .._validation import check_choice, check_float, check_int, fail
-
-NOISE_SOURCES = ("numpy", "opendp")
+from . import secure
+from .secure import NOISE_SOURCES
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,6 @@ class NoisePlan:
             raise fail("rng", "NoisePlan.sample", "a numpy.random.Generator", type(rng).__name__)
         n = check_int(n, "n", "NoisePlan.sample", 0)
         if self.noise_source == "opendp":
-            from . import secure
-
             return secure.sample(self.noise, self.scale, n)
         if self.noise == "laplace":
             return rng.laplace(0.0, self.scale, n)
@@ -108,8 +106,6 @@ class NoisePlan:
         if self.noise_source == "opendp":
             if not isinstance(rng, np.random.Generator):
                 raise fail("rng", "NoisePlan.perturb", "a numpy.random.Generator", type(rng).__name__)
-            from . import secure
-
             return secure.perturb(self.noise, self.scale, v)
         return v + self.sample(rng, v.size)
 
@@ -121,8 +117,6 @@ class NoisePlan:
         coordinates per draw (it enters OpenDP's lattice-rounding slack only). Needs OpenDP installed;
         meaningful for either noise source (for "numpy" it is what the secure sampler would certify).
         """
-        from . import secure
-
         return secure.opendp_epsilon(self.noise, self.scale, self.sensitivity, n, self.delta)
 
     def dp_event(self) -> dp_accounting.DpEvent:

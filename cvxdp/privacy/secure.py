@@ -59,7 +59,9 @@ import numpy as np
 
 from .._validation import check_choice, check_float, check_int
 from ..errors import OptionalDependencyError
-from .noise import NOISE_SOURCES
+
+#: Where noise comes from: numpy's seeded generators (default) or OpenDP's vetted samplers (this module).
+NOISE_SOURCES = ("numpy", "opendp")
 
 __all__ = ["GRANULARITY_BITS", "NOISE_SOURCES", "available", "granularity", "measurement", "opendp_epsilon",
            "opendp_rho", "opendp_version", "perturb", "require_opendp", "sample", "secure_scale"]

@@ -14,6 +14,7 @@ from cvxdp.errors import InvalidParameterError
 from cvxdp.privacy import accounting
 from cvxdp.privacy.accounting import (
     PrivacyLedger,
+    PureEpsilonDpEvent,
     basic_composition,
     event_from_dict,
     event_to_dict,
@@ -82,10 +83,10 @@ def test_pld_for_many_events_is_bounded_by_rdp():
 
 
 def test_event_dict_round_trip():
-    for event in (LAP.dp_event(), GAU.dp_event()):
+    for event in (LAP.dp_event(), GAU.dp_event(), PureEpsilonDpEvent(0.3), dp_accounting.NoOpDpEvent()):
         assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
     with pytest.raises(InvalidParameterError):
-        event_to_dict(dp_accounting.NoOpDpEvent())
+        event_to_dict(dp_accounting.ZCDpEvent(rho=0.1))
 
 
 # ------------------------------------------------------------------ ledger

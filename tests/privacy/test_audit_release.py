@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from cvxdp.privacy.audit import audit_release, transcript_statistic
-from cvxdp.privacy.gamma import audit_penalty_perturbation
+from cvxdp.privacy.audit_gamma import audit_penalty_perturbation
 from cvxdp.privacy.mechanisms import make_mechanism
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]

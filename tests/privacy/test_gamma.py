@@ -10,12 +10,12 @@ from scipy import stats
 
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError
+from cvxdp.privacy.audit_gamma import audit_gamma_mechanism
 from cvxdp.privacy.gamma import (
     ERMConstants,
     GammaLedger,
     PenaltyPerturbation,
     alpha_for_bound,
-    audit_gamma_mechanism,
     bound_26,
     bound_32,
     check_bound_condition,

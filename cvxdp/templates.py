@@ -1,0 +1,70 @@
+"""The template registry: a case file's ``[case] template = NAME`` -> a builder of its agents.
+
+A template is a function ``build(model: dict, *, base_dir: Path) -> instance`` (an object with ``agents``
+and optionally ``evaluate``, ``central``, ``info``, ``ac_check``; see ``cvxdp_models.ModelInstance``),
+registered under a name with :func:`register_template`, as the function itself or as a lazily imported
+``"package.module:function"`` target. Template packages register themselves when imported; the packages in
+:data:`TEMPLATE_PACKAGES` (the bundled ``cvxdp_models``) are imported on the first lookup, by name, so the
+engine never imports a template package itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._validation import fail
+from .errors import ConfigError, OptionalDependencyError
+
+__all__ = ["TEMPLATE_PACKAGES", "build_model", "register_template", "template_names"]
+
+#: Packages imported (once, by name) before the first lookup so that they register their templates.
+TEMPLATE_PACKAGES: list[str] = ["cvxdp_models"]
+
+_TEMPLATES: dict[str, str | Callable[..., Any]] = {}
+_loaded: set[str] = set()
+
+
+def register_template(name: str, target: str | Callable[..., Any]) -> None:
+    """Register template ``name``: a builder function or a ``"package.module:function"`` target."""
+    if not isinstance(name, str) or not name:
+        raise fail("name", "register_template", "a non-empty str", name)
+    if not (callable(target) or (isinstance(target, str) and target.count(":") == 1)):
+        raise fail("target", "register_template", "a callable or a 'package.module:function' str", target)
+    _TEMPLATES[name] = target
+
+
+def _load_packages() -> None:
+    for package in TEMPLATE_PACKAGES:
+        if package not in _loaded:
+            _loaded.add(package)
+            try:
+                importlib.import_module(package)
+            except ModuleNotFoundError as exc:
+                if exc.name != package:
+                    raise
+                _loaded.discard(package)
+
+
+def template_names() -> list[str]:
+    """The registered template names, sorted."""
+    _load_packages()
+    return sorted(_TEMPLATES)
+
+
+def build_model(template: str, model: dict, *, base_dir: str | Path) -> Any:
+    """Build the agents of a case from its ``[model]`` table with the template registered as ``template``."""
+    _load_packages()
+    if not _TEMPLATES:
+        raise OptionalDependencyError(
+            "No case templates are registered: the templates package 'cvxdp_models' is not installed.")
+    if template not in _TEMPLATES:
+        raise ConfigError(f"The 'template' entry of [case] must be one of {', '.join(map(repr, template_names()))}. "
+                          f"Got {template!r} instead.")
+    target = _TEMPLATES[template]
+    if isinstance(target, str):
+        module_name, func_name = target.split(":")
+        target = getattr(importlib.import_module(module_name), func_name)
+    return target(dict(model), base_dir=Path(base_dir))

@@ -1,0 +1,181 @@
+"""Gamma-norm steps as pure-epsilon DpEvents in the one PrivacyLedger: the papers' bounds (26)/(32), hand
+composition, the exact composition of randomized response as a lower bound, round trips and the graph-run
+summary (against the older GammaLedger)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.rdp import RdpAccountant
+from scipy import optimize, stats
+
+import cvxdp
+from cvxdp.errors import InvalidParameterError
+from cvxdp.privacy.accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_rdp
+from cvxdp.privacy.gamma import (
+    GammaLedger,
+    PenaltyPerturbation,
+    bound_26,
+    bound_32,
+    gamma_step_event,
+    gamma_summary,
+    madmm_step_epsilon,
+    mradmm_step_epsilon,
+)
+
+DELTA = 1e-6
+
+
+def exact_rr_epsilon(eps: float, k: int, delta: float) -> float:
+    """Epsilon at ``delta`` of k-fold binary randomized response with ``eps``, exactly (binomial privacy loss).
+
+    RR with eps is itself a pure eps-DP mechanism, so no valid accountant of k pure eps-steps may report less.
+    """
+    j = np.arange(k + 1)
+    pmf = stats.binom.pmf(j, k, 1.0 / (1.0 + math.exp(eps)))  # j "flipped" outputs under P
+    loss = eps * (k - 2 * j)
+
+    def excess(e: float) -> float:
+        return float(np.sum(pmf * np.maximum(0.0, 1.0 - np.exp(e - loss)))) - delta
+
+    return 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, k * eps, xtol=1e-12)
+
+
+def test_gamma_step_event_is_pure_and_checked():
+    event = gamma_step_event(0.25)
+    assert isinstance(event, PureEpsilonDpEvent) and isinstance(event, dp_accounting.DpEvent)
+    assert event == PureEpsilonDpEvent(0.25) and event.epsilon == 0.25
+    for bad in (0.0, -1.0, math.inf, "x"):
+        with pytest.raises(InvalidParameterError, match="'epsilon' parameter of gamma_step_event"):
+            gamma_step_event(bad)
+    ledger = PrivacyLedger(["a"], target_delta=DELTA)
+    with pytest.raises(InvalidParameterError, match="GaussianDpEvent implies no"):
+        ledger.record_event("a", dp_accounting.GaussianDpEvent(2.0))
+
+
+def test_bound_26_is_the_basic_total_and_rdp_pld_are_below_it():
+    T, C, c1 = 15, 10.0, 0.25
+    V, B = np.array([1.0, 2.0, 1.0]), np.array([80.0, 120.0, 95.0])
+    t = np.arange(1, T + 1)
+    eta = np.array([0.5, 0.6, 0.55])[:, None] * 1.03 ** (t - 1)
+    alpha = np.array([2.0, 3.0, 2.5])[:, None] * 1.05 ** (t - 1)
+    ledger = PrivacyLedger(["a", "b", "c"], target_delta=DELTA)
+    for i, name in enumerate(ledger.agent_names):
+        for s in range(T):
+            ledger.record_event(name, gamma_step_event(madmm_step_epsilon(C, c1, alpha[i, s], eta[i, s], V[i], B[i])))
+    summary = gamma_summary(ledger, bound="(26)")
+
+    assert summary["paper_bound"] == pytest.approx(bound_26(C, c1, alpha, eta, V, B), rel=1e-12)
+    for i, name in enumerate(ledger.agent_names):
+        hand = sum(madmm_step_epsilon(C, c1, alpha[i, s], eta[i, s], V[i], B[i]) for s in range(T))
+        assert ledger.spent(name, "basic") == (pytest.approx(hand, rel=1e-12), 0.0)
+        assert 0 < ledger.spent(name, "pld")[0] <= hand and 0 < ledger.spent(name, "rdp")[0] <= hand
+        assert ledger.steps(name) == T and ledger.free_steps(name) == 0
+    assert summary["worst"]["steps"] == T and summary["bound"] == "(26)"
+
+
+def test_bound_32_counts_recycled_iterations_as_free():
+    N, K, C, c1, rho = 2, 10, 10.0, 0.25, 1.0
+    V, B = np.array([1.0, 1.0]), np.array([100.0, 60.0])
+    eta = np.array([[0.5] * K, [0.7] * K])  # eta_i(2k - 1)
+    alpha = np.array([[2.0] * K, [1.5] * K])
+    ledger = PrivacyLedger(["a", "b"], target_delta=DELTA)
+    for i, name in enumerate(ledger.agent_names):
+        for k in range(K):
+            ledger.record_event(name, gamma_step_event(
+                mradmm_step_epsilon(C, c1, alpha[i, k], eta[i, k], V[i], B[i], rho / N)))
+            ledger.record_event(name, dp_accounting.NoOpDpEvent())  # the even, recycled iteration
+    summary = gamma_summary(ledger, bound="(32)")
+
+    assert summary["paper_bound"] == pytest.approx(bound_32(C, c1, rho, N, alpha, eta, V, B), rel=1e-12)
+    assert ledger.steps("a") == K and ledger.free_steps("a") == K
+    assert summary["worst"]["free_steps"] == K and summary["worst"]["steps"] == K
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.1, 200), (0.5, 40), (1.0, 10), (2.0, 3)])
+def test_k_pure_steps_against_hand_composition_and_the_exact_rr_curve(eps, k):
+    ledger = PrivacyLedger(["a"], target_delta=DELTA)
+    ledger.record_event("a", gamma_step_event(eps), count=k)
+    basic, pld, rdp = ledger.spent("a", "basic")[0], ledger.spent("a", "pld")[0], ledger.spent("a", "rdp")[0]
+    exact = exact_rr_epsilon(eps, k, DELTA)
+
+    assert basic == pytest.approx(k * eps, rel=1e-12)
+    assert exact <= pld * (1 + 1e-9) and exact <= rdp * (1 + 1e-9)  # no accountant beats the true curve
+    assert pld <= basic and rdp <= basic
+    assert pld <= exact * 1.01 + 1e-9  # PLD is tight up to its discretisation
+    if exact < 0.5 * basic:  # many small steps: both are far below basic composition
+        assert pld < 0.6 * basic and rdp < 0.6 * basic
+    with pytest.raises(InvalidParameterError):  # recording does not allow negative counts
+        ledger.record_event("a", gamma_step_event(eps), count=-1)
+
+
+def test_rdp_curve_is_dp_accountings_randomized_response():
+    eps, k = 0.7, 25
+    orders = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
+    assert np.all(pure_epsilon_rdp(eps, orders) <= np.minimum(eps, orders * eps ** 2 / 2) + 1e-12)
+    rr = dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps)), num_buckets=2)
+    ref = RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    ref.compose(dp_accounting.SelfComposedDpEvent(rr, k))
+    ledger = PrivacyLedger(["a"], target_delta=1e-5)
+    ledger.record_event("a", gamma_step_event(eps), count=k)
+    assert ledger.spent("a", "rdp")[0] == pytest.approx(ref.get_epsilon(1e-5), rel=1e-9)
+
+
+def test_pure_steps_at_delta_zero_and_mixed_with_laplace():
+    ledger = PrivacyLedger(["a"], target_delta=0.0)
+    ledger.record_event("a", gamma_step_event(0.2), count=5)
+    ledger.record_event("a", dp_accounting.LaplaceDpEvent(noise_multiplier=2.0), count=3)
+    assert ledger.spent("a", "basic") == (pytest.approx(2.5), 0.0)
+    assert ledger.spent("a", "pld") == (pytest.approx(2.5), 0.0)
+
+
+def test_round_trip_and_summary_keys_match_the_gamma_ledger():
+    new = PrivacyLedger(["a", "b"], target_delta=DELTA)
+    old = GammaLedger(["a", "b"], target_delta=DELTA, bound="(32)")
+    for t in range(1, 41):
+        for name, eps in (("a", 0.1), ("b", 0.2 + 0.001 * t)):
+            if t % 2:
+                new.record_event(name, gamma_step_event(eps))
+                old.record(name, t, eps)
+            else:
+                new.record_event(name, dp_accounting.NoOpDpEvent())
+                old.record_free(name, t)
+    new.note("a test note", voids=False, warn=False)
+    old.note("a test note", voids=False, warn=False)
+    s_new, s_old = gamma_summary(new, bound="(32)"), old.summary()
+
+    assert PrivacyLedger.from_dict(json.loads(json.dumps(new.to_dict()))) == new
+    assert set(s_new) == set(s_old) and set(s_new["worst"]) == set(s_old["worst"])
+    assert set(s_new["per_agent"]["a"]) == set(s_old["per_agent"]["a"])
+    for key in ("paper_bound", "bound", "mechanism", "target_delta", "notes", "guarantee"):
+        assert s_new[key] == pytest.approx(s_old[key]) if key == "paper_bound" else s_new[key] == s_old[key]
+    for name in ("a", "b"):
+        assert s_new["per_agent"][name]["basic"][0] == pytest.approx(s_old["per_agent"][name]["basic"][0], rel=1e-12)
+        assert s_new["per_agent"][name]["steps"] == s_old["per_agent"][name]["steps"] == 20
+    assert PrivacyLedger.from_dict(s_new["ledger"]) == new
+    assert gamma_summary(new, bound="(32)", pld=False)["worst"]["pld"] is None
+
+
+def test_a_graph_runs_gamma_ledger_recorded_as_events_agrees_on_basic():
+    """Re-record the per-iteration claims of a real M-ADMM + PP run as events: same basic totals."""
+    from cvxdp_models.erm import make_erm
+
+    inst = make_erm({"nodes": 4, "C": 10.0, "rho": 1.0, "max_samples": 120})
+    result = cvxdp.solve(inst.agents, algorithm=cvxdp.MADMM(graph="ring", eta=0.6, theta=0.5, rounds=6),
+                         privacy=PenaltyPerturbation(alpha=2.0, growth=1.1), seed=0)
+    old = result.ledger
+    if isinstance(old, PrivacyLedger):  # the graph loop already records events (issue 10 merge)
+        pytest.skip("the graph loop records DpEvents itself; covered by the algorithm tests")
+    new = PrivacyLedger(old.agent_names, target_delta=old.target_delta)
+    for name in old.agent_names:
+        for _, eps in old.entries(name):
+            new.record_event(name, gamma_step_event(eps) if eps > 0 else dp_accounting.NoOpDpEvent())
+    summary = gamma_summary(new, bound="(26)")
+    for name in old.agent_names:
+        assert new.spent(name, "basic")[0] == pytest.approx(old.spent(name, "basic")[0], rel=1e-12)
+        assert new.spent(name, "pld")[0] <= old.spent(name, "basic")[0]
+    assert summary["paper_bound"] == pytest.approx(result.privacy["paper_bound"], rel=1e-12)
