@@ -1,0 +1,227 @@
+"""The Ray backend: the nodes live in Ray actors, several per actor when there are more nodes than CPUs.
+
+Each actor receives its nodes' :class:`~cvxdp.backends.NodeSpec` once, at :meth:`RayBackend.start`, and builds
+them itself (compiled subproblems, caches and random generators are created inside the actor). Per round
+only the arguments of :meth:`RayBackend.call` (messages, noise plans) go out and the nodes' return values
+(releases) come back. Both travel as cloudpickle bytes, so the arrays a node receives and returns are
+ordinary writable copies, exactly as with the serial backend.
+
+An exception raised by a node comes back as the same exception (class, message, attributes) with the
+remote traceback as a note; warnings a node emits are re-emitted in the driver. An actor that dies raises
+:class:`~cvxdp.errors.BackendError` naming the agents it held, the method and the round.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int, fail
+from ..errors import BackendError, OptionalDependencyError
+from .base import Backend, NodeSpec
+
+try:  # Ray's own (vendored) cloudpickle: present wherever Ray is
+    from ray import cloudpickle
+except ImportError:  # pragma: no cover - RayBackend() then raises OptionalDependencyError
+    cloudpickle = None
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise OptionalDependencyError("The 'ray' backend needs the optional extra: pip install 'cvxdp[ray]'.") \
+            from exc
+    return ray
+
+
+class NodeHost:
+    """The body of one Ray actor: builds its share of the nodes and calls methods on them in order.
+
+    Every method takes and returns cloudpickle bytes. A return value is ``("ok", results, warnings)`` or
+    ``("error", position, exception, warnings)`` with the position of the failing node in this actor.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+
+    def build(self, blob: bytes) -> bytes:
+        specs: list[NodeSpec] = cloudpickle.loads(blob)
+        return self._run(lambda spec: spec.build(*spec.args), specs, into_nodes=True)
+
+    def call(self, method: str, blob: bytes | None) -> bytes:
+        args = cloudpickle.loads(blob) if blob is not None else [()] * len(self.nodes)
+        return self._run(lambda pair: getattr(pair[0], method)(*pair[1]), list(zip(self.nodes, args)))
+
+    def _run(self, fn, items: list, *, into_nodes: bool = False) -> bytes:
+        results = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for k, item in enumerate(items):
+                try:
+                    results.append(fn(item))
+                except Exception as exc:  # noqa: BLE001 - shipped to the driver and raised there
+                    return _dump(("error", k, exc, traceback.format_exc(), _warnings(caught)))
+        if into_nodes:
+            self.nodes = results
+            results = [None] * len(results)
+        return _dump(("ok", results, _warnings(caught)))
+
+
+def _warnings(caught: list) -> list[tuple[type, str]]:
+    return [(w.category, str(w.message)) for w in caught]
+
+
+def _dump(payload: tuple) -> bytes:
+    """Pickle a reply; an exception that cannot travel is replaced by a BackendError quoting it."""
+    try:
+        blob = cloudpickle.dumps(payload)
+        if payload[0] == "error":
+            cloudpickle.loads(blob)  # an exception class whose __init__ needs other arguments fails here
+        return blob
+    except Exception:  # noqa: BLE001 - the exception itself cannot be pickled
+        _, k, exc, tb, caught = payload
+        stand_in = BackendError(f"{type(exc).__name__}: {exc}")
+        return cloudpickle.dumps(("error", k, stand_in, tb, caught))
+
+
+class RayBackend(Backend):
+    """Runs the nodes in Ray actors (``backend="ray"``; needs ``pip install 'cvxdp[ray]'``).
+
+    Parameters
+    ----------
+    num_cpus : int, optional
+        CPUs of the local Ray instance started when Ray is not running yet (default: all of this machine's).
+        Ignored when Ray is already initialised or ``address`` is given.
+    address : str, optional
+        Address of an existing Ray cluster to join (e.g. ``"ray://head:10001"`` or ``"auto"``); default: a
+        new local instance (or the Ray this process already initialised).
+    nodes_per_actor : int, optional
+        Nodes per actor (contiguous blocks, in node order). Default: one actor per CPU of the cluster (at most
+        one per node), the nodes split into equal contiguous blocks.
+
+    Notes
+    -----
+    Same seeds give bit-identical results to :class:`~cvxdp.backends.SerialBackend`: every random generator
+    lives in its node. :meth:`close` kills the actors, and shuts Ray down only if this backend started it.
+    """
+
+    def __init__(self, *, num_cpus: int | None = None, address: str | None = None,
+                 nodes_per_actor: int | None = None) -> None:
+        self.num_cpus = None if num_cpus is None else check_int(num_cpus, "num_cpus", "RayBackend", 1)
+        if address is not None and (not isinstance(address, str) or not address):
+            raise fail("address", "RayBackend", "None or a non-empty str (a Ray cluster address)", address)
+        self.address = address
+        self.nodes_per_actor = None if nodes_per_actor is None else \
+            check_int(nodes_per_actor, "nodes_per_actor", "RayBackend", 1)
+        self._ray = _import_ray()
+        self.actors: list[Any] = []
+        self.blocks: list[list[int]] = []
+        self.names: list[str] = []
+        self._started_ray = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def _ensure_ray(self) -> None:
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
+                                   "log_to_driver": False}
+        if self.address is None:  # always a fresh local instance, never a cluster found on disk
+            ray.init(address="local", num_cpus=self.num_cpus, **options)
+        else:
+            ray.init(address=self.address, **options)
+        self._started_ray = True
+
+    def _layout(self, n: int) -> list[list[int]]:
+        """Contiguous blocks of node positions, one per actor."""
+        if self.nodes_per_actor is not None:
+            size = self.nodes_per_actor
+            return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
+        cpus = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+        return [b.tolist() for b in np.array_split(np.arange(n), min(n, cpus))]
+
+    def start(self, specs: Sequence[NodeSpec]) -> None:
+        self.close()
+        self._ensure_ray()
+        ray = self._ray
+        self.names = [s.name for s in specs]
+        self.blocks = self._layout(len(specs))
+        cpus = max(1.0, float(ray.cluster_resources().get("CPU", 1)))
+        share = min(1.0, cpus / len(self.blocks))  # never ask for more CPUs than the cluster has
+        host = ray.remote(NodeHost).options(num_cpus=share, max_restarts=0)
+        self.actors = [host.remote() for _ in self.blocks]
+        blobs = [cloudpickle.dumps([specs[i] for i in block]) for block in self.blocks]
+        self._gather("build", [a.build.remote(b) for a, b in zip(self.actors, blobs)], None)
+
+    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+        if not self.actors:
+            raise BackendError(f"RayBackend.call({method!r}) before start() (or after close()).", method=method,
+                               round=round)
+        if args is not None and len(args) != len(self.names):
+            raise fail("args", "RayBackend.call", f"one tuple per node ({len(self.names)})", f"{len(args)} tuples")
+        refs = [actor.call.remote(method, None if args is None else cloudpickle.dumps([args[i] for i in block]))
+                for actor, block in zip(self.actors, self.blocks)]
+        return self._gather(method, refs, round)
+
+    def _gather(self, method: str, refs: list, round: int | None) -> list[Any]:
+        """Wait for every actor; raise for dead actors first, then the first node error in node order."""
+        ray = self._ray
+        replies, dead = [], []
+        for k, ref in enumerate(refs):
+            try:
+                replies.append(cloudpickle.loads(ray.get(ref)))
+            except ray.exceptions.RayError as exc:  # died, crashed, lost, or could not run the call at all
+                replies.append(None)
+                dead.append((k, exc))
+        if dead:
+            raise self._lost(method, round, dead)
+        results: list[Any] = [None] * len(self.names)
+        failure = None
+        for block, reply in zip(self.blocks, replies):
+            for category, message in reply[-1]:
+                warnings.warn(message, category, stacklevel=4)
+            if reply[0] == "ok":
+                for i, value in zip(block, reply[1]):
+                    results[i] = value
+            elif failure is None:
+                failure = reply
+        if failure is not None:
+            _, _, exc, tb, _ = failure
+            if hasattr(exc, "add_note"):  # Python >= 3.11: the remote traceback, without changing str(exc)
+                exc.add_note("Raised inside a Ray actor:\n" + tb)
+            raise exc
+        return results
+
+    def _lost(self, method: str, round: int | None, dead: list) -> BackendError:
+        agents = tuple(self.names[i] for k, _ in dead for i in self.blocks[k])
+        when = f"in round {round}" if round is not None else ("while building the nodes" if method == "build"
+                                                              else "outside the round loop")
+        first = str(dead[0][1]).strip().splitlines()[0] if str(dead[0][1]).strip() else type(dead[0][1]).__name__
+        return BackendError(
+            f"Ray actor(s) holding agent(s) {', '.join(map(repr, agents))} died {when} (method {method!r}): "
+            f"{type(dead[0][1]).__name__}: {first}. The last checkpoint is intact: run again with the same "
+            "checkpoint= (or the same cvxdp command) to resume.", agents=agents, method=method, round=round)
+
+    def close(self) -> None:
+        ray = self._ray
+        for actor in self.actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already dead, or Ray already shut down
+                pass
+        self.actors, self.blocks = [], []
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+            self._started_ray = False
+
+    @property
+    def workers(self) -> int:
+        """Number of actors."""
+        return len(self.actors)
+
