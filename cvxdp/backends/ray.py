@@ -51,12 +51,20 @@ class NodeHost:
         self.nodes: list[Any] = []
 
     def build(self, blob: bytes) -> bytes:
-        specs: list[NodeSpec] = cloudpickle.loads(blob)
+        specs = _loads(blob, "the node specs (agents, algorithm, seeds)")
+        if isinstance(specs, bytes):
+            return specs
         return self._run(lambda spec: spec.build(*spec.args), specs, into_nodes=True)
 
     def call(self, method: str, blob: bytes | None) -> bytes:
-        args = cloudpickle.loads(blob) if blob is not None else [()] * len(self.nodes)
+        args = _loads(blob, f"the arguments of {method!r}") if blob is not None else [()] * len(self.nodes)
+        if isinstance(args, bytes):
+            return args
         return self._run(lambda pair: getattr(pair[0], method)(*pair[1]), list(zip(self.nodes, args)))
+
+    def reset(self) -> None:
+        """Drop the nodes (an actor kept for the next run holds no agent data in between)."""
+        self.nodes = []
 
     def _run(self, fn, items: list, *, into_nodes: bool = False) -> bytes:
         results = []
@@ -71,6 +79,17 @@ class NodeHost:
             self.nodes = results
             results = [None] * len(results)
         return _dump(("ok", results, _warnings(caught)))
+
+
+def _loads(blob: bytes, what: str) -> Any:
+    """Unpickle inside the actor; on failure, a pickled error reply (bytes) saying what could not travel."""
+    try:
+        return cloudpickle.loads(blob)
+    except Exception as exc:  # noqa: BLE001 - e.g. a function of a module the Ray workers cannot import
+        error = BackendError(f"A Ray actor could not unpickle {what}: {type(exc).__name__}: {exc}. Everything a "
+                             "node is built from must be importable on the Ray workers (an installed package) "
+                             "or defined where cloudpickle ships it by value.")
+        return _dump(("error", 0, error, traceback.format_exc(), []))
 
 
 def _warnings(caught: list) -> list[tuple[type, str]]:
@@ -104,23 +123,33 @@ class RayBackend(Backend):
     nodes_per_actor : int, optional
         Nodes per actor (contiguous blocks, in node order). Default: one actor per CPU of the cluster (at most
         one per node), the nodes split into equal contiguous blocks.
+    keep_actors : bool, default False
+        Keep the actors (emptied of their nodes) when a run ends and reuse them for the next run on this
+        backend instance, which then skips the start of the worker processes (seconds each; useful for many
+        short runs). :meth:`shutdown` ends them. Default: :meth:`close` kills them.
 
     Notes
     -----
     Same seeds give bit-identical results to :class:`~cvxdp.backends.SerialBackend`: every random generator
-    lives in its node. :meth:`close` kills the actors, and shuts Ray down only if this backend started it.
+    lives in its node, and every node is built afresh from its spec at each :meth:`start`. :meth:`close`
+    kills the actors (unless ``keep_actors``) and shuts Ray down only if this backend started it.
     """
 
     def __init__(self, *, num_cpus: int | None = None, address: str | None = None,
-                 nodes_per_actor: int | None = None) -> None:
+                 nodes_per_actor: int | None = None, keep_actors: bool = False) -> None:
         self.num_cpus = None if num_cpus is None else check_int(num_cpus, "num_cpus", "RayBackend", 1)
         if address is not None and (not isinstance(address, str) or not address):
             raise fail("address", "RayBackend", "None or a non-empty str (a Ray cluster address)", address)
         self.address = address
         self.nodes_per_actor = None if nodes_per_actor is None else \
             check_int(nodes_per_actor, "nodes_per_actor", "RayBackend", 1)
+        if not isinstance(keep_actors, bool):
+            raise fail("keep_actors", "RayBackend", "a bool", keep_actors)
+        self.keep_actors = keep_actors
         self._ray = _import_ray()
         self.actors: list[Any] = []
+        self._idle: list[Any] = []  # kept actors (keep_actors=True) between runs
+        self._broken = False
         self.blocks: list[list[int]] = []
         self.names: list[str] = []
         self._started_ray = False
@@ -148,14 +177,19 @@ class RayBackend(Backend):
 
     def start(self, specs: Sequence[NodeSpec]) -> None:
         self.close()
-        self._ensure_ray()
         ray = self._ray
+        if not ray.is_initialized():  # kept actors died with a Ray shut down in between
+            self._idle = []
+        self._ensure_ray()
         self.names = [s.name for s in specs]
         self.blocks = self._layout(len(specs))
-        cpus = max(1.0, float(ray.cluster_resources().get("CPU", 1)))
-        share = min(1.0, cpus / len(self.blocks))  # never ask for more CPUs than the cluster has
-        host = ray.remote(NodeHost).options(num_cpus=share, max_restarts=0)
-        self.actors = [host.remote() for _ in self.blocks]
+        reuse, extra = self._idle[:len(self.blocks)], self._idle[len(self.blocks):]
+        self._idle = []
+        self._kill(extra)
+        # no CPU reservation: actors of another backend (or kept ones) can never leave these pending forever;
+        # Ray then runs each actor single-threaded (OMP_NUM_THREADS=1) and SPREAD places them across nodes
+        host = ray.remote(NodeHost).options(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0)
+        self.actors = reuse + [host.remote() for _ in range(len(self.blocks) - len(reuse))]
         blobs = [cloudpickle.dumps([specs[i] for i in block]) for block in self.blocks]
         self._gather("build", [a.build.remote(b) for a, b in zip(self.actors, blobs)], None)
 
@@ -180,6 +214,7 @@ class RayBackend(Backend):
                 replies.append(None)
                 dead.append((k, exc))
         if dead:
+            self._broken = True  # close() then kills every actor of this run, kept or not
             raise self._lost(method, round, dead)
         results: list[Any] = [None] * len(self.names)
         failure = None
@@ -209,19 +244,36 @@ class RayBackend(Backend):
             "checkpoint= (or the same cvxdp command) to resume.", agents=agents, method=method, round=round)
 
     def close(self) -> None:
-        ray = self._ray
-        for actor in self.actors:
+        """End the run: kill its actors (keep them, emptied, with ``keep_actors``); shut down a Ray this
+        backend started (not with ``keep_actors``: then :meth:`shutdown` does)."""
+        if self.keep_actors and not self._broken and self._ray.is_initialized():
+            for actor in self.actors:
+                actor.reset.remote()
+            self._idle = self.actors + self._idle
+        else:
+            self._kill(self.actors)
+        self.actors, self.blocks, self._broken = [], [], False
+        if not self.keep_actors:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Kill every actor of this backend, kept ones too, and shut down a Ray this backend started."""
+        self._kill(self.actors + self._idle)
+        self.actors, self.blocks, self._idle = [], [], []
+        if self._started_ray and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started_ray = False
+
+    def _kill(self, actors: list) -> None:
+        for actor in actors:
             try:
-                ray.kill(actor, no_restart=True)
+                self._ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already dead, or Ray already shut down
                 pass
-        self.actors, self.blocks = [], []
-        if self._started_ray and ray.is_initialized():
-            ray.shutdown()
-            self._started_ray = False
 
     @property
     def workers(self) -> int:
         """Number of actors."""
         return len(self.actors)
+
 

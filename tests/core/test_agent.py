@@ -148,3 +148,25 @@ def test_box_feasibility_is_read_off_the_bounds():
 
     with pytest.raises(InfeasibleAgentError, match="boxy.*coordinate 0"):
         cvxdp.solve([empty], algorithm=cvxdp.LinearizedADMM(rounds=1))
+
+
+def test_unpickled_agent_reserves_its_cvxpy_ids():
+    """In a fresh process (a Ray actor) CVXPY's id counter starts low; unpickling an agent moves it past the
+    agent's ids, so expressions created there never reuse one (simulated by lowering the counter)."""
+    import pickle
+
+    from cvxpy.lin_ops import lin_utils
+
+    from cvxdp_models.toy import make_agents
+
+    agent = make_agents(agents=1, dim=3, samples=5, seed=0)[0]
+    blob = pickle.dumps(agent)
+    top = max(leaf.id for leaf in [*agent.problem.variables(), *agent.problem.parameters()])
+    saved = lin_utils.ID_COUNTER.count
+    try:
+        lin_utils.ID_COUNTER.count = 0
+        copy = pickle.loads(blob)
+        assert lin_utils.ID_COUNTER.count > top
+        assert [v.id for v in copy.layout.variables] == [v.id for v in agent.layout.variables]
+    finally:
+        lin_utils.ID_COUNTER.count = max(saved, lin_utils.ID_COUNTER.count)
