@@ -157,9 +157,9 @@ def test_unpickled_agent_reserves_its_cvxpy_ids():
 
     from cvxpy.lin_ops import lin_utils
 
-    from cvxdp_models.toy import make_agents
-
-    agent = make_agents(agents=1, dim=3, samples=5, seed=0)[0]
+    x, d = cp.Variable(3), cp.Parameter(3, value=np.arange(3.0))
+    agent = cvxdp.Agent("a", cp.sum_squares(x - d), [cp.norm(x) <= 2], shared={"x": x[:2]})
+    agent.layout  # noqa: B018 - cached, travels with the agent
     blob = pickle.dumps(agent)
     top = max(leaf.id for leaf in [*agent.problem.variables(), *agent.problem.parameters()])
     saved = lin_utils.ID_COUNTER.count
