@@ -43,8 +43,8 @@ def _import_ray() -> Any:
 class NodeHost:
     """The body of one Ray actor: builds its share of the nodes and calls methods on them in order.
 
-    Every method takes and returns cloudpickle bytes. A return value is ``("ok", results, warnings)`` or
-    ``("error", position, exception, warnings)`` with the position of the failing node in this actor.
+    Every method takes and returns cloudpickle bytes. A reply is ``("ok", results, warnings)`` or
+    ``("error", position, exception, remote traceback, warnings)`` (position: the failing node in this actor).
     """
 
     def __init__(self) -> None:
@@ -161,14 +161,20 @@ class RayBackend(Backend):
             return
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
-        if self.address is None:  # always a fresh local instance, never a cluster found on disk
-            ray.init(address="local", num_cpus=self.num_cpus, **options)
-        else:
-            ray.init(address=self.address, **options)
+        try:
+            if self.address is None:  # always a fresh local instance, never a cluster found on disk
+                ray.init(address="local", num_cpus=self.num_cpus, **options)
+            else:
+                ray.init(address=self.address, **options)
+        except Exception as exc:  # noqa: BLE001 - unreachable address, no resources, ...
+            where = f"join the Ray cluster at {self.address!r}" if self.address else "start a local Ray instance"
+            raise BackendError(f"Could not {where}: {type(exc).__name__}: {exc}") from None
         self._started_ray = True
 
     def _layout(self, n: int) -> list[list[int]]:
         """Contiguous blocks of node positions, one per actor."""
+        if n == 0:
+            return []
         if self.nodes_per_actor is not None:
             size = self.nodes_per_actor
             return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
