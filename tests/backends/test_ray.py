@@ -216,3 +216,21 @@ def test_case_file_run_backend_ray(tmp_path):
     with pytest.raises(ConfigError, match=r"\[run\]: The 'num_cpus' parameter of RayBackend"):
         make_backend({"backend": "ray", "ray_cpus": 0})
 
+
+
+def test_cli_study_backend_ray(tmp_path):
+    from click.testing import CliRunner
+
+    from cvxdp.cli.main import cli
+
+    (tmp_path / "toy.toml").write_text((CASES / "toy.toml").read_text())
+    (tmp_path / "study.toml").write_text('[study]\ncase = "toy.toml"\nmechanisms = ["ObjG"]\nepsilons = [1.0]\n'
+                                         'rounds = 2\nbaseline = false\n')
+    result = CliRunner().invoke(cli, ["study", str(tmp_path / "study.toml"), "--out", str(tmp_path / "out"),
+                                      "--backend", "ray", "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    (cell,) = (tmp_path / "out" / "runs").iterdir()
+    assert json.loads((cell / "result.json").read_text())["config"]["backend"] == "RayBackend"
+    graph = CliRunner().invoke(cli, ["study", str(CASES / "study_madmm.toml"), "--out", str(tmp_path / "g"),
+                                     "--backend", "ray"])
+    assert graph.exit_code != 0 and "--backend applies to grid studies" in graph.output
