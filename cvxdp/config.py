@@ -11,7 +11,7 @@ from typing import Any
 from .algorithms import ADMM, ADMMSharing, LinearizedADMM
 from .algorithms.base import Algorithm
 from .algorithms.madmm import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
-from .backends import Backend
+from .backends import BACKENDS, Backend, get_backend
 from .errors import ConfigError, CvxdpError
 
 if sys.version_info >= (3, 11):
@@ -174,8 +174,6 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
 
 def make_backend(table: dict[str, Any]) -> Backend:
     """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address``."""
-    from .backends import BACKENDS, get_backend
-
     name = table.get("backend", "serial")
     if name not in BACKENDS:
         raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "

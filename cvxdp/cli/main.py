@@ -156,15 +156,17 @@ def backend_options(func):
     return func
 
 
-def _backend_overrides(backend, ray_cpus, ray_address) -> dict:
-    """The [run] entries the backend options set (``--backend serial`` also drops the case's ray_* entries)."""
-    if backend != "ray" and (ray_cpus is not None or ray_address is not None):
+def _backend_overrides(backend, ray_cpus, ray_address, current: str | None = None) -> dict:
+    """The [run] entries the backend options set; ``current`` is the case's own [run] backend."""
+    if (backend or current) != "ray" and (ray_cpus is not None or ray_address is not None):
         raise click.UsageError("--ray-cpus and --ray-address go with --backend ray.")
     return {"backend": backend, "ray_cpus": ray_cpus, "ray_address": ray_address}
 
 
-def _apply_backend(run: dict, overrides: dict) -> None:
-    if overrides.get("backend") == "serial":
+def _apply_backend(run: dict, backend, ray_cpus, ray_address) -> None:
+    """Override the case's [run] table (``--backend serial`` also drops its ray_* entries)."""
+    overrides = _backend_overrides(backend, ray_cpus, ray_address, run.get("backend"))
+    if backend == "serial":
         run.pop("ray_cpus", None)
         run.pop("ray_address", None)
     run.update({k: v for k, v in overrides.items() if v is not None})
@@ -231,7 +233,7 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
                  "calibration": calibration},
         run={"seed": seed, "accountant": accountant})
-    _apply_backend(case.run, _backend_overrides(backend, ray_cpus, ray_address))
+    _apply_backend(case.run, backend, ray_cpus, ray_address)
     alg = case.algorithm.get("name", "ladmm")
     mech = case.privacy.get("mechanism", "none")
     if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
