@@ -17,6 +17,7 @@ import cvxpy as cp
 import numpy as np
 from cvxpy.atoms.affine.index import index as _index_atom
 from cvxpy.atoms.affine.index import special_index as _special_index_atom
+from cvxpy.lin_ops import lin_utils as lu
 
 from ._validation import fail
 from .errors import DeclarationError, InfeasibleAgentError
@@ -99,6 +100,24 @@ def _label(leaf) -> str:
     return f"{type(leaf).__name__.lower()} {leaf.name()!r} (shape {leaf.shape})"
 
 
+def reserve_cvxpy_ids(roots: Sequence) -> None:
+    """Advance CVXPY's id counter past every id used in the expression trees under ``roots``."""
+    top, stack, seen = -1, list(roots), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for attr in ("id", "constr_id"):
+            value = node.__dict__.get(attr) if hasattr(node, "__dict__") else None
+            if isinstance(value, int):
+                top = max(top, value)
+        stack.extend(getattr(node, "args", ()))
+        stack.extend(getattr(node, "dual_variables", ()))
+    if top >= lu.ID_COUNTER.count:
+        lu.ID_COUNTER.count = top + 1
+
+
 def _is_selection(expr: cp.Expression) -> bool:
     if isinstance(expr, cp.Variable):
         return True
@@ -153,6 +172,13 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (e.g. inside a Ray actor): CVXPY's ids travel with the expressions, so the receiving
+        process's id counter is moved past them; otherwise the auxiliary variables its canonicalization
+        creates could reuse an id of this agent's variables or parameters (and mix up their columns)."""
+        self.__dict__.update(state)
+        reserve_cvxpy_ids([self.objective, *self.constraints, *self.shared.values(), *(self.initial or {})])
 
     # ------------------------------------------------------------------ checks
     def _fail(self, message: str) -> DeclarationError:

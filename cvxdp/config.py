@@ -11,6 +11,7 @@ from typing import Any
 from .algorithms import ADMM, ADMMSharing, LinearizedADMM
 from .algorithms.base import Algorithm
 from .algorithms.graph_table import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
+from .backends import BACKENDS, Backend, get_backend
 from .errors import ConfigError, CvxdpError
 
 if sys.version_info >= (3, 11):
@@ -27,6 +28,7 @@ _PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", 
 _PRIVACY_KEYS |= {"alpha", "growth"}  # mechanism = "gamma"
 _ALGORITHM_KEYS |= GRAPH_KEYS  # name = "madmm" | "dvp" | "radmm" | "mradmm"
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
+_RUN_KEYS |= {"ray_cpus", "ray_address"}  # backend = "ray"
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
              "run": _RUN_KEYS}
 
@@ -168,6 +170,24 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
     raise ConfigError(f"The 'name' entry of [algorithm] must be one of 'ladmm', 'admm', 'sharing', "
                       "'madmm', 'dvp', 'radmm', 'mradmm'. "
                       f"Got {name!r} instead.")
+
+
+def make_backend(table: dict[str, Any]) -> Backend:
+    """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address``."""
+    name = table.get("backend", "serial")
+    if name not in BACKENDS:
+        raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "
+                          f"Got {name!r} instead.")
+    options = {"num_cpus": table.get("ray_cpus"), "address": table.get("ray_address")}
+    given = sorted(f"ray_{k.replace('num_', '')}" for k, v in options.items() if v is not None)
+    if name != "ray":
+        if given:
+            raise ConfigError(f"[run] {', '.join(given)} apply to backend = \"ray\"; the backend is {name!r}.")
+        return get_backend(name)
+    try:
+        return get_backend(name, **{k: v for k, v in options.items() if v is not None})
+    except CvxdpError as exc:
+        raise ConfigError(f"[run]: {exc}") from None
 
 
 def make_privacy(table: dict[str, Any]) -> Any:

@@ -30,6 +30,17 @@ class SolverFailedError(CvxdpError, RuntimeError):
         self.status = status
 
 
+class BackendError(CvxdpError, RuntimeError):
+    """A backend lost nodes (e.g. a Ray actor died): names the agents, the method and the round."""
+
+    def __init__(self, message: str, *, agents: tuple[str, ...] = (), method: str | None = None,
+                 round: int | None = None):
+        super().__init__(message)
+        self.agents = tuple(agents)
+        self.method = method
+        self.round = round
+
+
 class ConfigError(CvxdpError, ValueError):
     """A case or study file is malformed or names something unknown."""
 

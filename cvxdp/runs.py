@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import CheckpointTarget, case_context
-from .config import Case, make_algorithm, make_privacy
+from .config import Case, make_algorithm, make_backend, make_privacy
 from .engine import solve
 from .results import Result
 from .templates import build_model
@@ -65,7 +65,7 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
         budget = (run["budget_epsilon"], run.get("budget_delta", 0.0))
     start = time.perf_counter()
     result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
-                   accountant=run.get("accountant", "pld"), budget=budget, backend=run.get("backend", "serial"),
+                   accountant=run.get("accountant", "pld"), budget=budget, backend=make_backend(run),
                    seed=run.get("seed"), target_delta=run.get("target_delta"), progress=progress,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     result.config["case"] = case.to_dict()

@@ -61,7 +61,10 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("seed", "int >= 0", "none (fresh secret OS entropy)", "seed of the noise and the initial points; set only "
          "for reproducible research (replayable noise)"),
         ("accountant", "str", "pld", "basic | rdp | pld: the one tracked per round and used by the budget"),
-        ("backend", "str", "serial", "serial (ray is not implemented)"),
+        ("backend", "str", "serial", "serial | ray (Ray actors; `pip install 'cvxdp[ray]'`; same seed, same "
+         "numbers)"),
+        ("ray_cpus", "int >= 1", "all CPUs", "backend = ray: CPUs of the local Ray instance it starts"),
+        ("ray_address", "str", "none (local Ray)", "backend = ray: address of an existing Ray cluster to join"),
         ("budget_epsilon", "float > 0", "none", "stop before a round that would exceed this total epsilon"),
         ("budget_delta", "float >= 0", "0", "the delta of that stopping budget"),
         ("target_delta", "float in (0, 1)", "derived", "delta at which RDP/PLD totals are reported"),

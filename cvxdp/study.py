@@ -140,12 +140,14 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
 
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
-              data: str | Path | None = None) -> dict:
+              data: str | Path | None = None, run: dict | None = None) -> dict:
     """Run (or resume) a study and write its tables, figures and report into ``out``.
 
     ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
+    ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
     """
     study = load_study(path)
+    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
     out = Path(out)
     runner = CellRunner(out)
     base = load_case(study.case_path)

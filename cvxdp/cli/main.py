@@ -142,6 +142,36 @@ def _num(value, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+def backend_options(func):
+    """``--backend serial|ray`` with ``--ray-cpus`` / ``--ray-address`` (override the case's [run] table)."""
+    for option in reversed((
+            click.option("--backend", type=click.Choice(["serial", "ray"]), default=None,
+                         help="Where the agents run: serial (default) or ray (Ray actors, `pip install "
+                              "'cvxdp[ray]'`; same seed, same numbers). Overrides [run] backend."),
+            click.option("--ray-cpus", type=click.IntRange(min=1), default=None,
+                         help="With --backend ray: CPUs of the local Ray instance (default: all)."),
+            click.option("--ray-address", default=None,
+                         help="With --backend ray: join an existing Ray cluster at this address."))):
+        func = option(func)
+    return func
+
+
+def _backend_overrides(backend, ray_cpus, ray_address, current: str | None = None) -> dict:
+    """The [run] entries the backend options set; ``current`` is the case's own [run] backend."""
+    if (backend or current) != "ray" and (ray_cpus is not None or ray_address is not None):
+        raise click.UsageError("--ray-cpus and --ray-address go with --backend ray.")
+    return {"backend": backend, "ray_cpus": ray_cpus, "ray_address": ray_address}
+
+
+def _apply_backend(run: dict, backend, ray_cpus, ray_address) -> None:
+    """Override the case's [run] table (``--backend serial`` also drops its ray_* entries)."""
+    overrides = _backend_overrides(backend, ray_cpus, ray_address, run.get("backend"))
+    if backend == "serial":
+        run.pop("ray_cpus", None)
+        run.pop("ray_address", None)
+    run.update({k: v for k, v in overrides.items() if v is not None})
+
+
 @cli.command("run", epilog=schema_epilog())
 @click.argument("case_file", required=False)
 @click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
@@ -174,12 +204,13 @@ def _num(value, fmt: str) -> str:
 @click.option("--public", "public_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write the public release to this directory: no seed, no values computed on private "
                    "data, no local copies (safe to share; see the README, 'What the guarantee covers').")
+@backend_options
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
 def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
-            local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, progress,
-            as_json) -> None:
+            local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, backend, ray_cpus,
+            ray_address, progress, as_json) -> None:
     """One run of CASE_FILE (a path or a shipped case name); prints a summary and saves the history.
 
     Power cases report the generation cost ($/h), the objective with its definition and the gap to the
@@ -202,6 +233,7 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
                  "calibration": calibration},
         run={"seed": seed, "accountant": accountant})
+    _apply_backend(case.run, backend, ray_cpus, ray_address)
     alg = case.algorithm.get("name", "ladmm")
     mech = case.privacy.get("mechanism", "none")
     if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
@@ -293,10 +325,11 @@ def central_cmd(case_file, network, zones, objective, as_json) -> None:
                    "training file (sharing studies) or UCI adult.data (graph studies).")
 @click.option("--test-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Sharing studies: the matching LIBSVM test file (e.g. a9a.t).")
+@backend_options
 @click.option("--progress/--no-progress", default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> None:
+def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress, as_json) -> None:
     """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report.
 
     A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
@@ -308,6 +341,9 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
     from ..study_graph import is_graph_study, run_graph_study
     from ..study_sharing import is_sharing_study, run_sharing_study
 
+    run = _backend_overrides(backend, ray_cpus, ray_address)
+    if backend is not None and (is_sharing_study(study_file) or is_graph_study(study_file)):
+        raise click.UsageError("--backend applies to grid studies (the graph and sharing studies run serially).")
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
                                  progress=progress and sys.stderr.isatty())
@@ -317,7 +353,7 @@ def study_cmd(study_file, out, rounds, data, test_data, progress, as_json) -> No
     elif test_data is not None:
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
     else:
-        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data)
+        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
     human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
             + "\n".join(f"  {f}" for f in info["files"])
     _emit(info, as_json, human)

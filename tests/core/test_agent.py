@@ -148,3 +148,25 @@ def test_box_feasibility_is_read_off_the_bounds():
 
     with pytest.raises(InfeasibleAgentError, match="boxy.*coordinate 0"):
         cvxdp.solve([empty], algorithm=cvxdp.LinearizedADMM(rounds=1))
+
+
+def test_unpickled_agent_reserves_its_cvxpy_ids():
+    """In a fresh process (a Ray actor) CVXPY's id counter starts low; unpickling an agent moves it past the
+    agent's ids, so expressions created there never reuse one (simulated by lowering the counter)."""
+    import pickle
+
+    from cvxpy.lin_ops import lin_utils
+
+    x, d = cp.Variable(3), cp.Parameter(3, value=np.arange(3.0))
+    agent = cvxdp.Agent("a", cp.sum_squares(x - d), [cp.norm(x) <= 2], shared={"x": x[:2]})
+    agent.layout  # noqa: B018 - cached, travels with the agent
+    blob = pickle.dumps(agent)
+    top = max(leaf.id for leaf in [*agent.problem.variables(), *agent.problem.parameters()])
+    saved = lin_utils.ID_COUNTER.count
+    try:
+        lin_utils.ID_COUNTER.count = 0
+        copy = pickle.loads(blob)
+        assert lin_utils.ID_COUNTER.count > top
+        assert [v.id for v in copy.layout.variables] == [v.id for v in agent.layout.variables]
+    finally:
+        lin_utils.ID_COUNTER.count = max(saved, lin_utils.ID_COUNTER.count)

@@ -1,0 +1,236 @@
+"""The Ray backend: same seed => bit-identical to serial; several nodes per actor; dead actors; node errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import cvxpy as cp
+import numpy as np
+import pandas as pd
+import pytest
+
+import cvxdp
+from cvxdp.errors import (
+    BackendError,
+    ConfigError,
+    DeclarationError,
+    InfeasibleAgentError,
+    InvalidParameterError,
+)
+
+ray = pytest.importorskip("ray")
+from cvxdp.backends.ray import RayBackend  # noqa: E402 - after the importorskip
+
+pytestmark = pytest.mark.ray
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+TIMING = {"wall_time", "solver_time", "compute_time"}  # measured, not computed: differ between any two runs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    """One local Ray instance (2 CPUs) for the module; every RayBackend below reuses it."""
+    import logging
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the helpers below travel by value
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """A backend that keeps its two actors between runs (worker processes start once, in the first test)."""
+    backend = RayBackend(keep_actors=True)
+    yield backend
+    backend.shutdown()
+
+
+def toy(agents: int = 3):
+    from cvxdp_models.toy import make_agents
+
+    return make_agents(agents=agents, dim=5, samples=20, seed=0)
+
+
+def assert_same_run(a: cvxdp.Result, b: cvxdp.Result) -> None:
+    """Every computed number equal bit for bit (timings excluded)."""
+    for frame in ("history", "agent_history"):
+        x, y = getattr(a, frame), getattr(b, frame)
+        cols = [c for c in x.columns if c not in TIMING]
+        assert list(x.columns) == list(y.columns)
+        pd.testing.assert_frame_equal(x[cols], y[cols], check_exact=True)
+    assert a.solution.keys() == b.solution.keys() and a.local.keys() == b.local.keys()
+    for k in a.solution:
+        assert np.array_equal(a.solution[k], b.solution[k]), k
+    for k in a.local:
+        assert np.array_equal(a.local[k], b.local[k]), k
+    assert a.privacy == b.privacy and a.stop_reason == b.stop_reason
+
+
+def test_ladmm_objpert_bit_identical_to_serial_with_several_nodes_per_actor(warm):
+    agents = toy(5)
+    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=6, local_updates=2),
+                  privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=11)
+    serial = cvxdp.solve(agents, **kwargs)
+    blocks = []  # 5 agents on 2 CPUs: two actors, blocks of 3 and 2
+    remote = cvxdp.solve(agents, backend=warm, callback=lambda t, row: blocks.append(warm.blocks), **kwargs)
+
+    assert blocks[0] == [[0, 1, 2], [3, 4]]
+    assert serial.history["noise_magnitude"].gt(0).all()
+    assert remote.config["backend"] == "RayBackend"
+    assert_same_run(serial, remote)
+    assert remote.local["agent0"].flags.writeable  # ordinary arrays, as with the serial backend
+    assert warm.actors == [] and len(warm._idle) == 2  # closed: the actors are kept, emptied, for the next run
+
+
+def test_admm_bit_identical_to_serial(warm):
+    agents = toy(3)
+    algorithm = cvxdp.ADMM(rounds=4)
+    serial = cvxdp.solve(agents, algorithm=algorithm, seed=2)
+    remote = cvxdp.solve(agents, algorithm=algorithm, seed=2, backend=warm)
+
+    assert_same_run(serial, remote)
+
+
+def test_blocks_are_contiguous_and_in_node_order():
+    assert RayBackend(nodes_per_actor=2)._layout(5) == [[0, 1], [2, 3], [4]]
+    assert RayBackend()._layout(5) == [[0, 1, 2], [3, 4]]  # this module's Ray has 2 CPUs
+    assert RayBackend()._layout(1) == [[0]]
+
+
+class CrashOnce:
+    """A gradient that kills its own process at its ``at``-th call while ``flag`` exists (removing it first),
+    so the first Ray run dies mid-round and a rerun does not."""
+
+    def __init__(self, gradient, flag: str, at: int) -> None:
+        self.gradient, self.flag, self.at, self.calls = gradient, flag, at, 0
+
+    def __call__(self, u):
+        self.calls += 1
+        if self.calls == self.at and os.path.exists(self.flag):
+            os.remove(self.flag)
+            os._exit(1)
+        return self.gradient(u)
+
+
+def test_dead_actor_raises_backend_error_and_resume_equals_uninterrupted(tmp_path, warm):
+    flag = tmp_path / "crash"
+
+    def agents():  # fresh call counters each run
+        out = toy(3)
+        out[2].gradient = CrashOnce(out[2].gradient, str(flag), at=3)  # J = 1: one gradient per round
+        return out
+
+    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=5),
+                  privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=5)
+    uninterrupted = cvxdp.solve(agents(), **kwargs)  # in-process, no flag: no crash
+
+    flag.touch()
+    ckpt = tmp_path / "ckpt"
+    backend = RayBackend()  # blocks [agent0, agent1], [agent2]
+    with pytest.raises(BackendError, match=r"agent\(s\) 'agent2' died in round 3 \(method 'step'\)") as info:
+        cvxdp.solve(agents(), backend=backend, checkpoint=ckpt, **kwargs)
+    assert info.value.agents == ("agent2",) and info.value.round == 3 and info.value.method == "step"
+    assert not flag.exists()  # the crash happened
+    with open(ckpt / "checkpoint.pkl", "rb") as fh:
+        assert pickle.load(fh)["server"].t == 2  # the last checkpoint (round 2) is intact
+    assert backend.actors == [] and ray.is_initialized()  # closed: actors killed, this module's Ray kept
+
+    resumed = cvxdp.solve(agents(), backend=warm, checkpoint=ckpt, **kwargs)
+    assert_same_run(uninterrupted, resumed)
+
+
+def test_node_exceptions_keep_their_class_and_message(warm):
+    x = cp.Variable(2)
+    nan_value = cvxdp.Agent("nan", cp.sum_squares(x - 1), [cp.abs(x) <= 1], shared={"x": x},
+                            value=lambda u: float("nan"))
+    y = cp.Variable(2)
+    empty = cvxdp.Agent("empty", cp.sum_squares(y), [y >= 1, y <= -1], shared={"x": y})
+    z = cp.Variable(2)
+    fine = cvxdp.Agent("fine", cp.sum_squares(z), [cp.abs(z) <= 1], shared={"x": z})
+    algorithm = cvxdp.LinearizedADMM(rounds=2)
+    for agents, kind in (([fine, nan_value], DeclarationError), ([fine, empty], InfeasibleAgentError)):
+        with pytest.raises(kind) as serial:
+            cvxdp.solve(agents, algorithm=algorithm, seed=0)
+        with pytest.raises(kind) as remote:
+            cvxdp.solve(agents, algorithm=algorithm, seed=0, backend=warm)
+        assert type(remote.value) is type(serial.value)
+        assert str(remote.value) == str(serial.value)
+    assert "in round 1" in str(remote.value) or "empty" in str(remote.value)
+
+
+def test_ray_backend_parameters_are_checked():
+    with pytest.raises(InvalidParameterError, match="'num_cpus' parameter of RayBackend"):
+        RayBackend(num_cpus=0)
+    with pytest.raises(InvalidParameterError, match="'nodes_per_actor' parameter of RayBackend"):
+        RayBackend(nodes_per_actor=1.5)
+    with pytest.raises(InvalidParameterError, match="'address' parameter of RayBackend"):
+        RayBackend(address="")
+    with pytest.raises(InvalidParameterError, match="serial backend takes no options"):
+        cvxdp.backends.get_backend("serial", num_cpus=2)
+    assert isinstance(cvxdp.backends.get_backend("ray", nodes_per_actor=3), RayBackend)
+
+
+def test_cli_backend_ray_matches_serial(tmp_path):
+    from click.testing import CliRunner
+
+    from cvxdp.cli.main import cli
+
+    def run(*extra):
+        out = tmp_path / "-".join(("run",) + extra)
+        result = CliRunner().invoke(cli, ["run", str(CASES / "toy.toml"), "--mechanism", "ObjG", "--epsilon", "1",
+                                          "--rounds", "4", "--seed", "3", "--out", str(out), "--json", *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output.strip().splitlines()[-1]), out
+
+    (serial, _), (remote, out) = run(), run("--backend", "ray", "--ray-cpus", "2")
+    assert json.loads((out / "result.json").read_text())["config"]["backend"] == "RayBackend"
+    for key in ("objective", "consensus_residual", "noise_magnitude", "privacy"):
+        assert remote[key] == serial[key], key
+    bad = CliRunner().invoke(cli, ["run", "toy", "--ray-cpus", "2", "--out", str(tmp_path / "x")])
+    assert bad.exit_code != 0 and "go with --backend ray" in bad.output
+
+
+def test_case_file_run_backend_ray(tmp_path):
+    """The [run] table builds the backend (run_case passes make_backend(case.run) to solve; the CLI test above
+    runs that path end to end)."""
+    from cvxdp.backends import SerialBackend
+    from cvxdp.config import load_case, make_backend
+
+    text = (CASES / "toy.toml").read_text().replace('accountant = "pld"', 'accountant = "pld"\n'
+                                                    'backend = "ray"\nray_cpus = 2\nray_address = "auto"')
+    (tmp_path / "toy_ray.toml").write_text(text)
+    backend = make_backend(load_case(tmp_path / "toy_ray.toml").run)
+
+    assert isinstance(backend, RayBackend) and (backend.num_cpus, backend.address) == (2, "auto")
+    assert isinstance(make_backend({}), SerialBackend)
+    with pytest.raises(ConfigError, match=r"'backend' entry of \[run\] must be one of 'serial', 'ray'"):
+        make_backend({"backend": "dask"})
+    with pytest.raises(ConfigError, match=r"ray_cpus apply to backend = \"ray\""):
+        make_backend({"ray_cpus": 2})
+    with pytest.raises(ConfigError, match=r"\[run\]: The 'num_cpus' parameter of RayBackend"):
+        make_backend({"backend": "ray", "ray_cpus": 0})
+
+
+
+def test_cli_study_backend_ray(tmp_path):
+    from click.testing import CliRunner
+
+    from cvxdp.cli.main import cli
+
+    (tmp_path / "toy.toml").write_text((CASES / "toy.toml").read_text())
+    (tmp_path / "study.toml").write_text('[study]\ncase = "toy.toml"\nmechanisms = ["ObjG"]\nepsilons = [1.0]\n'
+                                         'rounds = 2\nbaseline = false\n')
+    result = CliRunner().invoke(cli, ["study", str(tmp_path / "study.toml"), "--out", str(tmp_path / "out"),
+                                      "--backend", "ray", "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    (cell,) = (tmp_path / "out" / "runs").iterdir()
+    assert json.loads((cell / "result.json").read_text())["config"]["backend"] == "RayBackend"
+    graph = CliRunner().invoke(cli, ["study", str(CASES / "study_madmm.toml"), "--out", str(tmp_path / "g"),
+                                     "--backend", "ray"])
+    assert graph.exit_code != 0 and "--backend applies to grid studies" in graph.output
