@@ -52,6 +52,12 @@ def synthetic(samples: int, features: int, classes: int, seed: int) -> tuple[np.
 
 
 # --------------------------------------------------------------------------- reference loops
+def _authors_state(parts, classes: int, rounds: int):
+    """Features, agents, the global W, local Z_p, duals Lambda_p (all zero, as the authors start) and a timer."""
+    d, P = parts[0][0].shape[1], len(parts)
+    return d, P, np.zeros((d, classes)), np.zeros((P, d, classes)), np.zeros((P, d, classes)), np.zeros(rounds)
+
+
 def authors_loop(parts, *, total: int, classes: int, rho: float, eta: float, rounds: int, bound: float,
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The authors' closed-form round (non-private), structure and operations as published.
@@ -59,12 +65,7 @@ def authors_loop(parts, *, total: int, classes: int, rho: float, eta: float, rou
     Their ``eta`` is a step: the prox weight is ``1/eta``; here the prox weight is ``eta`` as in cvxdp.
     Returns the final consensus ``W`` (flat, column-major) and the seconds of every round.
     """
-    d = parts[0][0].shape[1]
-    P = len(parts)
-    W = np.zeros((d, classes))
-    Zs = np.zeros((P, d, classes))
-    Lam = np.zeros((P, d, classes))
-    times = np.zeros(rounds)
+    d, P, W, Zs, Lam, times = _authors_state(parts, classes, rounds)
     for t in range(rounds):
         t0 = time.perf_counter()
         for j in range(d):  # first block: consensus entry by entry, clipped to the box
@@ -94,12 +95,7 @@ def authors_loop(parts, *, total: int, classes: int, rho: float, eta: float, rou
 def authors_vectorised_loop(parts, *, total: int, classes: int, rho: float, eta: float, rounds: int, J: int,
                             bound: float) -> tuple[np.ndarray, np.ndarray]:
     """The authors' vectorised round (non-private ObjP, CPU numpy), structure and operations as published."""
-    d = parts[0][0].shape[1]
-    P = len(parts)
-    W = np.zeros((d, classes))
-    Zs = np.zeros((P, d, classes))
-    Lam = np.zeros((P, d, classes))
-    times = np.zeros(rounds)
+    d, P, W, Zs, Lam, times = _authors_state(parts, classes, rounds)
     for t in range(rounds):
         t0 = time.perf_counter()
         W = np.sum(Zs - Lam / rho, axis=0) / P

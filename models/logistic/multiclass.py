@@ -201,8 +201,9 @@ class MulticlassLogistic:
         The neighbouring relation of the sensitivity (``total`` must be fixed under it).
     dtype : {"float64", "float32"}
         Precision of the fast numpy value and gradient (the CVXPY declaration is always float64).
-        "float32" is about twice as fast; its iterates stay within 1e-5 (relative, max norm) of float64's
-        over 50 rounds and its test accuracy is the same (``tests/models/logistic/test_multiclass.py``).
+        "float32" moves half the bytes (timings: ``benchmarks/bench_fl.py``); its iterates stay within 1e-5
+        (relative, max norm) of float64's over 50 rounds and its test predictions are the same
+        (``tests/models/logistic/test_fast_path.py``).
         Its rounding (about 1e-7 of each product) is not part of the sensitivity analysis, which assumes
         exact arithmetic in either precision.
     """
@@ -238,7 +239,8 @@ class MulticlassLogistic:
     def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central") -> MulticlassLogistic:
         """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``)."""
         m0 = models[0]
-        return cls(np.vstack([m.X for m in models]), np.concatenate([m.y for m in models]), classes=m0.classes,
+        X = np.vstack([m.X_param.value for m in models])  # the float64 data, also for float32 models
+        return cls(X, np.concatenate([m.y for m in models]), classes=m0.classes,
                    total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation, dtype=m0.dtype)
 
     def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
@@ -282,7 +284,7 @@ class MulticlassLogistic:
 
     def gradient(self, u: np.ndarray) -> np.ndarray:
         """Flat gradient of ``f_p`` at the flat vector ``u`` (column-major, like ``u``)."""
-        return self._evaluate(u)[1].ravel(order="F")  # ravel of a C-ordered (d, K) array in F order copies
+        return self._evaluate(u)[1].flatten(order="F")  # a copy: the cached array stays intact
 
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
