@@ -4,26 +4,83 @@
     agent = cvxdp.Agent(name, objective, constraints, shared={key: expr}, sensitivity=cvxdp.Sensitivity(l2=...))
     result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1, eta=1, local_updates=1, rounds=100),
                          privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=0)
+
+The public names are loaded on first use (PEP 562): ``import cvxdp`` itself imports nothing heavy, and
+``cvxdp.Agent`` imports :mod:`cvxdp.agent` (and CVXPY) the first time it is touched. ``__all__``,
+``dir(cvxdp)`` and ``from cvxdp import *`` list every public name; type checkers see the imports below.
 """
 
-from . import errors, schedules
-from .agent import Agent, Sensitivity
-from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
-from .central import CentralResult, solve_central
-from .decentralized import SmoothObjective
-from .engine import solve
-from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
-from .privacy.gamma import ERMConstants, PenaltyPerturbation, attach_erm_constants
-from .results import Result, load_result
-from .templates import build_model, register_template, template_names
-from .vertical import VerticalParty
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+#: public name -> the submodule that defines it (the submodule itself for ``errors``/``schedules``)
+_LAZY: dict[str, str] = {
+    "errors": ".errors", "schedules": ".schedules",
+    "Agent": ".agent", "Sensitivity": ".agent",
+    "ADMM": ".algorithms", "DVP": ".algorithms", "MADMM": ".algorithms", "MRADMM": ".algorithms",
+    "RADMM": ".algorithms", "ADMMSharing": ".algorithms", "LinearizedADMM": ".algorithms",
+    "SharingGaussian": ".algorithms",
+    "CentralResult": ".central", "solve_central": ".central",
+    "solve": ".engine",
+    "NoisePlan": ".privacy", "ObjectivePerturbation": ".privacy", "OutputPerturbation": ".privacy",
+    "PrivacyLedger": ".privacy",
+    "PenaltyPerturbation": ".privacy.gamma",
+    "Result": ".results", "load_result": ".results",
+    "VerticalParty": ".vertical",
+    "SmoothObjective": ".decentralized",
+    "ERMConstants": ".privacy.gamma", "attach_erm_constants": ".privacy.gamma",
+    "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
+}
+_SUBMODULES = frozenset({"errors", "schedules"})
+
 __all__ = [
-    "DVP", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM",
-    "ADMM", "ADMMSharing", "Agent", "CentralResult", "LinearizedADMM", "NoisePlan", "ObjectivePerturbation", "OutputPerturbation",
-    "PrivacyLedger", "Result", "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result",
-    "schedules", "solve", "solve_central",
+    "ADMM", "DVP", "MADMM", "MRADMM", "RADMM", "ADMMSharing", "Agent", "CentralResult", "LinearizedADMM",
+    "NoisePlan", "ObjectivePerturbation", "OutputPerturbation", "PenaltyPerturbation", "PrivacyLedger", "Result",
+    "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result", "schedules", "solve",
+    "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
-]
+]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
+
+if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
+    from . import errors, schedules
+    from .agent import Agent, Sensitivity
+    from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
+    from .central import CentralResult, solve_central
+    from .engine import solve
+    from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
+    from .decentralized import SmoothObjective
+    from .privacy.gamma import ERMConstants, PenaltyPerturbation, attach_erm_constants
+    from .results import Result, load_result
+    from .templates import build_model, register_template, template_names
+    from .vertical import VerticalParty
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first access and cache the name in the package namespace.
+
+    Submodules that are not public names (``cvxdp.config``, ``cvxdp.privacy``, ...) also resolve as
+    attributes, as they did when this package imported everything eagerly.
+    """
+    target = _LAZY.get(name)
+    if target is None:
+        if name.startswith("__"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        try:
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule exists but one of its own imports is missing
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        module = importlib.import_module(target, __name__)
+        value = module if name in _SUBMODULES else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,12 +11,8 @@ from .algorithms import ADMM, ADMMSharing, LinearizedADMM
 from .algorithms.base import Algorithm
 from .algorithms.graph_table import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
 from .backends import BACKENDS, Backend, get_backend
+from .casefiles import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
 from .errors import ConfigError, CvxdpError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
 GRAPH_MECHANISMS = ("gamma",)  # Gamma-norm noise of the decentralized algorithms (madmm, dvp, radmm, mradmm)
@@ -31,36 +26,6 @@ _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", 
 _RUN_KEYS |= {"ray_cpus", "ray_address"}  # backend = "ray"
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
              "run": _RUN_KEYS}
-
-
-def shipped_cases_dir() -> Path | None:
-    """The repository's ``cases/`` folder (next to the installed package), if present."""
-    candidate = Path(__file__).resolve().parents[1] / "cases"
-    return candidate if candidate.is_dir() else None
-
-
-def resolve_case_path(name: str | Path) -> Path:
-    """A path as given, else a shipped case by file name or stem (``case14_3zones``)."""
-    path = Path(name)
-    if path.is_file():
-        return path
-    shipped = shipped_cases_dir()
-    if shipped is not None:
-        for candidate in (shipped / path.name, shipped / f"{path.name}.toml"):
-            if candidate.is_file():
-                return candidate
-    known = ", ".join(sorted(p.stem for p in shipped.glob("*.toml"))) if shipped else "none found"
-    raise ConfigError(f"Case file {str(name)!r} does not exist. Shipped cases: {known}.")
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file; a malformed file raises :class:`ConfigError` with the parser's position."""
-    path = resolve_case_path(path)
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}.") from None
 
 
 def read_study_file(path: str | Path, *, keys: set[str], sections: set[str], kind: str | None = None,

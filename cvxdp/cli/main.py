@@ -1,6 +1,10 @@
 """The ``cvxdp`` command line: cases, run, central, study, privacy (SPEC §8).
 
 Every command takes ``--json`` and then prints exactly one JSON object as the last line of stdout.
+
+Start-up: this module imports only click and the standard library at module level; each command imports
+what it needs in its body, so ``--help``, ``--version``, ``cases`` and ``privacy`` never load the modelling
+stack (cvxpy, pandas, networkx, pandapower). ``tests/test_startup.py`` checks it.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from pathlib import Path
 import click
 
 from ..errors import CvxdpError
-from ..results import _jsonable
 from ..schema import schema_epilog
 
 
 def _emit(payload: dict, as_json: bool, human: str) -> None:
     if as_json:
+        from ..results import _jsonable  # numpy/pandas: only commands that solve get here with --json
+
         click.echo(json.dumps(_jsonable(payload)))
     else:
         click.echo(human)
@@ -61,7 +66,7 @@ def cli() -> None:
 @friendly_errors
 def cases_cmd(as_json: bool) -> None:
     """List the shipped cases and studies."""
-    from ..config import load_toml, shipped_cases_dir
+    from ..casefiles import load_toml, shipped_cases_dir
 
     folder = shipped_cases_dir()
     entries = []
@@ -71,7 +76,7 @@ def cases_cmd(as_json: bool) -> None:
         desc = raw.get("case", raw.get("study", {})).get("description", "")
         entries.append({"name": path.stem, "kind": kind, "path": str(path), "description": desc})
     human = "\n".join(f"{e['kind']:5s}  {e['name']:24s} {e['description']}" for e in entries) or "no shipped cases"
-    _emit({"cases": entries}, as_json, human)
+    click.echo(json.dumps({"cases": entries}) if as_json else human)  # plain strings: no numpy conversion
 
 
 #: Which mechanisms each algorithm runs (the rest are refused before anything starts).

@@ -13,7 +13,6 @@ from typing import Any
 import click
 
 from ..errors import CvxdpError
-from ..privacy.calibration import calibrate_to_total, total_epsilon
 
 
 def _num(x: float | None) -> float | None:
@@ -25,6 +24,8 @@ def _fmt(x: float | None) -> str:
 
 
 def _epsilons(noise: str, scale: float, sensitivity: float, steps: int, delta: float | None) -> dict:
+    from ..privacy.calibration import total_epsilon
+
     out: dict[str, Any] = {}
     for acc in ("basic", "rdp", "pld"):
         if acc == "rdp" and not delta:
@@ -68,6 +69,9 @@ def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, sca
         if value is not None and not (math.isfinite(value) and value > 0):
             raise click.BadParameter(f"must be a positive float. Got {value!r}.", param_hint=name)
     acc = accountant or "pld"
+    # the accountants (dp-accounting, scipy) load only once the arguments are valid
+    from ..privacy.calibration import calibrate_to_total, total_epsilon
+
     if scale is None and acc == "rdp" and not delta:
         raise click.UsageError("--accountant rdp needs --delta > 0 (RDP certifies no epsilon at delta = 0).")
     try:

@@ -1,0 +1,97 @@
+"""The fused one-pass value and gradient of the multiclass model, and its float32 variant."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp_models.logistic import multiclass as mc
+from cvxdp_models.logistic.data import clip_rows, split_iid
+from cvxdp_models.logistic.multiclass import (
+    MulticlassLogistic,
+    multiclass_agents,
+    softmax_cost,
+    softmax_gradient,
+    value_and_gradient,
+)
+
+
+def _data(n=300, d=12, K=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = clip_rows(rng.normal(size=(n, d)), 1.0)
+    W = rng.normal(size=(d, K)) * 4.0
+    y = np.argmax(X @ W + rng.gumbel(size=(n, K)), axis=1)
+    return X, y
+
+
+@pytest.mark.parametrize("rows", [None, 1, 7, 64, 300, 1000])
+def test_fused_pass_matches_the_two_products(rows):
+    X, y = _data()
+    theta = np.random.default_rng(1).uniform(-2, 2, (12, 5))
+    value, grad = value_and_gradient(theta, X, y, 700, block_rows=rows)
+    assert value == pytest.approx(softmax_cost(theta, X, y, 700), rel=1e-12)
+    np.testing.assert_allclose(grad, softmax_gradient(theta, X, mc.one_hot(y, 5), 700), rtol=1e-11, atol=1e-15)
+
+
+def test_float32_value_and_gradient_within_single_precision():
+    X, y = _data()
+    theta = np.random.default_rng(2).uniform(-1, 1, (12, 5))
+    v64, g64 = value_and_gradient(theta, X, y, 300)
+    v32, g32 = value_and_gradient(theta, X.astype(np.float32), y, 300)
+    assert g32.dtype == np.float64  # accumulated in float64
+    assert v32 == pytest.approx(v64, rel=1e-6)
+    assert np.max(np.abs(g32 - g64)) <= 1e-6 * np.max(np.abs(g64))
+
+
+def test_float32_large_logits_stay_finite():
+    X, y = _data()
+    theta = np.random.default_rng(3).uniform(-500, 500, (12, 5))
+    v64, g64 = value_and_gradient(theta, X * 10, y, 300)
+    v32, g32 = value_and_gradient(theta, (X * 10).astype(np.float32), y, 300)
+    assert np.isfinite(v32) and np.all(np.isfinite(g32))
+    assert v32 == pytest.approx(v64, rel=1e-5)
+    np.testing.assert_allclose(g32, g64, atol=1e-5 * np.max(np.abs(g64)))
+
+
+def test_one_pass_serves_the_value_and_the_next_gradient(monkeypatch):
+    X, y = _data()
+    m = MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="a", clip=1.0)
+    calls = []
+    real = mc.value_and_gradient
+    monkeypatch.setattr(mc, "value_and_gradient", lambda *a, **k: calls.append(1) or real(*a, **k))
+    u = np.random.default_rng(4).uniform(-1, 1, 60)
+    v = m.value(u)  # end of a round: the objective metric
+    g = m.gradient(u)  # start of the next: the same point
+    assert len(calls) == 1
+    g[:] = 0.0  # callers get their own copy
+    assert np.any(m.gradient(u) != 0) and m.value(u) == v and len(calls) == 1
+    m.gradient(u + 1e-3)
+    assert len(calls) == 2
+
+
+def test_bad_dtype_names_the_agent_and_the_parameter():
+    X, y = _data()
+    with pytest.raises(ValueError, match=r"'dtype' parameter of MulticlassLogistic \(agent 'a'\).*Got 'float16'"):
+        MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="a", clip=1.0, dtype="float16")
+
+
+def test_float32_run_tracks_float64_iterates_and_accuracy():
+    """The stated tolerance of ``dtype="float32"``: over 50 non-private rounds the consensus stays within
+    1e-5 (relative, max norm) of the float64 run's, and the test predictions are the same."""
+    X, y = _data(n=2400, d=20, K=4, seed=5)
+    X_test, y_test = X[2000:], y[2000:]
+    parts = split_iid(X[:2000], y[:2000], 4, np.random.default_rng(0))
+    algo = cvxdp.LinearizedADMM(rho=0.5, eta=2.0, rounds=50)
+    runs = {}
+    for dtype in ("float64", "float32"):
+        agents, models = multiclass_agents(parts, classes=4, bound=1.0, clip=1.0, total=2000, dtype=dtype)
+        assert models[0].X.dtype == np.dtype(dtype)
+        result = cvxdp.solve(agents, algorithm=algo, privacy=None, seed=0)
+        runs[dtype] = (np.asarray(result.solution["theta"]), models[0])
+    (w64, m64), (w32, _) = runs["float64"], runs["float32"]
+    assert np.max(np.abs(w64)) > 0.1  # it moved
+    assert np.max(np.abs(w32 - w64)) <= 1e-5 * np.max(np.abs(w64))
+    u64, u32 = w64.ravel(order="F"), w32.ravel(order="F")
+    assert np.array_equal(m64.predict(u32, X_test), m64.predict(u64, X_test))
+    assert np.mean(m64.predict(u64, X_test) == y_test) > 0.5  # a real classifier, not chance (0.25)
