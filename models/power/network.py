@@ -17,7 +17,14 @@ Data caveats handled here
   (:data:`TAP_SIDE_ERRATA`, MATPOWER (from, to) bus numbers) restores MATPOWER's orientation; the AC
   check moves those taps to the low-voltage side of pandapower's net as well.
 
-With both corrections the admittance matrices of case14, case118 and case300 equal PYPOWER's copies.
+* A MATPOWER branch with ``rateA = 0`` has no thermal limit. pandapower's converter stores such a
+  branch with the sentinel rating ``MAX_VAL = 99999`` (``max_i_ka`` of a line, ``sn_mva`` of a
+  transformer), and the pegase cases were converted when ratings were in kVA, so their unlimited
+  transformers carry ``sn_mva = 99.999``: read back as a 100 MVA limit (1 p.u.), which makes the OPF of
+  case1354pegase (64 such transformers) and case2869pegase (255) infeasible. :func:`load_case` maps
+  both sentinels back to ``rate_a = 0`` (no limit) and lists the branches in ``PowerCase.unlimited``.
+
+With these corrections the admittance matrices of case14, case118 and case300 equal PYPOWER's copies.
 """
 
 from __future__ import annotations
@@ -42,7 +49,12 @@ __all__ = [
     "run_ac_power_flow",
     "AcFlow",
     "TAP_SIDE_ERRATA",
+    "UNLIMITED_RATING",
 ]
+
+#: pandapower's rating of a MATPOWER branch without thermal limit (``rateA = 0``): ``MAX_VAL`` of its converter,
+#: in kA for lines and in MVA (or, in cases converted when ratings were in kVA, MVA / 1000) for transformers.
+UNLIMITED_RATING = 99999.0
 
 #: Transformers of pandapower's built-in cases whose tap pandapower put on the wrong side, as MATPOWER
 #: (from = tap bus, to) bus numbers.
@@ -148,6 +160,7 @@ class PowerCase:
     gen_element: tuple[tuple[str, int], ...] = field(repr=False)
     corrected_b: tuple[int, ...] = field(default=(), repr=False)
     corrected_tap: tuple[int, ...] = field(default=(), repr=False)
+    unlimited: tuple[int, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         for value in vars(self).values():
@@ -277,6 +290,16 @@ def load_case(name: str) -> PowerCase:
     return _load_case(name)
 
 
+def _unlimited_branches(net: Any) -> np.ndarray:
+    """Branch indices (lines, then transformers) whose pandapower rating is the "no limit" sentinel."""
+    line = np.isclose(net.line.max_i_ka.to_numpy(dtype=float), UNLIMITED_RATING, rtol=0.0, atol=1e-6)
+    sn = net.trafo.sn_mva.to_numpy(dtype=float)
+    trafo = np.isclose(sn, UNLIMITED_RATING, rtol=0.0, atol=1e-6) | np.isclose(
+        sn, UNLIMITED_RATING / 1000.0, rtol=0.0, atol=1e-9
+    )
+    return np.flatnonzero(np.concatenate([line, trafo]))
+
+
 @lru_cache(maxsize=16)
 def _load_case(name: str) -> PowerCase:
     net = _net(name)
@@ -314,6 +337,9 @@ def _load_case(name: str) -> PowerCase:
         corrected = [int(k) for k in rows]
     tap = branch[:, 8].copy()
     tap[tap == 0] = 1.0
+    rate_a = branch[:, 5] / base
+    unlimited = _unlimited_branches(net)
+    rate_a[unlimited] = 0.0
     f_bus, t_bus = branch[:, 0].astype(int), branch[:, 1].astype(int)
     angmin, angmax = branch[:, 11].copy(), branch[:, 12].copy()
     flipped = []
@@ -382,7 +408,7 @@ def _load_case(name: str) -> PowerCase:
         r=branch[:, 2],
         x=branch[:, 3],
         b=b,
-        rate_a=branch[:, 5] / base,
+        rate_a=rate_a,
         tap=tap,
         shift=deg(branch[:, 9]),
         angmin=deg(angmin),
@@ -391,6 +417,7 @@ def _load_case(name: str) -> PowerCase:
         gen_element=tuple(elements[k] for k in order),
         corrected_b=tuple(corrected),
         corrected_tap=tuple(flipped),
+        unlimited=tuple(int(k) for k in unlimited),
     )
 
 
