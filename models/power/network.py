@@ -48,6 +48,7 @@ __all__ = [
     "make_ybus",
     "run_ac_power_flow",
     "AcFlow",
+    "AC_ATTEMPTS",
     "TAP_SIDE_ERRATA",
     "UNLIMITED_RATING",
 ]
@@ -491,6 +492,10 @@ def make_ybus(case: PowerCase) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
 
 
+#: Initialisations and iteration caps :func:`run_ac_power_flow` tries in turn until one converges.
+AC_ATTEMPTS: tuple[tuple[str, int], ...] = (("dc", 30), ("flat", 100))
+
+
 @dataclass(frozen=True)
 class AcFlow:
     """Result of :func:`run_ac_power_flow` (p.u., radians; generator order of the case)."""
@@ -502,6 +507,7 @@ class AcFlow:
     qg: np.ndarray
     branch_s_from: np.ndarray
     branch_s_to: np.ndarray
+    message: str = ""
 
 
 def _corrected_net(case: PowerCase) -> Any:
@@ -540,6 +546,9 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
     vm : ndarray (n_bus,), optional
         Voltage magnitudes (p.u.) whose values at generator buses become the voltage set-points;
         defaults to the case's set-points ``vg``.
+
+    Each start of :data:`AC_ATTEMPTS` is tried until one converges; if none does, the returned flow has
+    ``converged=False``, NaN arrays and a ``message`` naming every attempt and pandapower's error.
     """
     if not case.gen_element:
         raise ConfigError(f"The AC check of {case.name!r} needs a case from load_case(): it runs pandapower's own "
@@ -561,21 +570,25 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
         net[kind].at[idx, "vm_pu"] = vset
         if kind == "gen":
             net.gen.at[idx, "p_mw"] = pg[k] * case.base_mva
-    converged = True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pandapower.runpp(
-                net,
-                trafo_model="pi",
-                calculate_voltage_angles=True,
-                init="dc",
-                enforce_q_lims=False,
-                numba=False,
-                max_iteration=30,
-            )
-    except Exception:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
-        converged = False
+    converged, failures = False, []
+    for init, iterations in AC_ATTEMPTS:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pandapower.runpp(
+                    net,
+                    trafo_model="pi",
+                    calculate_voltage_angles=True,
+                    init=init,
+                    enforce_q_lims=False,
+                    numba=False,
+                    max_iteration=iterations,
+                )
+        except Exception as exc:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
+            failures.append(f"{init} start, {iterations} iterations: {type(exc).__name__}: {exc}".rstrip(": "))
+            continue
+        converged = True
+        break
     if not converged:
         nan_b = np.full(case.n_bus, np.nan)
         return AcFlow(
@@ -586,6 +599,7 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
             np.full(case.n_gen, np.nan),
             np.full(case.n_branch, np.nan),
             np.full(case.n_branch, np.nan),
+            message="pandapower's Newton-Raphson power flow did not converge (" + "; ".join(failures) + ")",
         )
     p_out, q_out = np.zeros(case.n_gen), np.zeros(case.n_gen)
     for k, (kind, idx) in enumerate(case.gen_element):

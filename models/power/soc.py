@@ -32,6 +32,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from cvxdp.central import solve_with_fallback
 from cvxdp.errors import ConfigError
 
 from .network import PowerCase
@@ -386,22 +387,6 @@ def build_soc(case: PowerCase, own: Sequence[int] | np.ndarray | None = None, *,
     return SocModel(case, own, name=name)
 
 
-def _solve(problem: cp.Problem, solver: str) -> str:
-    order = [solver] + [s for s in ("CLARABEL", "ECOS", "SCS") if s != solver]
-    last: Exception | None = None
-    for name in order:
-        if name not in cp.installed_solvers():
-            continue
-        try:
-            problem.solve(solver=name)
-        except cp.SolverError as exc:
-            last = exc
-            continue
-        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            return name
-    raise RuntimeError(f"The centralized SOC solve failed (status {problem.status!r}, last error {last}).")
-
-
 def solve_central(
     case: PowerCase,
     objective: str = "cost",
@@ -409,6 +394,8 @@ def solve_central(
     penalty: float | None = None,
     cost_scale: float = 1.0,
     solver: str = "CLARABEL",
+    time_limit: float = 300.0,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Centralized SOC-WR solve over the whole network.
 
@@ -422,7 +409,12 @@ def solve_central(
     cost_scale : float
         The generator cost is divided by it inside the objective.
     solver : str
-        First solver to try (Clarabel, then ECOS, then SCS).
+        First solver to try; then the others of :data:`cvxdp.central.FALLBACK_ORDER`, each capped (iterations
+        and ``time_limit`` seconds) and announced by a :class:`cvxdp.central.SolverFallbackWarning`.
+    time_limit : float
+        Seconds each solver of the chain may run.
+    progress : callable(str), optional
+        Receives one line per step (building the model, each solver's start and status).
 
     Returns
     -------
@@ -435,13 +427,18 @@ def solve_central(
         raise ConfigError(
             f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {objective!r} instead."
         )
+    t0 = time.perf_counter()
     model = SocModel(case)
     cons = list(model.constraints)
     if objective == "cost" and penalty is None:
         cons += model.balance_constraints()
     prob = cp.Problem(cp.Minimize(model.objective(objective, penalty=penalty, cost_scale=cost_scale)), cons)
+    if progress is not None:
+        progress(f"{case.name}: SOC model with {model.layout.size} variables over {case.n_bus} buses and "
+                 f"{int(case.branch_status.sum())} branches built in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    used = _solve(prob, solver)
+    used = solve_with_fallback(prob, solver, time_limit=time_limit, progress=progress,
+                               label=f"the centralized SOC solve of {case.name}")
     elapsed = time.perf_counter() - t0
     u = np.asarray(model.u.value, dtype=float)
     vals = model.values(u)
