@@ -11,8 +11,8 @@ Data caveats handled here
   capacitive charging that became transformers (case118: 4 branches, case300: 12) therefore come out with
   the wrong sign of ``b``. The original sign survives in the stored ``trafo.i0_percent`` (negative for
   those branches), which :func:`load_case` reads to restore MATPOWER's ``b`` exactly.
-* pandapower's case300 puts the tap of 16 transformers whose MATPOWER "from" (tap) bus is the
-  lower-voltage bus on the high-voltage side, which changes their admittance (r, x, b and the ratio are
+* pandapower's case300 (16 transformers) and case57 (all 17) put the tap of transformers whose MATPOWER
+  "from" (tap) bus is the lower-voltage bus on the high-voltage side, which changes their admittance (r, x, b and the ratio are
   right, the side is not). Nothing in pandapower's data reveals this, so a small errata table
   (:data:`TAP_SIDE_ERRATA`, MATPOWER (from, to) bus numbers) restores MATPOWER's orientation; the AC
   check moves those taps to the low-voltage side of pandapower's net as well.
@@ -24,7 +24,9 @@ Data caveats handled here
   case1354pegase (64 such transformers) and case2869pegase (255) infeasible. :func:`load_case` maps
   both sentinels back to ``rate_a = 0`` (no limit) and lists the branches in ``PowerCase.unlimited``.
 
-With these corrections the admittance matrices of case14, case118 and case300 equal PYPOWER's copies.
+With these corrections the admittance matrices of case14, case57, case118 and case300 equal PYPOWER's copies
+(without the case57 errata, its SOC-OPF with exact balance is infeasible: reactive power cannot reach its
+low-voltage area within 0.94-1.06 p.u.).
 """
 
 from __future__ import annotations
@@ -60,6 +62,26 @@ UNLIMITED_RATING = 99999.0
 #: Transformers of pandapower's built-in cases whose tap pandapower put on the wrong side, as MATPOWER
 #: (from = tap bus, to) bus numbers.
 TAP_SIDE_ERRATA: dict[str, tuple[tuple[int, int], ...]] = {
+    # case57: every transformer (17; the two pairs of parallel ones listed twice)
+    "case57": (
+        (4, 18),
+        (4, 18),
+        (21, 20),
+        (24, 25),
+        (24, 25),
+        (24, 26),
+        (7, 29),
+        (34, 32),
+        (11, 41),
+        (15, 45),
+        (14, 46),
+        (10, 51),
+        (13, 49),
+        (11, 43),
+        (40, 56),
+        (39, 57),
+        (9, 55),
+    ),
     "case300": (
         (3, 4),
         (63, 64),
@@ -344,13 +366,16 @@ def _load_case(name: str) -> PowerCase:
     f_bus, t_bus = branch[:, 0].astype(int), branch[:, 1].astype(int)
     angmin, angmax = branch[:, 11].copy(), branch[:, 12].copy()
     flipped = []
-    for f_num, t_num in TAP_SIDE_ERRATA.get(name, ()):
+    errata = TAP_SIDE_ERRATA.get(name, ())
+    for f_num, t_num in errata:
         hits = [
             k
             for k in range(n_line, len(branch))
             if numbers[f_bus[k]] == t_num and numbers[t_bus[k]] == f_num and k not in flipped
         ]
-        if len(hits) != 1:
+        if len(hits) != errata.count((f_num, t_num)) - sum(
+            1 for k in flipped if (numbers[f_bus[k]], numbers[t_bus[k]]) == (f_num, t_num)
+        ):
             raise ConfigError(
                 f"{name}: the tap-side erratum for transformer {f_num}-{t_num} no longer matches "
                 "pandapower's data; update TAP_SIDE_ERRATA."
