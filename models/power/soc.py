@@ -251,27 +251,28 @@ class SocModel:
                 np.array([1.0, -1.0 if same else 1.0]),
             )
             row += 2
-        # injections of own buses
-        for q, i in enumerate(lay.own):
-            i = int(i)
-            for kind, inj in (("p", lay.pinj[q]), ("q", lay.qinj[q])):
-                cols, vals = [inj], [-1.0]
-                gens = lay.pg if kind == "p" else lay.qg
-                for g_pos, g in zip(gens, lay.gens):
-                    if int(c.gen_bus[g]) == i:
-                        cols.append(g_pos), vals.append(1.0)
-                shunt = -c.gs[i] if kind == "p" else c.bs[i]
-                if shunt != 0:
-                    cols.append(pos[i]), vals.append(shunt)
-                fr = lay.p_fr if kind == "p" else lay.q_fr
-                to = lay.p_to if kind == "p" else lay.q_to
-                for j, k in enumerate(lay.lines):
-                    if int(c.f_bus[k]) == i:
-                        cols.append(fr[j]), vals.append(-1.0)
-                    if int(c.t_bus[k]) == i:
-                        cols.append(to[j]), vals.append(-1.0)
-                add(np.full(len(cols), row), np.array(cols), np.array(vals))
-                row += 1
+        # injections of own buses: rows (p, q) per own bus, in the order of lay.own
+        n_own = len(lay.own)
+        own_row = np.full(c.n_bus, -1, dtype=int)
+        own_row[lay.own] = row + 2 * np.arange(n_own)
+        w_own = np.array([pos[int(i)] for i in lay.own], dtype=int)
+        gen_row = own_row[c.gen_bus[lay.gens]]
+        gs, bs = c.gs[lay.own], c.bs[lay.own]
+        pieces = [
+            (own_row[lay.own], lay.pinj, -np.ones(n_own)),  # -pinj + sum pg - gs w - sum p flows = 0
+            (own_row[lay.own] + 1, lay.qinj, -np.ones(n_own)),
+            (gen_row, lay.pg, np.ones(len(lay.gens))),
+            (gen_row + 1, lay.qg, np.ones(len(lay.gens))),
+            (own_row[lay.own][gs != 0], w_own[gs != 0], -gs[gs != 0]),
+            (own_row[lay.own][bs != 0] + 1, w_own[bs != 0], bs[bs != 0]),
+        ]
+        for ends, p_flow, q_flow in ((c.f_bus[lay.lines], lay.p_fr, lay.q_fr), (c.t_bus[lay.lines], lay.p_to, lay.q_to)):
+            mine = own_row[ends] >= 0
+            pieces += [(own_row[ends][mine], p_flow[mine], -np.ones(int(mine.sum()))),
+                       (own_row[ends][mine] + 1, q_flow[mine], -np.ones(int(mine.sum())))]
+        for r, cols, vals in pieces:
+            add(r, cols, vals)
+        row += 2 * n_own
         A = sp.csr_matrix(
             (np.concatenate(vals_eq), (np.concatenate(rows_eq), np.concatenate(cols_eq))), shape=(row, n)
         )
