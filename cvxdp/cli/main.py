@@ -292,28 +292,55 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
 @click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
 @click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
               help="Power cases: the objective of the reference solve (with --network the default is cost).")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
+              help="Seconds each solver of the fallback chain (Clarabel, ECOS, SCS) may run.")
+@click.option("--progress/--no-progress", default=True, help="Report each step on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def central_cmd(case_file, network, zones, objective, as_json) -> None:
+def central_cmd(case_file, network, zones, objective, time_limit, progress, as_json) -> None:
     """Centralized reference solve of CASE_FILE (optimal value, solver, time); power cases add an AC check.
 
     "cost" is the generation cost in $/h; "objective" is in the model's units (cost objective: k$/h).
+    A solver that fails is followed by the next one (Clarabel, ECOS, SCS), each capped by --time-limit and
+    announced on stderr.
     """
-    from ..central import solve_central
+    import time
+    import warnings
+
+    from ..central import SolverFallbackWarning, solve_central
     from ..runs import build_instance
+
+    start = time.perf_counter()
+
+    def report(message: str) -> None:
+        if progress:
+            click.echo(f"[{time.perf_counter() - start:6.1f} s] {message}", err=True)
 
     case = _load_or_shortcut(case_file, network, zones, objective or ("cost" if network else None))
     if objective is not None and objective != case.model.get("objective"):
         case.model["objective"] = objective
         case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
+    report(f"building {case.name}")
     instance = build_instance(case)
-    if instance.central is not None:
-        info = instance.central()
-    else:
-        ref = solve_central(instance.agents)
-        info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
+    report(f"{len(instance.agents)} agents built")
+    with warnings.catch_warnings(record=True) as fallbacks:
+        warnings.simplefilter("always", SolverFallbackWarning)
+        if instance.central is not None:
+            info = instance.central(time_limit=time_limit, progress=report)
+        else:
+            ref = solve_central(instance.agents, time_limit=time_limit, progress=report)
+            info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
+    notes = [str(w.message) for w in fallbacks if issubclass(w.category, SolverFallbackWarning)]
+    for w in fallbacks:  # everything else goes out as it would have
+        if not issubclass(w.category, SolverFallbackWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for note in notes:
+        click.echo(f"WARNING: {note}", err=True)
+    if notes:
+        info["solver_fallbacks"] = notes
+    report("done")
     info = {"case": case.name, **info}
-    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)))
+    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)) and v != "")
     ac = _ac_lines(info, "the central SOC set-points")
     if ac:
         human += "\n" + "\n".join(ac)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .network import AcFlow, PowerCase, run_ac_power_flow
 
-__all__ = ["AC_TOLERANCES", "ac_mismatch", "ac_verdict", "run_ac_check"]
+__all__ = ["AC_TOLERANCES", "ac_mismatch", "ac_verdict", "explain_setpoints", "run_ac_check"]
 
 #: What "AC feasible" means in :func:`ac_verdict`. The slack tolerance is relative to the total load because
 #: a SOC solution under-estimates losses (case118: +8.3 MW at the SOC optimum, 0.2 % of 4242 MW).
@@ -26,6 +26,39 @@ AC_TOLERANCES = {
 }
 
 
+def explain_setpoints(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None) -> list[str]:
+    """What in the set-points ``(pg, vm)`` can keep a power flow from converging (empty if nothing stands out).
+
+    Looks for non-finite values, voltage set-points outside the generator buses' limits, and the power the
+    reference generators must supply (total load and shunts minus the fixed generation, before losses)
+    outside their ``[pmin, pmax]``.
+    """
+    pg = np.asarray(pg, dtype=float)
+    on = np.asarray(case.gen_status, dtype=bool)
+    numbers = case.bus_number[case.gen_bus]
+    out = []
+    bad = np.flatnonzero(on & ~np.isfinite(pg))
+    if len(bad):
+        out.append(f"{len(bad)} generator set-points are not finite (generators at buses "
+                   f"{', '.join(str(int(n)) for n in numbers[bad][:8])}{', ...' if len(bad) > 8 else ''})")
+    if vm is not None:
+        v = np.asarray(vm, dtype=float)[case.gen_bus]
+        lo, hi = case.vmin[case.gen_bus], case.vmax[case.gen_bus]
+        off = np.flatnonzero(on & (~np.isfinite(v) | (v < lo - 1e-6) | (v > hi + 1e-6)))
+        if len(off):
+            k = off[0]
+            out.append(f"{len(off)} voltage set-points are outside their bus limits or not finite (e.g. bus "
+                       f"{int(numbers[k])}: {v[k]:.4g} p.u., limits [{lo[k]:.3g}, {hi[k]:.3g}])")
+    ref = np.array([kind == "ext_grid" for kind, _ in case.gen_element], dtype=bool) & on
+    if ref.any() and np.all(np.isfinite(pg[on & ~ref])):
+        need = float(np.sum(case.pd) + np.sum(case.gs) - np.sum(pg[on & ~ref]))
+        lo, hi = float(np.sum(case.pmin[ref])), float(np.sum(case.pmax[ref]))
+        if not lo - 1e-6 <= need <= hi + 1e-6:
+            out.append(f"the reference generator(s) must supply {need * case.base_mva:.1f} MW before losses, "
+                       f"outside their limits [{lo * case.base_mva:.1f}, {hi * case.base_mva:.1f}] MW")
+    return out
+
+
 def ac_mismatch(case: PowerCase, pg: np.ndarray, vm: np.ndarray, flow: AcFlow) -> dict[str, Any]:
     """Compare a relaxed solution ``(pg, vm)`` with the AC power flow ``flow`` run from its set-points.
 
@@ -36,12 +69,20 @@ def ac_mismatch(case: PowerCase, pg: np.ndarray, vm: np.ndarray, flow: AcFlow) -
         output the power flow chose, i.e. the losses the relaxation under-estimated); ``max_vm_dev_pu`` (largest
         ``|V_ac - sqrt(w)|``, p.u.); ``max_v_violation_pu`` (largest voltage-limit violation of the AC
         point, p.u.); ``max_q_violation_mvar`` (largest reactive-limit violation of the generators) and
-        ``max_overload_frac`` (largest ``|S| / rate_a - 1`` over the limited branches, 0 if none).
+        ``max_overload_frac`` (largest ``|S| / rate_a - 1`` over the limited branches, 0 if none);
+        ``reason``: empty if the flow converged, else why not (the attempts and pandapower's error, and what
+        :func:`explain_setpoints` finds in the set-points) — the numbers are then NaN.
     """
     if not flow.converged:
         nan = float("nan")
+        hints = explain_setpoints(case, pg, vm)
+        reason = (flow.message or "the AC power flow did not converge") + (
+            "; in the set-points: " + "; ".join(hints) if hints else
+            "; the set-points themselves look sound (finite, within limits), so the operating point they "
+            "describe is likely not reachable by an AC power flow (e.g. a relaxation far from AC feasibility)")
         return {
             "converged": False,
+            "reason": reason,
             "slack_p_mw": nan,
             "max_vm_dev_pu": nan,
             "max_v_violation_pu": nan,
@@ -61,6 +102,7 @@ def ac_mismatch(case: PowerCase, pg: np.ndarray, vm: np.ndarray, flow: AcFlow) -
     overload = float(np.max(np.maximum(0.0, s[lim] / case.rate_a[lim] - 1.0), initial=0.0))
     return {
         "converged": True,
+        "reason": "",
         "slack_p_mw": slack,
         "max_vm_dev_pu": float(np.max(np.abs(flow.vm - vm))),
         "max_v_violation_pu": v_viol,
@@ -79,7 +121,7 @@ def ac_verdict(case: PowerCase, mismatch: dict[str, Any], tol: dict[str, float] 
     load_mw = float(np.sum(case.pd) * case.base_mva)
     slack_tol = max(tol["slack_p_min_mw"], tol["slack_p_rel_load"] * load_mw)
     if not mismatch.get("converged"):
-        violations = ["the AC power flow did not converge from these set-points"]
+        violations = [mismatch.get("reason") or "the AC power flow did not converge from these set-points"]
     else:
         checks = [(abs(mismatch["slack_p_mw"]), slack_tol, "slack active power mismatch {:.3g} MW > {:.3g} MW"),
                   (mismatch["max_v_violation_pu"], tol["max_v_violation_pu"], "voltage-limit violation {:.3g} p.u. > {:.3g} p.u."),

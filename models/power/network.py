@@ -11,13 +11,22 @@ Data caveats handled here
   capacitive charging that became transformers (case118: 4 branches, case300: 12) therefore come out with
   the wrong sign of ``b``. The original sign survives in the stored ``trafo.i0_percent`` (negative for
   those branches), which :func:`load_case` reads to restore MATPOWER's ``b`` exactly.
-* pandapower's case300 puts the tap of 16 transformers whose MATPOWER "from" (tap) bus is the
-  lower-voltage bus on the high-voltage side, which changes their admittance (r, x, b and the ratio are
+* pandapower's case300 (16 transformers) and case57 (all 17) put the tap of transformers whose MATPOWER
+  "from" (tap) bus is the lower-voltage bus on the high-voltage side, which changes their admittance (r, x, b and the ratio are
   right, the side is not). Nothing in pandapower's data reveals this, so a small errata table
   (:data:`TAP_SIDE_ERRATA`, MATPOWER (from, to) bus numbers) restores MATPOWER's orientation; the AC
   check moves those taps to the low-voltage side of pandapower's net as well.
 
-With both corrections the admittance matrices of case14, case118 and case300 equal PYPOWER's copies.
+* A MATPOWER branch with ``rateA = 0`` has no thermal limit. pandapower's converter stores such a
+  branch with the sentinel rating ``MAX_VAL = 99999`` (``max_i_ka`` of a line, ``sn_mva`` of a
+  transformer), and the pegase cases were converted when ratings were in kVA, so their unlimited
+  transformers carry ``sn_mva = 99.999``: read back as a 100 MVA limit (1 p.u.), which makes the OPF of
+  case1354pegase (64 such transformers) and case2869pegase (255) infeasible. :func:`load_case` maps
+  both sentinels back to ``rate_a = 0`` (no limit) and lists the branches in ``PowerCase.unlimited``.
+
+With these corrections the admittance matrices of case14, case57, case118 and case300 equal PYPOWER's copies
+(without the case57 errata, its SOC-OPF with exact balance is infeasible: reactive power cannot reach its
+low-voltage area within 0.94-1.06 p.u.).
 """
 
 from __future__ import annotations
@@ -41,12 +50,38 @@ __all__ = [
     "make_ybus",
     "run_ac_power_flow",
     "AcFlow",
+    "AC_ATTEMPTS",
     "TAP_SIDE_ERRATA",
+    "UNLIMITED_RATING",
 ]
+
+#: pandapower's rating of a MATPOWER branch without thermal limit (``rateA = 0``): ``MAX_VAL`` of its converter,
+#: in kA for lines and in MVA (or, in cases converted when ratings were in kVA, MVA / 1000) for transformers.
+UNLIMITED_RATING = 99999.0
 
 #: Transformers of pandapower's built-in cases whose tap pandapower put on the wrong side, as MATPOWER
 #: (from = tap bus, to) bus numbers.
 TAP_SIDE_ERRATA: dict[str, tuple[tuple[int, int], ...]] = {
+    # case57: every transformer (17; the two pairs of parallel ones listed twice)
+    "case57": (
+        (4, 18),
+        (4, 18),
+        (21, 20),
+        (24, 25),
+        (24, 25),
+        (24, 26),
+        (7, 29),
+        (34, 32),
+        (11, 41),
+        (15, 45),
+        (14, 46),
+        (10, 51),
+        (13, 49),
+        (11, 43),
+        (40, 56),
+        (39, 57),
+        (9, 55),
+    ),
     "case300": (
         (3, 4),
         (63, 64),
@@ -148,6 +183,7 @@ class PowerCase:
     gen_element: tuple[tuple[str, int], ...] = field(repr=False)
     corrected_b: tuple[int, ...] = field(default=(), repr=False)
     corrected_tap: tuple[int, ...] = field(default=(), repr=False)
+    unlimited: tuple[int, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         for value in vars(self).values():
@@ -277,6 +313,16 @@ def load_case(name: str) -> PowerCase:
     return _load_case(name)
 
 
+def _unlimited_branches(net: Any) -> np.ndarray:
+    """Branch indices (lines, then transformers) whose pandapower rating is the "no limit" sentinel."""
+    line = np.isclose(net.line.max_i_ka.to_numpy(dtype=float), UNLIMITED_RATING, rtol=0.0, atol=1e-6)
+    sn = net.trafo.sn_mva.to_numpy(dtype=float)
+    trafo = np.isclose(sn, UNLIMITED_RATING, rtol=0.0, atol=1e-6) | np.isclose(
+        sn, UNLIMITED_RATING / 1000.0, rtol=0.0, atol=1e-9
+    )
+    return np.flatnonzero(np.concatenate([line, trafo]))
+
+
 @lru_cache(maxsize=16)
 def _load_case(name: str) -> PowerCase:
     net = _net(name)
@@ -314,16 +360,22 @@ def _load_case(name: str) -> PowerCase:
         corrected = [int(k) for k in rows]
     tap = branch[:, 8].copy()
     tap[tap == 0] = 1.0
+    rate_a = branch[:, 5] / base
+    unlimited = _unlimited_branches(net)
+    rate_a[unlimited] = 0.0
     f_bus, t_bus = branch[:, 0].astype(int), branch[:, 1].astype(int)
     angmin, angmax = branch[:, 11].copy(), branch[:, 12].copy()
     flipped = []
-    for f_num, t_num in TAP_SIDE_ERRATA.get(name, ()):
+    errata = TAP_SIDE_ERRATA.get(name, ())
+    for f_num, t_num in errata:
         hits = [
             k
             for k in range(n_line, len(branch))
             if numbers[f_bus[k]] == t_num and numbers[t_bus[k]] == f_num and k not in flipped
         ]
-        if len(hits) != 1:
+        if len(hits) != errata.count((f_num, t_num)) - sum(
+            1 for k in flipped if (numbers[f_bus[k]], numbers[t_bus[k]]) == (f_num, t_num)
+        ):
             raise ConfigError(
                 f"{name}: the tap-side erratum for transformer {f_num}-{t_num} no longer matches "
                 "pandapower's data; update TAP_SIDE_ERRATA."
@@ -382,7 +434,7 @@ def _load_case(name: str) -> PowerCase:
         r=branch[:, 2],
         x=branch[:, 3],
         b=b,
-        rate_a=branch[:, 5] / base,
+        rate_a=rate_a,
         tap=tap,
         shift=deg(branch[:, 9]),
         angmin=deg(angmin),
@@ -391,6 +443,7 @@ def _load_case(name: str) -> PowerCase:
         gen_element=tuple(elements[k] for k in order),
         corrected_b=tuple(corrected),
         corrected_tap=tuple(flipped),
+        unlimited=tuple(int(k) for k in unlimited),
     )
 
 
@@ -464,6 +517,10 @@ def make_ybus(case: PowerCase) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
 
 
+#: Initialisations and iteration caps :func:`run_ac_power_flow` tries in turn until one converges.
+AC_ATTEMPTS: tuple[tuple[str, int], ...] = (("dc", 30), ("flat", 100))
+
+
 @dataclass(frozen=True)
 class AcFlow:
     """Result of :func:`run_ac_power_flow` (p.u., radians; generator order of the case)."""
@@ -475,6 +532,7 @@ class AcFlow:
     qg: np.ndarray
     branch_s_from: np.ndarray
     branch_s_to: np.ndarray
+    message: str = ""
 
 
 def _corrected_net(case: PowerCase) -> Any:
@@ -513,6 +571,9 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
     vm : ndarray (n_bus,), optional
         Voltage magnitudes (p.u.) whose values at generator buses become the voltage set-points;
         defaults to the case's set-points ``vg``.
+
+    Each start of :data:`AC_ATTEMPTS` is tried until one converges; if none does, the returned flow has
+    ``converged=False``, NaN arrays and a ``message`` naming every attempt and pandapower's error.
     """
     if not case.gen_element:
         raise ConfigError(f"The AC check of {case.name!r} needs a case from load_case(): it runs pandapower's own "
@@ -534,21 +595,25 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
         net[kind].at[idx, "vm_pu"] = vset
         if kind == "gen":
             net.gen.at[idx, "p_mw"] = pg[k] * case.base_mva
-    converged = True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pandapower.runpp(
-                net,
-                trafo_model="pi",
-                calculate_voltage_angles=True,
-                init="dc",
-                enforce_q_lims=False,
-                numba=False,
-                max_iteration=30,
-            )
-    except Exception:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
-        converged = False
+    converged, failures = False, []
+    for init, iterations in AC_ATTEMPTS:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pandapower.runpp(
+                    net,
+                    trafo_model="pi",
+                    calculate_voltage_angles=True,
+                    init=init,
+                    enforce_q_lims=False,
+                    numba=False,
+                    max_iteration=iterations,
+                )
+        except Exception as exc:  # pandapower raises LoadflowNotConverged (a subclass of ppException)
+            failures.append(f"{init} start, {iterations} iterations: {type(exc).__name__}: {exc}".rstrip(": "))
+            continue
+        converged = True
+        break
     if not converged:
         nan_b = np.full(case.n_bus, np.nan)
         return AcFlow(
@@ -559,6 +624,7 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
             np.full(case.n_gen, np.nan),
             np.full(case.n_branch, np.nan),
             np.full(case.n_branch, np.nan),
+            message="pandapower's Newton-Raphson power flow did not converge (" + "; ".join(failures) + ")",
         )
     p_out, q_out = np.zeros(case.n_gen), np.zeros(case.n_gen)
     for k, (kind, idx) in enumerate(case.gen_element):

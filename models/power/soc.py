@@ -32,6 +32,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from cvxdp.central import solve_with_fallback
 from cvxdp.errors import ConfigError
 
 from .network import PowerCase
@@ -250,27 +251,28 @@ class SocModel:
                 np.array([1.0, -1.0 if same else 1.0]),
             )
             row += 2
-        # injections of own buses
-        for q, i in enumerate(lay.own):
-            i = int(i)
-            for kind, inj in (("p", lay.pinj[q]), ("q", lay.qinj[q])):
-                cols, vals = [inj], [-1.0]
-                gens = lay.pg if kind == "p" else lay.qg
-                for g_pos, g in zip(gens, lay.gens):
-                    if int(c.gen_bus[g]) == i:
-                        cols.append(g_pos), vals.append(1.0)
-                shunt = -c.gs[i] if kind == "p" else c.bs[i]
-                if shunt != 0:
-                    cols.append(pos[i]), vals.append(shunt)
-                fr = lay.p_fr if kind == "p" else lay.q_fr
-                to = lay.p_to if kind == "p" else lay.q_to
-                for j, k in enumerate(lay.lines):
-                    if int(c.f_bus[k]) == i:
-                        cols.append(fr[j]), vals.append(-1.0)
-                    if int(c.t_bus[k]) == i:
-                        cols.append(to[j]), vals.append(-1.0)
-                add(np.full(len(cols), row), np.array(cols), np.array(vals))
-                row += 1
+        # injections of own buses: rows (p, q) per own bus, in the order of lay.own
+        n_own = len(lay.own)
+        own_row = np.full(c.n_bus, -1, dtype=int)
+        own_row[lay.own] = row + 2 * np.arange(n_own)
+        w_own = np.array([pos[int(i)] for i in lay.own], dtype=int)
+        gen_row = own_row[c.gen_bus[lay.gens]]
+        gs, bs = c.gs[lay.own], c.bs[lay.own]
+        pieces = [
+            (own_row[lay.own], lay.pinj, -np.ones(n_own)),  # -pinj + sum pg - gs w - sum p flows = 0
+            (own_row[lay.own] + 1, lay.qinj, -np.ones(n_own)),
+            (gen_row, lay.pg, np.ones(len(lay.gens))),
+            (gen_row + 1, lay.qg, np.ones(len(lay.gens))),
+            (own_row[lay.own][gs != 0], w_own[gs != 0], -gs[gs != 0]),
+            (own_row[lay.own][bs != 0] + 1, w_own[bs != 0], bs[bs != 0]),
+        ]
+        for ends, p_flow, q_flow in ((c.f_bus[lay.lines], lay.p_fr, lay.q_fr), (c.t_bus[lay.lines], lay.p_to, lay.q_to)):
+            mine = own_row[ends] >= 0
+            pieces += [(own_row[ends][mine], p_flow[mine], -np.ones(int(mine.sum()))),
+                       (own_row[ends][mine] + 1, q_flow[mine], -np.ones(int(mine.sum())))]
+        for r, cols, vals in pieces:
+            add(r, cols, vals)
+        row += 2 * n_own
         A = sp.csr_matrix(
             (np.concatenate(vals_eq), (np.concatenate(rows_eq), np.concatenate(cols_eq))), shape=(row, n)
         )
@@ -386,22 +388,6 @@ def build_soc(case: PowerCase, own: Sequence[int] | np.ndarray | None = None, *,
     return SocModel(case, own, name=name)
 
 
-def _solve(problem: cp.Problem, solver: str) -> str:
-    order = [solver] + [s for s in ("CLARABEL", "ECOS", "SCS") if s != solver]
-    last: Exception | None = None
-    for name in order:
-        if name not in cp.installed_solvers():
-            continue
-        try:
-            problem.solve(solver=name)
-        except cp.SolverError as exc:
-            last = exc
-            continue
-        if problem.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            return name
-    raise RuntimeError(f"The centralized SOC solve failed (status {problem.status!r}, last error {last}).")
-
-
 def solve_central(
     case: PowerCase,
     objective: str = "cost",
@@ -409,6 +395,8 @@ def solve_central(
     penalty: float | None = None,
     cost_scale: float = 1.0,
     solver: str = "CLARABEL",
+    time_limit: float = 300.0,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Centralized SOC-WR solve over the whole network.
 
@@ -422,7 +410,12 @@ def solve_central(
     cost_scale : float
         The generator cost is divided by it inside the objective.
     solver : str
-        First solver to try (Clarabel, then ECOS, then SCS).
+        First solver to try; then the others of :data:`cvxdp.central.FALLBACK_ORDER`, each capped (iterations
+        and ``time_limit`` seconds) and announced by a :class:`cvxdp.central.SolverFallbackWarning`.
+    time_limit : float
+        Seconds each solver of the chain may run.
+    progress : callable(str), optional
+        Receives one line per step (building the model, each solver's start and status).
 
     Returns
     -------
@@ -435,13 +428,18 @@ def solve_central(
         raise ConfigError(
             f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {objective!r} instead."
         )
+    t0 = time.perf_counter()
     model = SocModel(case)
     cons = list(model.constraints)
     if objective == "cost" and penalty is None:
         cons += model.balance_constraints()
     prob = cp.Problem(cp.Minimize(model.objective(objective, penalty=penalty, cost_scale=cost_scale)), cons)
+    if progress is not None:
+        progress(f"{case.name}: SOC model with {model.layout.size} variables over {case.n_bus} buses and "
+                 f"{int(case.branch_status.sum())} branches built in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
-    used = _solve(prob, solver)
+    used = solve_with_fallback(prob, solver, time_limit=time_limit, progress=progress,
+                               label=f"the centralized SOC solve of {case.name}")
     elapsed = time.perf_counter() - t0
     u = np.asarray(model.u.value, dtype=float)
     vals = model.values(u)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -239,18 +240,31 @@ class ZoneModel:
         return {"cost": cost, "balance_deviation": balance, "zone_objective": objective}
 
     def central(
-        self, objective: str | None = None, *, ac_check: bool = True, solver: str = "CLARABEL"
+        self,
+        objective: str | None = None,
+        *,
+        ac_check: bool = True,
+        solver: str = "CLARABEL",
+        time_limit: float = 300.0,
+        progress: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """Centralized solve of the same model (or of ``objective`` with the same penalty)."""
+        """Centralized solve of the same model (or of ``objective`` with the same penalty).
+
+        ``solver`` goes first, then the capped and announced fallbacks of :func:`.soc.solve_central`
+        (``time_limit`` seconds per solver); ``progress`` receives one line per step.
+        """
         kind = self.objective if objective is None else objective
         if kind not in OBJECTIVES:
             raise ConfigError(
                 f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead."
             )
-        res = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale, solver=solver)
+        res = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale, solver=solver,
+                            time_limit=time_limit, progress=progress)
         out = {k: res[k] for k in ("objective", "solver", "time_s", "status", "cost", "balance")}
         out["objective_kind"] = kind
         if ac_check:
+            if progress is not None:
+                progress(f"{self.case.name}: AC power flow (pandapower runpp) from the SOC set-points")
             out.update(self.ac_check(res["pg"], res["vm"]))
         return out
 

@@ -19,7 +19,7 @@ from cvxdp_models.power.network import (  # noqa: E402
     run_ac_power_flow,
 )
 
-CASES = ["case14", "case118", "case300"]
+CASES = ["case14", "case57", "case118", "case300"]
 
 
 def _reference(name: str):
@@ -128,6 +128,7 @@ def test_known_pandapower_errors_are_corrected():
     case300 = load_case("case300")
     assert len(case300.corrected_b) == 12
     assert len(case300.corrected_tap) == len(TAP_SIDE_ERRATA["case300"]) == 16
+    assert len(load_case("case57").corrected_tap) == len(TAP_SIDE_ERRATA["case57"]) == 17
     assert np.all(case300.b[list(case300.corrected_b)] > 0)
 
 
@@ -165,9 +166,30 @@ def test_pegase_case_loads_with_linear_costs():
     assert (case.n_bus, case.n_branch) == (1354, 1991)
     assert np.all(case.gencost[:, 0] == 0) and np.all(case.gencost[:, 1] > 0)
     assert np.count_nonzero(case.shift) > 0
+    # MATPOWER's rateA = 0 (no limit): 495 lines and 64 transformers whose pandapower rating is a sentinel
+    unlimited = np.asarray(case.unlimited)
+    assert len(unlimited) == 495 + 64 and np.all(case.rate_a[unlimited] == 0)
+    assert np.all(case.rate_a[np.setdiff1d(np.arange(case.n_branch), unlimited)] > 0)
 
 
-@pytest.mark.parametrize("name", ["case118", "case300"])
+def test_sentinel_ratings_mean_no_limit(monkeypatch):
+    """pandapower stores "no limit" as 99999 kA (lines) and 99999 or 99.999 MVA (transformers, kVA era)."""
+    from cvxdp_models.power import network
+
+    net = network._net("case14")
+    n_line = len(net.line)
+    net.line.loc[net.line.index[2], "max_i_ka"] = network.UNLIMITED_RATING
+    net.trafo.loc[net.trafo.index[0], "sn_mva"] = network.UNLIMITED_RATING / 1000.0
+    net.trafo.loc[net.trafo.index[1], "sn_mva"] = network.UNLIMITED_RATING
+    monkeypatch.setattr(network, "_net", lambda name: net)
+    case = network._load_case.__wrapped__("case14")
+    assert case.unlimited == (2, n_line, n_line + 1)
+    assert np.all(case.rate_a[list(case.unlimited)] == 0)
+    assert np.all(np.delete(case.rate_a, list(case.unlimited)) == load_case("case14").rate_a[
+        np.delete(np.arange(case.n_branch), list(case.unlimited))])
+
+
+@pytest.mark.parametrize("name", ["case57", "case118", "case300"])
 def test_corrected_net_matches_our_admittance(name):
     """The AC check's pandapower net (errors corrected) has exactly our admittance matrix."""
     import pandapower as pp

@@ -103,6 +103,7 @@ def test_central_reports_ac_check(case14_balance):
     for key in ("objective", "solver", "time_s", "ac_converged", "ac_slack_p_mw", "ac_max_vm_dev_pu"):
         assert key in out
     assert out["ac_converged"] and abs(out["ac_slack_p_mw"]) < 5 and out["ac_max_vm_dev_pu"] < 0.02
+    assert out["ac_reason"] == ""
     assert cost.central(ac_check=False)["objective"] == pytest.approx(out["objective"])
     balance = case14_balance.central("balance", ac_check=False)
     assert balance["objective"] == pytest.approx(0.0, abs=1e-8)
@@ -172,3 +173,24 @@ def test_study_files_load():
 def test_model_table_validation(model, message):
     with pytest.raises(ConfigError, match=message):
         build(model, base_dir=HERE)
+
+
+@pytest.mark.parametrize("network, k", [("case14", 2), ("case30", 3), ("case57", 4)])
+def test_cost_objective_is_feasible_zone_by_zone_with_auto_zones(network, k):
+    """Exact balance puts each zone's loads in its constraints: every zone must still be feasible."""
+    inst = build({"network": network, "auto_zones": k, "objective": "cost"}, base_dir=HERE)
+    assert inst.info["penalty"] == 0.0 and len(inst.agents) == k
+    for agent in inst.agents:
+        agent.check_feasible()  # raises InfeasibleAgentError naming the zone
+    ref = inst.central(ac_check=False)
+    assert ref["status"] == "optimal" and ref["balance"] < 1e-10
+
+
+def test_central_reports_progress():
+    inst = build({"network": "case14", "auto_zones": 2, "objective": "cost"}, base_dir=HERE)
+    lines: list[str] = []
+    out = inst.central(ac_check=False, time_limit=60.0, progress=lines.append)
+    assert out["solver"] == "CLARABEL"
+    assert "SOC model with" in lines[0] and "over 14 buses" in lines[0]
+    assert "solving with CLARABEL (at most 200 iterations, 60 s)" in lines[1]
+    assert "CLARABEL status 'optimal'" in lines[2]
