@@ -50,9 +50,9 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .agent import Agent, Sensitivity
     from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
     from .central import CentralResult, solve_central
+    from .decentralized import SmoothObjective
     from .engine import solve
     from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
-    from .decentralized import SmoothObjective
     from .privacy.gamma import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .results import Result, load_result
     from .templates import build_model, register_template, template_names
