@@ -24,7 +24,7 @@ _LAZY: dict[str, str] = {
     "ADMM": ".algorithms", "DVP": ".algorithms", "MADMM": ".algorithms", "MRADMM": ".algorithms",
     "RADMM": ".algorithms", "ADMMSharing": ".algorithms", "LinearizedADMM": ".algorithms",
     "SharingGaussian": ".algorithms",
-    "CentralResult": ".central", "solve_central": ".central",
+    "CentralResult": ".central", "solve_central": ".central", "solve_with_fallback": ".central",
     "solve": ".engine",
     "NoisePlan": ".privacy", "ObjectivePerturbation": ".privacy", "OutputPerturbation": ".privacy",
     "PrivacyLedger": ".privacy",
@@ -43,13 +43,14 @@ __all__ = [
     "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result", "schedules", "solve",
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
+    "solve_with_fallback",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
     from . import errors, schedules
     from .agent import Agent, Sensitivity
     from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
-    from .central import CentralResult, solve_central
+    from .central import CentralResult, solve_central, solve_with_fallback
     from .decentralized import SmoothObjective
     from .engine import solve
     from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger

@@ -32,7 +32,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from cvxdp.central import solve_with_fallback
+from cvxdp import solve_with_fallback
 from cvxdp.errors import ConfigError
 
 from .network import PowerCase
