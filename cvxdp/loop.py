@@ -73,7 +73,9 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     """Run ``family`` over ``backend`` and assemble the :class:`~cvxdp.Result` (see :func:`cvxdp.solve`)."""
     names = family.names
     config = {**base_config, **seed_config(seed), **family.config()}
-    fp = family.fingerprint(config, checkpoint) if checkpoint is not None else None
+    # the backend only places nodes: a run checkpointed on one backend resumes on another
+    fp = family.fingerprint({k: v for k, v in config.items() if k != "backend"}, checkpoint) \
+        if checkpoint is not None else None
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:

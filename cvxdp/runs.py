@@ -67,7 +67,10 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
     result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
                    accountant=run.get("accountant", "pld"), budget=budget, backend=make_backend(run),
                    seed=run.get("seed"), target_delta=run.get("target_delta"), progress=progress,
-                   checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+                   checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                   # a case run is the data owner's simulation: private evaluation is asked for on every backend,
+                   # labelled in the result, and dropped by --public / Result.release()
+                   evaluate=True)
     result.config["case"] = case.to_dict()
     summary = {"case": case.name, "mechanism": case.privacy.get("mechanism", "none"),
                "epsilon": case.privacy.get("epsilon"), "local_updates": case.algorithm.get("local_updates", 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import sys
 from pathlib import Path
 
@@ -78,7 +79,7 @@ def test_ladmm_objpert_bit_identical_to_serial_with_several_nodes_per_actor(warm
                   privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=11)
     serial = cvxdp.solve(agents, **kwargs)
     blocks = []  # 5 agents on 2 CPUs: two actors, blocks of 3 and 2
-    remote = cvxdp.solve(agents, backend=warm, callback=lambda t, row: blocks.append(warm.blocks), **kwargs)
+    remote = cvxdp.solve(agents, backend=warm, evaluate=True, callback=lambda t, row: blocks.append(warm.blocks), **kwargs)
 
     assert blocks[0] == [[0, 1, 2], [3, 4]]
     assert serial.history["noise_magnitude"].gt(0).all()
@@ -92,9 +93,15 @@ def test_admm_bit_identical_to_serial(warm):
     agents = toy(3)
     algorithm = cvxdp.ADMM(rounds=4)
     serial = cvxdp.solve(agents, algorithm=algorithm, seed=2)
-    remote = cvxdp.solve(agents, algorithm=algorithm, seed=2, backend=warm)
+    remote = cvxdp.solve(agents, algorithm=algorithm, seed=2, backend=warm, evaluate=True)
 
     assert_same_run(serial, remote)
+    # off the serial backend, private evaluation is off unless asked for; the released numbers are the same
+    default = cvxdp.solve(agents, algorithm=algorithm, seed=2, backend=warm)
+    assert default.config["evaluation"]["evaluated"] is False
+    assert "objective" not in default.history.columns
+    released = [c for c in default.history.columns if c not in TIMING]
+    pd.testing.assert_frame_equal(default.history[released], serial.history[released], check_exact=True)
 
 
 def test_blocks_are_contiguous_and_in_node_order():
@@ -134,15 +141,19 @@ def test_dead_actor_raises_backend_error_and_resume_equals_uninterrupted(tmp_pat
     ckpt = tmp_path / "ckpt"
     backend = RayBackend()  # blocks [agent0, agent1], [agent2]
     with pytest.raises(BackendError, match=r"agent\(s\) 'agent2' died in round 3 \(method 'step'\)") as info:
-        cvxdp.solve(agents(), backend=backend, checkpoint=ckpt, **kwargs)
+        cvxdp.solve(agents(), backend=backend, checkpoint=ckpt, evaluate=True, **kwargs)
     assert info.value.agents == ("agent2",) and info.value.round == 3 and info.value.method == "step"
     assert not flag.exists()  # the crash happened
     with open(ckpt / "checkpoint.pkl", "rb") as fh:
-        assert pickle.load(fh)["server"].t == 2  # the last checkpoint (round 2) is intact
+        assert pickle.load(fh)["loop"].t == 2  # the last checkpoint (round 2) is intact
     assert backend.actors == [] and ray.is_initialized()  # closed: actors killed, this module's Ray kept
 
-    resumed = cvxdp.solve(agents(), backend=warm, checkpoint=ckpt, **kwargs)
+    shutil.copytree(ckpt, tmp_path / "ckpt_serial")
+    resumed = cvxdp.solve(agents(), backend=warm, checkpoint=ckpt, evaluate=True, **kwargs)
     assert_same_run(uninterrupted, resumed)
+    # the backend is not part of the run's fingerprint: the same checkpoint resumes on the serial backend too
+    resumed_serial = cvxdp.solve(agents(), backend="serial", checkpoint=tmp_path / "ckpt_serial", **kwargs)
+    assert_same_run(uninterrupted, resumed_serial)
 
 
 def test_node_exceptions_keep_their_class_and_message(warm):
@@ -158,7 +169,7 @@ def test_node_exceptions_keep_their_class_and_message(warm):
         with pytest.raises(kind) as serial:
             cvxdp.solve(agents, algorithm=algorithm, seed=0)
         with pytest.raises(kind) as remote:
-            cvxdp.solve(agents, algorithm=algorithm, seed=0, backend=warm)
+            cvxdp.solve(agents, algorithm=algorithm, seed=0, backend=warm, evaluate=True)
         assert type(remote.value) is type(serial.value)
         assert str(remote.value) == str(serial.value)
     assert "in round 1" in str(remote.value) or "empty" in str(remote.value)
