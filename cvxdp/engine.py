@@ -25,6 +25,7 @@ from .feasibility import solution_violation
 from .local_solver import DEFAULT_SOLVERS
 from .outdir import OutputLock
 from .results import Result
+from .step_sizes import EtaPlan, diagnose, next_rho
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation",
@@ -185,6 +186,10 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
             state = saved["server"]
             backend.call("restore", [(s,) for s in saved["workers"]])
             ledger = PrivacyLedger.from_dict(saved["ledger"])
+        # issue 12 (cvxdp/step_sizes.py): eta per agent when eta="auto"; explicit eta checked against L_p
+        eta_plan = EtaPlan.start(algorithm, agents, backend, private=privacy is not None)
+        if eta_plan.describe() is not None:
+            config["eta_per_agent"] = eta_plan.describe()
         if privacy is not None and privacy.sensitivity == "paper":
             from .privacy.notes import PAPER_PRESET
 
@@ -193,20 +198,21 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
         while state.t < T and state.stop_reason is None:
             t = state.t + 1
             start = time.perf_counter()
-            rho = algorithm.rho_schedule(t, state.rho_prev, state.primal, state.dual)
-            eta = algorithm.eta_at(t)
+            rho = next_rho(algorithm.rho_schedule, t, state, gidx)  # issue 12: relative residuals for rho="auto"
+            etas = eta_plan.at(t)  # issue 12: one eta per agent
+            eta = max(etas)
             w = global_update(state.ez, state.lam, gidx, n_global, rho)
             plans = [None] * len(agents)
             if privacy is not None:
                 for p, (agent, info) in enumerate(zip(agents, infos)):
-                    min_c = eta if info.size > info.shared_size else eta + rho
+                    min_c = etas[p] if info.size > info.shared_size else etas[p] + rho
                     plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info.is_box, steps=steps,
                                                   accountant=accountant)
                 if budget is not None and any(ledger.would_exceed(n, plan, count=J, budget=budget, accountant=accountant)
                                               for n, plan in zip(names, plans)):
                     state.stop_reason = "budget"
                     break
-            messages = [_message(t, w[g], rho, eta, plan, privacy) for g, plan in zip(gidx, plans)]
+            messages = [_message(t, w[g], rho, e, plan, privacy) for g, plan, e in zip(gidx, plans, etas)]
             reports = backend.call("step", [(m,) for m in messages], round=t)
             res_sq, consensus, noise_norms = 0.0, 0.0, []
             for p, rep in enumerate(reports):
@@ -261,7 +267,11 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     history = pd.DataFrame(state.rows) if state.rows else pd.DataFrame(columns=HISTORY_COLUMNS)
     privacy_summary = ledger.summary()
     history = with_final_pld(history, privacy_summary)
-    return Result(history=history, agent_history=pd.DataFrame(state.agent_rows), solution=solution, local=local,
+    agent_history = pd.DataFrame(state.agent_rows)
+    # issue 12 (cvxdp/step_sizes.py): warn, naming the agent, when the run diverged or stagnated
+    diagnose(history, agent_history, stop_reason=state.stop_reason or "rounds", algorithm=algorithm.name,
+             etas=eta_plan.at(T), constants=eta_plan.constants)
+    return Result(history=history, agent_history=agent_history, solution=solution, local=local,
                   privacy=privacy_summary, config=config, stop_reason=state.stop_reason or "rounds", ledger=ledger,
                   agents=list(agents), solution_violation=solution_violation(agents, solution, local))
 
