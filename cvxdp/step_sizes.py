@@ -88,7 +88,12 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
                     "information.")
             out.append((None, "unknown"))
         else:
-            out.append((estimate_lipschitz(lambda u, a=agent: a.grad(u), u0), "estimated"))
+            try:
+                out.append((estimate_lipschitz(lambda u, a=agent: a.grad(u), u0), "estimated"))
+            except DeclarationError as exc:  # a non-finite gradient: say when it happened
+                raise DeclarationError(f"{exc} This happened while estimating the Lipschitz constant of its gradient "
+                                       "for eta='auto', before round 1 (declare Agent(lipschitz=...) or give eta "
+                                       "to skip the estimate).") from None
     return out
 
 
