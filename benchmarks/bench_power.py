@@ -86,7 +86,8 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000) -> list[dict]:
     for label, model in ACCEPTANCE_CASES.items():
         inst = build(dict(model, objective="cost"), base_dir=".")
         ref = inst.central(ac_check=False)["objective"]
-        for algo in (cvxdp.ADMM(rounds=rounds), cvxdp.LinearizedADMM(rounds=ladmm_rounds)):
+        for algo in (cvxdp.ADMM(rounds=rounds),
+                     cvxdp.LinearizedADMM(rounds=ladmm_rounds, tol_primal=1e-5, tol_dual=1e-5)):
             start = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
