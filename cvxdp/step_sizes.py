@@ -67,16 +67,17 @@ def declared_lipschitz(agent) -> float | None:
 
 
 def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, private: bool,
-                        need: bool = True) -> list[tuple[float | None, str]]:
+                        need: bool = True, prefer_declared: bool = True) -> list[tuple[float | None, str]]:
     """``(L_p, source)`` per agent; source is ``"declared"``, ``"estimated"`` or ``"unknown"``.
 
     ``private=True`` uses declared bounds only; with ``need=True`` a missing one raises a
-    :class:`~cvxdp.errors.DeclarationError` naming the agent and what to do.
+    :class:`~cvxdp.errors.DeclarationError` naming the agent and what to do. ``prefer_declared=False``
+    (non-private runs) estimates even when a bound is declared (a declared bound may be loose).
     """
     out: list[tuple[float | None, str]] = []
     for agent, u0 in zip(agents, starts):
         declared = declared_lipschitz(agent)
-        if declared is not None:
+        if declared is not None and (private or prefer_declared):
             out.append((declared, "declared"))
         elif private:
             if need:
@@ -140,13 +141,16 @@ class EtaPlan:
         auto = algorithm.auto_eta is not None
         if private and auto:  # fail fast, naming the agent (declared bounds only)
             lipschitz_constants(agents, [np.zeros(0)] * len(agents), private=True)
-        constants = backend.call("lipschitz", [(private,)] * len(agents))
-        plan = cls(algorithm, names, constants)
-        if not auto:
-            from .schedules import Constant
+        if auto:
+            return cls(algorithm, names, backend.call("lipschitz", [(private,)] * len(agents)))
+        from .schedules import Constant
 
-            if isinstance(algorithm.eta_schedule, Constant):
-                check_explicit_eta(names, float(algorithm.eta_schedule.value), constants)
+        plan = cls(algorithm, names, None)
+        if not private and isinstance(algorithm.eta_schedule, Constant):
+            # an explicit eta is checked against the curvature measured at the start (non-private runs only:
+            # a private run may not look at its data; its residuals are still diagnosed at the end)
+            plan.constants = backend.call("lipschitz", [(False, False)] * len(agents))
+            check_explicit_eta(names, float(algorithm.eta_schedule.value), plan.constants)
         return plan
 
     def at(self, t: int) -> list[float]:
@@ -193,7 +197,7 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
 
     * divergence: a non-finite residual, or the last primal residual 1e4x above its minimum;
     * stagnation: the run used all its rounds (>= ``min_rounds``) and the primal residual, still above ``tol``
-      did not fall by 10 % from the third to the last quarter of the rounds.
+      and above 1e-3 of its first value, did not fall by 10 % from the third to the last quarter of the rounds.
 
     The warning names the agent with the largest final residual and suggests a setting. Returns the
     warnings (already issued).
@@ -210,16 +214,17 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     who = f"agent {worst!r}" if worst is not None else "the run"
     diverged = not np.all(np.isfinite(res)) or (len(res) > 5 and final > 1e4 * max(float(np.nanmin(res)), 1e-12))
     stagnated = False
-    if stop_reason == "rounds" and len(res) >= min_rounds and final > tol:
+    if stop_reason == "rounds" and len(res) >= min_rounds and final > max(tol, 1e-3 * float(res[0])):
         earlier, later = _trend(res[len(res) // 2:])
         stagnated = later > 0.9 * earlier
     if not (diverged or stagnated):
         return out
     kind = "diverges" if diverged else "stagnates"
-    if algorithm == "ladmm" and worst is not None and etas is not None:
-        names = list(dict.fromkeys(agent_history["agent"]))
-        p = names.index(worst)
-        L = constants[p][0] if constants is not None else None
+    names = list(dict.fromkeys(agent_history["agent"])) if worst is not None else []
+    p = names.index(worst) if worst is not None else 0
+    L = constants[p][0] if constants is not None and worst is not None else None
+    eta_small = L is None or not math.isfinite(L) or (etas is not None and etas[p] < L)
+    if algorithm == "ladmm" and worst is not None and etas is not None and eta_small:
         known = f" (its gradient Lipschitz constant is ~{L:.4g})" if L is not None and math.isfinite(L) else ""
         hint = (f"eta for agent {worst!r} is {etas[p]:.4g}{known}; pass eta='auto' (the default), a larger eta "
                 "(e.g. 2x), or declare lipschitz= on the agent")

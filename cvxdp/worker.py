@@ -81,12 +81,13 @@ class AgentWorker:
     def info(self) -> WorkerInfo:
         return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
 
-    def lipschitz(self, private: bool) -> tuple[float | None, str]:
+    def lipschitz(self, private: bool, prefer_declared: bool = True) -> tuple[float | None, str]:
         """``(L_p, source)`` for eta="auto" (issue 12, :mod:`cvxdp.step_sizes`): the declared public bound, or
         in a non-private run an estimate at the starting point (computed here, where the data are)."""
         from .step_sizes import lipschitz_constants
 
-        return lipschitz_constants([self.agent], [self.z_start], private=private, need=False)[0]
+        return lipschitz_constants([self.agent], [self.z_start], private=private, need=False,
+                                   prefer_declared=prefer_declared)[0]
 
     def shared(self) -> np.ndarray:
         return self.z[self.sidx].copy()
