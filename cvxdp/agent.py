@@ -19,7 +19,7 @@ from cvxpy.atoms.affine.index import index as _index_atom
 from cvxpy.atoms.affine.index import special_index as _special_index_atom
 from cvxpy.lin_ops import lin_utils as lu
 
-from ._validation import fail
+from ._validation import check_float, fail
 from .errors import DeclarationError, InfeasibleAgentError
 
 GradientFn = Callable[[np.ndarray], np.ndarray]
@@ -153,13 +153,18 @@ class Agent:
     value : callable, optional
         ``value(u) -> float``: a fast evaluation of the objective at flat ``u`` for the per-round metrics
         (must equal CVXPY's value of ``objective``). Defaults to evaluating the CVXPY expression.
+    lipschitz : float, optional
+        A public bound ``L`` on the Lipschitz constant of the objective's gradient on ``W`` (valid for every
+        neighbouring data set). ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
+        with eta="auto" requires it (a non-private run estimates it from the data when it is missing).
     """
 
     def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
                  *, shared: Mapping[str, cp.Expression] | None = None, gradient: GradientFn | None = None,
                  sensitivity: Sensitivity | None = None,
                  initial: Mapping[cp.Variable, np.ndarray] | None = None,
-                 value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False) -> None:
+                 value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False,
+                 lipschitz: float | None = None) -> None:
         self.name = name
         self.objective = objective
         self.constraints = list(constraints)
@@ -169,6 +174,7 @@ class Agent:
         self.initial = initial
         self.initial_public = initial_public
         self.value = value
+        self.lipschitz = lipschitz
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
@@ -230,6 +236,8 @@ class Agent:
             fn = getattr(self, name)
             if fn is not None and not callable(fn):
                 raise self._fail(f"{name!r} must be callable. Got {type(fn).__name__}.")
+        if self.lipschitz is not None:
+            check_float(self.lipschitz, "lipschitz", f"Agent {self.name!r}", 0.0, math.inf, closed="left")
         if self.sensitivity is not None and not isinstance(self.sensitivity, Sensitivity):
             raise self._fail(f"'sensitivity' must be a cvxdp.Sensitivity. Got {type(self.sensitivity).__name__}.")
         # overlapping shared blocks inside one agent would double-count consensus

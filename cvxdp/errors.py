@@ -63,3 +63,14 @@ class OutputLockedError(OutputError):
 
 class PrivacyWarning(UserWarning):
     """A privacy claim is not a guarantee (a paper preset, a failed assumption) or is conditional."""
+
+
+class StepSizeWarning(UserWarning):
+    """A step size (eta, rho) looks wrong for the problem: the run diverges or stagnates, or eta is below an
+    agent's gradient Lipschitz constant. ``agent`` names the agent (None: the whole run); ``suggestion`` is the
+    suggested setting, e.g. ``{"eta": 60.0}``."""
+
+    def __init__(self, message: str, *, agent: str | None = None, suggestion: dict | None = None) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.suggestion = dict(suggestion or {})

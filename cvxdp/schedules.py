@@ -3,6 +3,14 @@
 Every schedule is non-decreasing and bounded; ``value(t)`` is its value in round ``t`` (t = 1, 2, ...).
 :class:`ResidualBalancing` (rho only) adapts to the residuals of the previous round (Boyd et al. §3.4.1);
 it reads only communicated, already randomized values and so costs no privacy.
+
+The defaults (``"auto"``) of :class:`~cvxdp.LinearizedADMM` and :class:`~cvxdp.ADMM`:
+
+* ``rho="auto"`` is :class:`AdaptiveRho` — residual balancing both ways with an OSQP-style rescale
+  ``rho *= sqrt(primal / dual)``, frozen after ``adapt_rounds`` (so rho is eventually constant, as the
+  convergence analysis needs); it too reads only the aggregator's residuals (released values).
+* ``eta="auto"`` is :class:`AutoEta` — a marker resolved per agent inside :func:`cvxdp.solve` from each
+  agent's gradient Lipschitz constant (see :mod:`cvxdp.step_sizes`).
 """
 
 from __future__ import annotations
@@ -114,6 +122,64 @@ class ResidualBalancing:
 
 
 @dataclass(frozen=True)
+class AdaptiveRho:
+    """rho adapted to the residuals of the previous round, both ways (the default ``rho="auto"``).
+
+    From round 2 on, while ``t <= adapt_rounds``: when ``primal / dual`` leaves ``[1/mu, mu]``, rho is
+    multiplied by ``sqrt(primal / dual)`` clipped to ``[1/max_step, max_step]`` (OSQP's rescale; Boyd et al.
+    §3.4.1 balance), and kept in ``[lo, hi]``. Afterwards rho stays constant. ``primal`` is the l2 norm of
+    the consensus mismatch and ``dual = rho ||w - w_prev||`` (both in the units of the shared values), both
+    computed by the aggregator from released values: adapting costs no privacy. The dual ``lambda`` is kept
+    unscaled, so a change of rho needs no rescaling of it.
+    """
+
+    start: float = 1.0
+    mu: float = 3.0
+    max_step: float = 10.0
+    adapt_rounds: int = 60
+    lo: float = 1e-4
+    hi: float = 1e6
+    target: float = 1.0
+    relative: bool = True
+    decrease: bool = True
+
+    def __post_init__(self) -> None:
+        check_float(self.start, "start", "AdaptiveRho", 0.0, math.inf)
+        check_float(self.mu, "mu", "AdaptiveRho", 1.0, math.inf, closed="left")
+        check_float(self.max_step, "max_step", "AdaptiveRho", 1.0, math.inf, closed="left")
+        check_int(self.adapt_rounds, "adapt_rounds", "AdaptiveRho", 1)
+        check_float(self.lo, "lo", "AdaptiveRho", 0.0, self.start, closed="right")
+        check_float(self.hi, "hi", "AdaptiveRho", self.start, math.inf, closed="left")
+
+    def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
+        if previous is None:
+            return float(self.start)
+        if t > self.adapt_rounds or not (math.isfinite(primal) and math.isfinite(dual)) or primal <= 0 or dual <= 0:
+            return float(previous)
+        ratio = primal / dual / self.target
+        if 1.0 / self.mu <= ratio <= self.mu:
+            return float(previous)
+        step = min(max(math.sqrt(ratio), 1.0 / self.max_step), self.max_step)
+        if step < 1.0 and not self.decrease:
+            return float(previous)
+        return float(min(max(previous * step, self.lo), self.hi))
+
+
+@dataclass(frozen=True)
+class AutoEta:
+    """eta chosen per agent from its gradient Lipschitz constant: ``eta_p = factor * L_p`` (the default
+    ``eta="auto"``). A marker: :func:`cvxdp.solve` resolves it (see :mod:`cvxdp.step_sizes`)."""
+
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_float(self.factor, "factor", "AutoEta", 0.0, math.inf)
+
+    def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
+        raise ValueError("AutoEta is resolved per agent inside cvxdp.solve (eta_p = factor * L_p).")
+
+
+@dataclass(frozen=True)
 class FunctionSchedule:
     """Any callable ``t -> value`` (e.g. the authors' ``lambda t: 0.1 * math.sqrt(t)``), checked every round.
 
@@ -144,9 +210,12 @@ class FunctionSchedule:
         return getattr(self.func, "__qualname__", None) or repr(self.func)
 
 
-Schedule = Constant | LinearCapped | GeometricCapped | StepSchedule | ResidualBalancing | FunctionSchedule
+Schedule = (Constant | LinearCapped | GeometricCapped | StepSchedule | ResidualBalancing | AdaptiveRho | AutoEta
+            | FunctionSchedule)
 _KINDS = {"constant": Constant, "linear": LinearCapped, "geometric": GeometricCapped, "step": StepSchedule,
-          "residual_balancing": ResidualBalancing}
+          "residual_balancing": ResidualBalancing, "adaptive": AdaptiveRho, "auto": AutoEta}
+#: what the string "auto" means for each parameter
+_AUTO = {"rho": AdaptiveRho, "eta": AutoEta}
 
 
 def as_schedule(value: object, name: str, owner: str) -> Schedule:
@@ -154,7 +223,12 @@ def as_schedule(value: object, name: str, owner: str) -> Schedule:
     callable ``t -> value`` (wrapped in :class:`FunctionSchedule`, which checks every value)."""
     if isinstance(value, FunctionSchedule):
         return value
-    if isinstance(value, (Constant, LinearCapped, GeometricCapped, StepSchedule, ResidualBalancing)):
+    if isinstance(value, str) and value == "auto" and name in _AUTO:
+        return _AUTO[name]()
+    if isinstance(value, (AdaptiveRho, AutoEta)) and not isinstance(value, _AUTO.get(name, ())):
+        raise fail(name, owner, "'auto', a positive float or a schedule", value)
+    if isinstance(value, (Constant, LinearCapped, GeometricCapped, StepSchedule, ResidualBalancing, AdaptiveRho,
+                          AutoEta)):
         if isinstance(value, ResidualBalancing) and name != "rho":
             raise fail(name, owner, "a positive float or a non-adaptive schedule", value)
         return value
@@ -166,6 +240,8 @@ def as_schedule(value: object, name: str, owner: str) -> Schedule:
         return as_schedule(_KINDS[kind](**params), name, owner)
     if callable(value):
         return FunctionSchedule(value, name, owner)
+    if isinstance(value, str) and name in _AUTO:
+        raise fail(name, owner, "'auto', a float in (0, inf) or a schedule", value)
     return Constant(check_float(value, name, owner, 0.0, math.inf))
 
 

@@ -18,10 +18,12 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "[algorithm]": [
         ("name", "str", "ladmm", "ladmm | admm | sharing | madmm | dvp | radmm | mradmm"),
-        ("rho", "float or schedule table", "1.0", "penalty rho^t (ladmm, admm, sharing); a table "
-         "{kind = constant|linear|geometric|step|residual_balancing, ...} is a schedule"),
-        ("eta", "float, list or schedule table", "1.0 (ladmm); 0.5 / 1.0 (graph)",
-         "ladmm: proximal weight eta^t; madmm/radmm/mradmm: each node's penalty eta_i(1)"),
+        ("rho", "\"auto\", float or schedule table", "\"auto\" (ladmm, admm); 1.0 (sharing)",
+         "penalty rho^t (ladmm, admm, sharing); \"auto\" adapts it to the released residuals; a table "
+         "{kind = constant|linear|geometric|step|residual_balancing|adaptive, ...} is a schedule"),
+        ("eta", "\"auto\", float, list or schedule table", "\"auto\" (ladmm); 0.5 / 1.0 (graph)",
+         "ladmm: proximal weight eta^t (\"auto\": per agent, its gradient Lipschitz constant; a private run "
+         "needs the model's declared bound); madmm/radmm/mradmm: each node's penalty eta_i(1)"),
         ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
         ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),
         ("tol_primal", "float > 0", "none", "stop when the primal residual falls below it (with tol_dual)"),

@@ -66,9 +66,18 @@ class AgentWorker:
             self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
         self.lam = np.zeros(self.sidx.size)
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
+        self.z_start = self.z.copy()  # issue 12: where L_p is estimated (the same point when a run resumes)
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
+
+    def lipschitz(self, private: bool, prefer_declared: bool = True) -> tuple[float | None, str]:
+        """``(L_p, source)`` for eta="auto" (issue 12, :mod:`cvxdp.step_sizes`): the declared public bound, or
+        in a non-private run an estimate at the starting point (computed here, where the data are)."""
+        from .step_sizes import lipschitz_constants
+
+        return lipschitz_constants([self.agent], [self.z_start], private=private, need=False,
+                                   prefer_declared=prefer_declared)[0]
 
     def shared(self) -> np.ndarray:
         return self.z[self.sidx].copy()

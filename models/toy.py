@@ -53,7 +53,8 @@ def make_agents(*, agents: int = 3, dim: int = 5, samples: int = 20, seed: int =
         out.append(cvxdp.Agent(f"agent{p}", objective, cons, shared={"x": x}, gradient=gradient,
                                sensitivity=cvxdp.Sensitivity(l1=np.sqrt(dim) / samples, l2=1.0 / samples,
                                                              relation="replace one target b_i by a value within 1",
-                                                             alpha=1.0 / samples)))
+                                                             alpha=1.0 / samples),
+                               lipschitz=1.0))  # public: ||a_i|| <= 1 gives ||A||^2/n <= 1; the s-part has 1
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..schedules import AdaptiveRho
 from .base import Algorithm
 
 
@@ -10,8 +11,10 @@ class ADMM(Algorithm):
 
     Parameters
     ----------
-    rho : float or schedule
-        Penalty. A change of rho recompiles the local problem once per new value.
+    rho : "auto", float or schedule, default "auto"
+        Penalty. ``"auto"``: :class:`~cvxdp.schedules.AdaptiveRho` ``(target=0.1, mu=2)`` (residual balancing
+        on released residuals, aiming at a primal residual 10x below the dual one, frozen after its
+        ``adapt_rounds``). A change of rho sets the local solver up again (same compiled data).
     rounds : int
         Maximum number of rounds.
     tol_primal, tol_dual : float, optional
@@ -20,7 +23,10 @@ class ADMM(Algorithm):
 
     name = "admm"
     private_ok = False
+    #: rho="auto": the exact prox step tolerates a primal-leaning balance (measured on the power cases,
+    #: benchmarks/bench_power.py --acceptance)
+    auto_rho = AdaptiveRho(target=0.1, mu=2.0)
 
-    def __init__(self, rho: float = 1.0, rounds: int = 100, *, tol_primal: float | None = None,
+    def __init__(self, rho: float | str = "auto", rounds: int = 100, *, tol_primal: float | None = None,
                  tol_dual: float | None = None) -> None:
         super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual)

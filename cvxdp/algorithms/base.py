@@ -33,7 +33,9 @@ class Algorithm:
 
     def validate(self) -> None:
         owner = type(self).__name__
-        self.rho_schedule = as_schedule(self.rho, "rho", owner)
+        auto = getattr(self, "auto_rho", None)  # issue 12: each algorithm's own rho="auto"
+        use_auto = auto is not None and isinstance(self.rho, str) and self.rho == "auto"
+        self.rho_schedule = as_schedule(auto if use_auto else self.rho, "rho", owner)
         check_int(self.rounds, "rounds", owner, 1)
         for name in ("tol_primal", "tol_dual"):
             value = getattr(self, name)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._validation import check_int
-from ..schedules import Schedule, StepSchedule, as_schedule, describe
+from ..schedules import AutoEta, Schedule, StepSchedule, as_schedule, describe
 from .base import Algorithm
 
 Projector = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, object]]
@@ -20,10 +20,14 @@ class LinearizedADMM(Algorithm):
 
     Parameters
     ----------
-    rho : float or schedule
-        Penalty rho^t (non-decreasing, bounded). A float means constant; see :mod:`cvxdp.schedules`.
-    eta : float or schedule
-        Proximal weight eta^t (non-decreasing, bounded).
+    rho : "auto", float or schedule, default "auto"
+        Penalty rho^t. A float means constant; see :mod:`cvxdp.schedules`. ``"auto"``:
+        :class:`~cvxdp.schedules.AdaptiveRho` (residual balancing on released residuals; no privacy cost).
+    eta : "auto", float or schedule, default "auto"
+        Proximal weight eta^t (non-decreasing, bounded). ``"auto"`` (:class:`~cvxdp.schedules.AutoEta`): per
+        agent, ``eta_p = L_p``, its gradient Lipschitz constant — in a private run the agent's declared public
+        bound ``Agent(lipschitz=...)`` (required), else the declared bound or an estimate from the data
+        (:mod:`cvxdp.step_sizes`).
     local_updates : int
         J >= 1 local updates per round.
     rounds : int
@@ -35,7 +39,7 @@ class LinearizedADMM(Algorithm):
     name = "ladmm"
     private_ok = True
 
-    def __init__(self, rho: float | Schedule = 1.0, eta: float | Schedule = 1.0, local_updates: int = 1,
+    def __init__(self, rho: float | str | Schedule = "auto", eta: float | str | Schedule = "auto", local_updates: int = 1,
                  rounds: int = 100, *, tol_primal: float | None = None, tol_dual: float | None = None) -> None:
         super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual)
         self.eta = eta
@@ -55,6 +59,12 @@ class LinearizedADMM(Algorithm):
 
     def eta_at(self, t: int) -> float:
         return self.eta_schedule(t)
+
+    @property
+    def auto_eta(self) -> AutoEta | None:
+        """The :class:`~cvxdp.schedules.AutoEta` marker when eta is chosen per agent, else None."""
+        sched = getattr(self, "eta_schedule", None) or as_schedule(self.eta, "eta", "LinearizedADMM")
+        return sched if isinstance(sched, AutoEta) else None
 
     def bind_epsilon(self, epsilon: float | None) -> None:
         """Give a :class:`~cvxdp.schedules.StepSchedule` declared without epsilon the run's epsilon.

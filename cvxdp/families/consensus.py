@@ -20,6 +20,7 @@ from ..algorithms.base import dual_update, global_update
 from ..backends import Backend, NodeSpec
 from ..errors import InvalidParameterError
 from ..protocol import Evaluation, Family, Release, RoundPlan
+from ..step_sizes import EtaPlan, diagnose, next_rho
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation",
                    "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
@@ -118,6 +119,8 @@ class ConsensusFamily(Family):
 
     def start(self, backend: Backend) -> ConsensusState:
         self.infos = backend.call("info")
+        # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.step_sizes)
+        self.eta_plan = EtaPlan.start(self.algorithm, self.agents, backend, private=self.privacy is not None)
         return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx])
 
     def notes(self, ledger: Any, backend: Backend) -> None:
@@ -131,20 +134,21 @@ class ConsensusFamily(Family):
         from ..worker import RoundMessage
 
         alg, privacy = self.algorithm, self.privacy
-        rho = alg.rho_schedule(t, state.rho_prev, state.primal, state.dual)
-        eta = alg.eta_at(t)
+        rho = next_rho(alg.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
+        etas = self.eta_plan.at(t)  # one eta per agent
+        eta = max(etas)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
         plans: list[Any] = [None] * len(self.agents)
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
             for p, (agent, info) in enumerate(zip(self.agents, self.infos)):
-                min_c = eta if info.size > info.shared_size else eta + rho
+                min_c = etas[p] if info.size > info.shared_size else etas[p] + rho
                 plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info.is_box, steps=self.steps,
                                               accountant=self.accountant)
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
-        messages = [RoundMessage(round=t, bw=w[g], rho=rho, eta=eta, plan=plan, placement=placement)
-                    for g, plan in zip(self.gidx, plans)]
+        messages = [RoundMessage(round=t, bw=w[g], rho=rho, eta=e, plan=plan, placement=placement)
+                    for g, plan, e in zip(self.gidx, plans, etas)]
         return RoundPlan(messages=messages, charges=plans, released=released, context=w)
 
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
@@ -211,3 +215,11 @@ class ConsensusFamily(Family):
 
     def finish_history(self, history: pd.DataFrame, summary: Mapping[str, Any]) -> pd.DataFrame:
         return with_final_pld(history, dict(summary))
+
+    def finish(self, result: Any, state: ConsensusState) -> Any:
+        if self.eta_plan.describe() is not None:
+            result.config["eta_per_agent"] = self.eta_plan.describe()
+        # divergence / stagnation, read from released residuals only; the warning names the agent
+        diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm.name,
+                 etas=self.eta_plan.at(self.algorithm.rounds), constants=self.eta_plan.constants)
+        return result

@@ -255,6 +255,16 @@ class LogisticInstance(ModelInstance):
     evaluate_solution: Callable[[np.ndarray], dict[str, float]] | None = None
 
 
+def public_lipschitz(m: MulticlassLogistic | BinaryLogistic, relation: str) -> float:
+    """A data-independent bound on the Lipschitz constant of an agent's gradient, from the row-norm clip ``C``:
+    each sample adds at most ``C^2/4`` (logistic) or ``C^2/2`` (softmax) over ``N`` to the Hessian. Under
+    "replace" the agent's sample count ``n_p`` is fixed across neighbours (``n_p C^2/(k N)``); under
+    "add_remove" it is not, so the bound uses ``n_p <= N`` (``C^2/k``)."""
+    binary = isinstance(m, BinaryLogistic)
+    share = len(m.y) / m.total if relation == "replace" else 1.0
+    return (0.25 if binary else 0.5) * m.clip ** 2 * share + (m.reg * m.reg_weight if binary else 0.0)
+
+
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Build the logistic template from a case file's ``[model]`` table.
 
@@ -287,6 +297,8 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         agents, models = binary_agents(parts, reg=cfg["reg"], clip=cfg["clip"], bound=cfg["bound"] or None,
                                        names=ds["names"], total=cfg["total_samples"], relation=cfg["relation"])
         pooled = BinaryLogistic.pooled(models)
+    for agent, m in zip(agents, models):  # public bounds for LinearizedADMM(eta="auto") (issue 12)
+        agent.lipschitz = public_lipschitz(m, cfg["relation"])
     cache: dict[str, Any] = {}
 
     def baselines() -> dict[str, float]:

@@ -150,6 +150,16 @@ def _check_model(model: dict) -> dict[str, Any]:
     }
 
 
+def zone_lipschitz(m: Any, kind: str, penalty: float | None, cost_scale: float) -> float:
+    """Lipschitz constant of a zone's gradient (its Hessian is diagonal): ``2 * penalty`` on the injections,
+    ``2 c2 / cost_scale`` on the generators. Public: it reads the penalty and the cost curves, not the loads."""
+    lay = m.layout
+    out = 2.0 * (1.0 if penalty is None else float(penalty)) if (kind == "balance" or penalty is not None) else 0.0
+    if kind == "cost" and len(lay.gens):
+        out = max(out, float(np.max(2.0 * m.case.gencost[lay.gens][:, 0])) / cost_scale)
+    return out
+
+
 class ZoneModel:
     """The zone decomposition of a case: one :class:`SocModel` and one :class:`cvxdp.Agent` per zone."""
 
@@ -210,6 +220,7 @@ class ZoneModel:
                 shared=shared,
                 gradient=m.gradient(objective, penalty=penalty, cost_scale=cost_scale),
                 sensitivity=sens,
+                lipschitz=zone_lipschitz(m, objective, penalty, cost_scale),  # public bound (issue 12)
             )
             self.models.append(m)
             self.agents.append(agent)

@@ -31,7 +31,7 @@ def test_paper_preset_is_flagged_in_ledger_summary_and_warns(monkeypatch):
     import cvxdp.privacy.notes as notes
 
     monkeypatch.setattr(notes, "_WARNED", set())
-    alg = cvxdp.LinearizedADMM(rounds=3)
+    alg = cvxdp.LinearizedADMM(rho=1.0, eta=1.0, rounds=3)  # the pre-issue-12 defaults, explicit
     mech = cvxdp.ObjectivePerturbation("laplace", epsilon=1.0, sensitivity="paper")
     with pytest.warns(PrivacyWarning, match="Not a privacy guarantee: paper preset"):
         res = cvxdp.solve([_box_agent()], algorithm=alg, privacy=mech, seed=0)
@@ -153,8 +153,8 @@ def test_private_run_refuses_an_undeclared_initial_point():
     agent.initial = x0
     mech = cvxdp.ObjectivePerturbation("laplace", epsilon=1.0)
     with pytest.raises(DeclarationError, match="Agent 'a': a private run needs a public starting point"):
-        cvxdp.solve([agent], algorithm=cvxdp.LinearizedADMM(rounds=2), privacy=mech, seed=0)
+        cvxdp.solve([agent], algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=1.0, rounds=2), privacy=mech, seed=0)
     cvxdp.solve([agent], algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0)  # non-private: fine
     agent.initial_public = True
-    res = cvxdp.solve([agent], algorithm=cvxdp.LinearizedADMM(rounds=2), privacy=mech, seed=0)
+    res = cvxdp.solve([agent], algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=1.0, rounds=2), privacy=mech, seed=0)
     assert res.privacy["guarantee"] is True
