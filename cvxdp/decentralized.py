@@ -22,16 +22,16 @@ solver chain (Clarabel, then ECOS).
 Every iteration appends one row to ``result.history``: round, iteration ("exact" or "recycled"),
 consensus_residual (``sum over edges ||f_i - f_j||``), max_deviation (``max_i ||f_i - mean f||``), primal/dual
 residuals, eta_min/eta_max, and for private runs bound_P (the papers' bound so far: (26) or (32)), eps_basic
-(the same, from the ledger) and eps_rdp (zCDP of the pure steps) when the accountant is "rdp"; the PLD total
+(the same, from the ledger) and eps_rdp (RDP of the pure steps) when the accountant is "rdp"; the PLD total
 is computed once, in the final summary. With evaluation on (non-private evaluation, not released): objective
 ``sum_i O(f_i)``, average_loss (ERM nodes: the papers' ``L(t)``), max_violation, noise_magnitude (mean
 ``||eps||`` over the nodes; NaN on recycled iterations of private runs: no noise is drawn), solver_time.
 
-``result.privacy`` is the :class:`~cvxdp.privacy.gamma.GammaLedger` summary (per node and worst node: basic =
-the papers' bound, zCDP, PLD; ``paper_bound``; and the per-iteration claims under ``"ledger"``, from which
-``GammaLedger.from_dict(result.privacy)`` rebuilds the ledger). ``result.ledger`` is that
-:class:`~cvxdp.privacy.gamma.GammaLedger` (dp-accounting has no event for the Gamma-norm mechanism, so it is not
-a :class:`~cvxdp.privacy.PrivacyLedger`); ``Result.save`` stores it and ``load_result`` rebuilds it.
+``result.ledger`` is the run's :class:`~cvxdp.privacy.PrivacyLedger`: every perturbed iteration of a node is a
+pure-epsilon DpEvent (:func:`~cvxdp.privacy.gamma.gamma_step_event`, its summand of bound (26)/(32)), every
+recycled MR-ADMM iteration a no-op event. ``result.privacy`` is :func:`~cvxdp.privacy.gamma.gamma_summary` of it
+(per node and worst node: basic = the papers' bound, RDP and PLD of the pure steps capped at basic;
+``paper_bound``; ``free_steps``). ``Result.save`` stores the ledger and ``load_result`` rebuilds it.
 """
 
 from __future__ import annotations

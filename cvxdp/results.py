@@ -232,7 +232,7 @@ def load_result(path: str | Path) -> Result:
     ledger = None
     if meta.get("ledger"):
         try:
-            if meta["ledger"].get("format") == "cvxdp-gamma-ledger/1":  # graph runs (cvxdp.decentralized)
+            if meta["ledger"].get("format") == "cvxdp-gamma-ledger/1":  # graph runs saved before the one ledger
                 from .privacy.gamma import GammaLedger
                 ledger = GammaLedger.from_dict(meta["ledger"])
             else:

@@ -40,15 +40,17 @@ HISTORY_COLUMNS = ["round", "iteration", "objective", "consensus_residual", "max
 
 
 def _record_step(ledger: Any, name: str, t: int, epsilon: float | None) -> None:
-    """Record node ``name``'s iteration ``t``: a pure ``epsilon``-DP step, or a free one (``epsilon=None``).
+    """Record node ``name``'s iteration ``t``: a pure ``epsilon``-DP step (bound (26)/(32) summand, replace-one
+    relation on D_i), or a step that touches no data (``epsilon=None``: a recycled MR-ADMM iteration).
 
-    The one place where the graph family writes to its ledger (today a
-    :class:`~cvxdp.privacy.gamma.GammaLedger`).
+    The one place where the graph family writes to its :class:`~cvxdp.privacy.PrivacyLedger`.
     """
-    if epsilon is None:
-        ledger.record_free(name, t)
-    else:
-        ledger.record(name, t, float(epsilon))
+    import dp_accounting
+
+    from ..privacy.gamma import gamma_step_event
+
+    event = dp_accounting.NoOpDpEvent() if epsilon is None else gamma_step_event(float(epsilon))
+    ledger.record_event(name, event)
 
 
 @dataclass(frozen=True)
@@ -257,14 +259,14 @@ class GraphFamily(Family):
         return GraphState(F=np.array(backend.call("initial"), dtype=float).reshape(len(self.names), self.d))
 
     def new_ledger(self) -> Any:
-        from ..privacy.gamma import GammaLedger
+        from ..privacy import PrivacyLedger
 
-        return GammaLedger(self.names, target_delta=self.target_delta, bound="(32)" if self.recycling else "(26)")
+        return PrivacyLedger(self.names, target_delta=self.target_delta)
 
     def ledger_from_dict(self, data: Mapping[str, Any]) -> Any:
-        from ..privacy.gamma import GammaLedger
+        from ..privacy import PrivacyLedger
 
-        return GammaLedger.from_dict(data)
+        return PrivacyLedger.from_dict(data)
 
     def notes(self, ledger: Any, backend: Backend) -> None:
         if self.privacy is not None:
@@ -306,8 +308,11 @@ class GraphFamily(Family):
                          context=next_step)
 
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
-        return any(ledger.would_exceed(n, c, self.budget) for n, c in zip(self.names, plan.charges)
-                   if isinstance(c, float))
+        from ..privacy.gamma import gamma_step_event
+
+        # the papers' bound is the basic sum of the per-iteration epsilons: the guard compares that total
+        return any(ledger.would_exceed(n, gamma_step_event(c), 1, self.budget, accountant="basic")
+                   for n, c in zip(self.names, plan.charges) if isinstance(c, float))
 
     def record(self, ledger: Any, t: int, plan: RoundPlan) -> None:
         for n, c in zip(self.names, plan.charges):
@@ -361,7 +366,9 @@ class GraphFamily(Family):
         return {k: mean[idx] for k, idx in self.shared_idx.items()}
 
     def summary(self, ledger: Any) -> dict[str, Any]:
-        summary = ledger.summary(pld=self.privacy is not None)
+        from ..privacy.gamma import gamma_summary
+
+        summary = gamma_summary(ledger, bound="(32)" if self.recycling else "(26)", pld=self.privacy is not None)
         if self.privacy is None:
             summary["paper_bound"] = None
             summary["worst"]["paper_bound"] = None

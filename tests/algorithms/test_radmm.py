@@ -168,10 +168,11 @@ def test_private_mradmm_ledger_is_bound_32_and_spends_nothing_on_even_iterations
                                                                    topo.degrees, B), rel=1e-12)
     assert result.history["bound_P"].to_numpy() == pytest.approx(
         privacy_curve_32(10.0, 0.25, rho, N, alpha, eta_odd, topo.degrees, B, T), rel=1e-12)
-    ledger = result.privacy["ledger"]["agents"]
-    for n in names:
-        assert [e for t, e in ledger[n] if t % 2 == 0] == [0.0] * (T // 2)
-        assert all(e > 0 for t, e in ledger[n] if t % 2 == 1)
+    steps = result.agent_history  # the per-iteration claim of every node (released by the plan)
+    assert (steps.loc[steps["round"] % 2 == 0, "epsilon"] == 0.0).all()
+    assert (steps.loc[steps["round"] % 2 == 1, "epsilon"] > 0).all()
+    for n in names:  # one PrivacyLedger: pure-epsilon events on odd iterations, no-op events on recycled ones
+        assert result.ledger.steps(n) == K and result.ledger.free_steps(n) == T // 2
     assert result.privacy["worst"]["free_steps"] == T // 2 and result.privacy["worst"]["steps"] == K
     assert result.history["noise_magnitude"][result.history["iteration"] == "recycled"].isna().all()
     plan = privacy_plan(algo, inst.agents, cvxdp.PenaltyPerturbation(alpha=alpha1))
