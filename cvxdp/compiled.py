@@ -22,14 +22,15 @@ import hashlib
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import clarabel
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from .agent import Agent
+if TYPE_CHECKING:  # type hints only: cvxdp.agent imports this module
+    from .agent import Agent
 
 
 class NotCompilable(Exception):

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import networkx as nx
-import pytest
 
 import cvxdp
 
@@ -51,12 +50,20 @@ def _tree(module: str) -> ast.Module:
     return ast.parse(MODULES[module].read_text())
 
 
+@functools.cache
+def _type_only(module: str) -> frozenset[int]:
+    """Import statements under ``if TYPE_CHECKING:`` (read by type checkers only, never run)."""
+    return frozenset(id(n) for st in ast.walk(_tree(module))
+                     if isinstance(st, ast.If) and "TYPE_CHECKING" in ast.unparse(st.test)
+                     for sub in st.body for n in ast.walk(sub) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def imports(module: str, lazy: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, list[str]]]:
     """Each import statement of ``module`` with the absolute names it imports (modules and ``mod.attr``)."""
     path = MODULES[module]
     tree = _tree(module)
-    stmts = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))) if lazy \
-        else _module_level(tree.body)
+    stmts = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+             and id(n) not in _type_only(module)) if lazy else _module_level(tree.body)
     for st in stmts:
         if isinstance(st, ast.Import):
             yield st, [a.name for a in st.names]
@@ -89,17 +96,8 @@ def cycles(lazy: bool) -> list[set[str]]:
     return [c for c in nx.strongly_connected_components(import_graph(lazy)) if len(c) > 1]
 
 
-#: Lazy (function-level) import cycles left after issue 10b: in the files issue 10a is rewriting (engine,
-#: algorithms, vertical; cvxdp.privacy.audit's solve-driving audits use 10a's recording backend) and
-#: agent <-> compiled. Each is xfail(strict) below, so the test fails the moment the cycle is gone and the
-#: entry must be removed.
-KNOWN_LAZY_CYCLES = {
-    "madmm<->radmm": ("cvxdp.algorithms.madmm", "cvxdp.algorithms.radmm"),
-    "sharing<->vertical": ("cvxdp.algorithms.sharing", "cvxdp.vertical"),
-    "engine->privacy->audit->engine (solve-driving audits)": ("cvxdp.engine", "cvxdp.privacy.audit"),
-    "agent<->compiled": ("cvxdp.agent", "cvxdp.compiled"),
-}
-
+#: Lazy (function-level) import cycles: none are left (issue 10 removed madmm<->radmm, sharing<->vertical,
+#: engine->privacy->audit->engine, noise<->secure and agent<->compiled); see test_no_lazy_import_cycles_either.
 #: Modules of issue 10b's area that must be in no import cycle, lazy imports included.
 ACYCLIC_EVEN_LAZY = [m for m in MODULES if m.startswith(("cvxdp.privacy.", "cvxdp.study", "cvxdp_models"))
                      and m != "cvxdp.privacy.audit"] + [
@@ -116,20 +114,9 @@ def test_owned_modules_are_in_no_cycle_even_counting_lazy_imports():
     assert sorted(in_cycle & set(ACYCLIC_EVEN_LAZY)) == []
 
 
-def test_every_lazy_cycle_is_a_known_one():
-    known = {m for pair in KNOWN_LAZY_CYCLES.values() for m in pair}
-    for component in cycles(lazy=True):
-        assert component & known, f"a new import cycle: {sorted(component)}"
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_LAZY_CYCLES))
-@pytest.mark.xfail(strict=True, reason="lazy import cycles through issue 10a's files (madmm<->radmm, "
-                                       "sharing<->vertical, engine->privacy->audit->engine) and agent<->compiled; "
-                                       "remove the entry when it is gone")
-def test_known_lazy_cycle_is_gone(name):
-    a, b = KNOWN_LAZY_CYCLES[name]
-    graph = import_graph(lazy=True)
-    assert not (nx.has_path(graph, a, b) and nx.has_path(graph, b, a))
+def test_no_lazy_import_cycles_either():
+    """Counting imports inside functions too (type-only imports excluded), the package is a DAG."""
+    assert cycles(lazy=True) == []
 
 
 def test_the_engine_never_imports_the_templates_package():

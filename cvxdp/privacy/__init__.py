@@ -2,6 +2,9 @@
 
 Noise comes from numpy by default (fast, same-seed reproducible, research-grade); ``noise_source="opendp"``
 selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.secure`, ``pip install 'cvxdp[secure]'``).
+
+The audits drive whole runs (they sit above the round loop), so they are not re-exported here: import them from
+:mod:`cvxdp.privacy.audit` (``audit_release``, ``audit_mechanism``, ``audit_local_update``, ``AuditResult``).
 """
 
 from .accounting import (
@@ -14,7 +17,6 @@ from .accounting import (
     pld_epsilon,
     rdp_epsilon,
 )
-from .audit import AuditResult, audit_local_update, audit_mechanism, audit_release, empirical_epsilon
 from .calibration import (
     calibrate_to_total,
     gaussian_epsilon,
@@ -34,10 +36,10 @@ from .mechanisms import (
 from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "AuditResult", "NoisePlan", "ObjectivePerturbation",
-    "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent", "audit_local_update", "audit_mechanism", "audit_release",
+    "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
+    "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",
-    "calibrate_to_total", "empirical_epsilon", "event_from_dict",
+    "calibrate_to_total", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
     "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",
     "rdp_epsilon", "total_epsilon",
