@@ -36,8 +36,17 @@ CELL_FORMAT = "cvxdp-study-cell/1"
 
 def cell_config(case: Any) -> dict[str, Any]:
     """A case's cell configuration: its tables without the case file's location (the data it names are
-    fingerprinted by content, :func:`cvxdp.checkpoint.case_context`), so a moved study still resumes."""
-    return {k: v for k, v in case.to_dict().items() if k != "path"}
+    fingerprinted by content, :func:`cvxdp.checkpoint.case_context`) and without where it runs (``backend``,
+    ``ray_*``: the same seeds give the same numbers on every backend), so a moved study still resumes, on any
+    backend."""
+    tables = {k: v for k, v in case.to_dict().items() if k != "path"}
+    if isinstance(tables.get("run"), dict):
+        tables["run"] = {k: v for k, v in tables["run"].items() if k not in PLACEMENT_KEYS}
+    return tables
+
+
+#: [run] entries that only say where the nodes run (not part of a cell's identity)
+PLACEMENT_KEYS = frozenset({"backend", "ray_cpus", "ray_address"})
 
 
 class CellRunner:

@@ -228,7 +228,7 @@ def _matched_alpha(instance: Any, base: Any, study: GraphStudy, setting: Setting
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = None, runs: int | None = None,
                     data: str | Path | None = None, test_data: str | Path | None = None,
-                    progress: bool = True) -> dict[str, Any]:
+                    progress: bool = True, run: dict | None = None) -> dict[str, Any]:
     """Run (or resume) a graph study and write its tables, figures and report into ``out``.
 
     Parameters
@@ -244,6 +244,8 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
         papers' preprocessing instead of its bundled data set.
     progress : bool
         Progress bar on stderr.
+    run : dict, optional
+        Overrides of the case's [run] entries (None values ignored), e.g. ``{"backend": "ray"}``.
 
     Returns
     -------
@@ -259,6 +261,7 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     study = load_graph_study(path)
     out = Path(out)
     base = load_case(study.case_path)
+    base.run.update({k: v for k, v in (run or {}).items() if v is not None})
     if data is not None:
         base.model.update({"dataset": "adult", "path": str(Path(data).resolve()),
                            "test_path": str(Path(test_data).resolve()) if test_data is not None else None})

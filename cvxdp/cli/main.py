@@ -374,15 +374,12 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
     from ..study_sharing import is_sharing_study, run_sharing_study
 
     run = _backend_overrides(backend, ray_cpus, ray_address)
-    if backend is not None and (is_sharing_study(study_file) or is_graph_study(study_file)):
-        raise click.UsageError("--backend applies to grid studies; the graph and sharing studies run on the serial "
-                               "backend (from Python, cvxdp.solve(..., backend='ray') runs every family).")
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
-                                 progress=progress and sys.stderr.isatty())
+                                 progress=progress and sys.stderr.isatty(), run=run)
     elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.study_graph)
         info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
-                               progress=progress and sys.stderr.isatty())
+                               progress=progress and sys.stderr.isatty(), run=run)
     elif test_data is not None:
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
     else:

@@ -67,15 +67,32 @@ CASES = {
 BACKENDS = ["serial", pytest.param("ray", marks=pytest.mark.ray)]
 
 
+_WARM: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_for_the_module():
+    """One local Ray and one backend whose actors are kept between runs (worker processes start once)."""
+    yield
+    backend = _WARM.pop("ray", None)
+    if backend is not None:
+        import ray
+
+        backend.shutdown()
+        ray.shutdown()
+
+
 def _backend(name: str) -> Any:
     if name == "ray":
         pytest.importorskip("ray")
-        try:
-            return cvxdp.backends.get_backend("ray")
-        except CvxdpError as exc:
-            if "not available" in str(exc):
-                pytest.skip(f"the Ray backend is not available here: {exc}")
-            raise
+        if "ray" not in _WARM:
+            try:
+                _WARM["ray"] = cvxdp.backends.get_backend("ray", keep_actors=True)
+            except CvxdpError as exc:
+                if "not available" in str(exc):
+                    pytest.skip(f"the Ray backend is not available here: {exc}")
+                raise
+        return _WARM["ray"]
     return cvxdp.backends.get_backend(name)
 
 
