@@ -117,7 +117,7 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[tup
                 f"eta for agent {name!r} ({eta:g}) looks below its gradient Lipschitz constant ~{value:.4g} "
                 f"({source}); the linearized step may oscillate or stall. Pass eta='auto' (the default) or "
                 f"eta>={value:.4g}, or declare lipschitz= on the agent.", agent=name, suggestion={"eta": value}),
-                stacklevel=3)
+                stacklevel=6)  # <- EtaPlan.start <- family.start <- run_loop <- solve <- caller
 
 
 class EtaPlan:
@@ -192,7 +192,8 @@ def _trend(values: np.ndarray) -> tuple[float, float]:
 
 def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason: str, algorithm: str,
              etas: Sequence[float] | None, constants: Sequence[tuple[float | None, str]] | None,
-             tol: float = 1e-6, min_rounds: int = 40) -> list[StepSizeWarning]:
+             tol: float = 1e-6, min_rounds: int = 40, private: bool = False,
+             stacklevel: int = 3) -> list[StepSizeWarning]:
     """Divergence or stagnation of a finished run, read from released values (residuals) only.
 
     * divergence: a non-finite residual, or the last primal residual 1e4x above its minimum;
@@ -214,7 +215,8 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     who = f"agent {worst!r}" if worst is not None else "the run"
     diverged = not np.all(np.isfinite(res)) or (len(res) > 5 and final > 1e4 * max(float(np.nanmin(res)), 1e-12))
     stagnated = False
-    if stop_reason == "rounds" and len(res) >= min_rounds and final > max(tol, 1e-3 * float(res[0])):
+    # a private run's residual levels off at its noise floor by design: only divergence is reported there
+    if not private and stop_reason == "rounds" and len(res) >= min_rounds and final > max(tol, 1e-3 * float(res[0])):
         earlier, later = _trend(res[len(res) // 2:])
         stagnated = later > 0.9 * earlier
     if not (diverged or stagnated):
@@ -234,7 +236,7 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
         suggestion = {"rho": "auto"}
     msg = (f"The run {kind}: primal residual {final:.3g} after {len(res)} rounds (largest at {who}). {hint}.")
     w = StepSizeWarning(msg, agent=worst, suggestion=suggestion)
-    warnings.warn(w, stacklevel=3)
+    warnings.warn(w, stacklevel=stacklevel)
     out.append(w)
     return out
 

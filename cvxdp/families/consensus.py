@@ -220,6 +220,8 @@ class ConsensusFamily(Family):
         if self.eta_plan.describe() is not None:
             result.config["eta_per_agent"] = self.eta_plan.describe()
         # divergence / stagnation, read from released residuals only; the warning names the agent
+        # stacklevel 5: diagnose <- finish <- run_loop <- solve <- the caller of cvxdp.solve
         diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm.name,
-                 etas=self.eta_plan.at(self.algorithm.rounds), constants=self.eta_plan.constants)
+                 etas=self.eta_plan.at(self.algorithm.rounds), constants=self.eta_plan.constants,
+                 private=self.privacy is not None, stacklevel=5)
         return result

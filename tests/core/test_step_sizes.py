@@ -98,6 +98,24 @@ def test_four_agent_problem_with_rho_eta_5_warns_naming_the_agent_and_the_settin
     stalled = [w for w in found if "stagnates" in str(w) or "diverges" in str(w)]
     assert len(stalled) == 1 and stalled[0].agent in {a.name for a in agents}
     assert "eta for agent" in str(stalled[0])
+    # every step-size warning points at the caller of cvxdp.solve, not inside the loop
+    assert {r.filename for r in caught if issubclass(r.category, StepSizeWarning)} == {__file__}
+
+
+def test_a_private_run_at_its_noise_floor_is_not_called_stagnant_but_divergence_is_reported():
+    import pandas as pd
+
+    from cvxdp.step_sizes import diagnose
+
+    flat = pd.DataFrame({"round": range(1, 101), "primal_residual": [1.0] * 100})
+    agents = pd.DataFrame({"round": list(range(1, 101)), "agent": ["a"] * 100, "residual": [1.0] * 100})
+    kwargs = dict(stop_reason="rounds", algorithm="ladmm", etas=[1.0], constants=[(None, "none")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(diagnose(flat, agents, **kwargs)) == 1
+        assert diagnose(flat, agents, private=True, **kwargs) == []
+        rising = flat.assign(primal_residual=[1e-3] * 50 + [1e3] * 50)
+        assert len(diagnose(rising, agents, private=True, **kwargs)) == 1
 
 
 def test_a_converging_run_does_not_warn():
