@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import case_context
 from .config import MECHANISMS, load_case, read_study_file
-from .errors import ConfigError
+from .errors import ConfigError, StepSizeWarning
 from .outdir import locks_output
 from .results import _jsonable
 from .runs import build_instance, run_case
@@ -138,6 +138,15 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
+def _report_step_advice(advice: dict[str, int], shown: int = 3) -> None:
+    """Issue the study's step-size warnings once each (with the number of runs), the first ``shown`` of them."""
+    for message, runs in list(advice.items())[:shown]:
+        warnings.warn(StepSizeWarning(f"{message} [{runs} run(s) of this study]"), stacklevel=5)
+    if len(advice) > shown:
+        warnings.warn(StepSizeWarning(f"... and {len(advice) - shown} more distinct step-size warnings in this "
+                                      "study (run a single case with cvxdp run to see them)."), stacklevel=5)
+
+
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
               data: str | Path | None = None, run: dict | None = None) -> dict:
@@ -162,6 +171,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     cells = study.cells()
     instance = None
     rows, histories, ledgers = [], [], {}
+    step_advice: dict[str, int] = {}  # StepSizeWarning message -> number of runs that raised it
     context = case_context(base)  # the cells differ in algorithm, privacy and seed, never in [model]
     bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
     for cell in bar:
@@ -172,7 +182,14 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
             nonlocal instance
             if instance is None:
                 instance = build_instance(base)
-            outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+            with warnings.catch_warnings(record=True) as caught:  # step-size advice: once per study, not per run
+                warnings.simplefilter("always")
+                outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+            for w in caught:
+                if issubclass(w.category, StepSizeWarning):
+                    step_advice[str(w.message)] = step_advice.get(str(w.message), 0) + 1
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             return outcome.result, outcome.summary
 
         result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
@@ -187,6 +204,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         histories.append(result.history.assign(**cell_cols))
         ledgers[cell.key] = result.privacy
     bar.close()
+    _report_step_advice(step_advice)
     results = pd.DataFrame(rows)
     with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
         warnings.simplefilter("ignore", FutureWarning)
