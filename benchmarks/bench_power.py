@@ -71,8 +71,14 @@ ACCEPTANCE_CASES = {
 }
 
 
-def _first_hit(h, ref: float, rel: float, res: float) -> int | None:
-    ok = ((h["objective"] - ref).abs() < rel * abs(ref)) & (h["primal_residual"] < res)
+def _first_hit(h, ref: float, rel: float, res: float, column: str = "mismatch") -> int | None:
+    """First round with ``|objective - ref| < rel |ref|`` and ``column < res``.
+
+    ``mismatch`` is PowerModelsADA's consensus mismatch (l2 norm of the differences between every ordered
+    pair of copies of each shared value; ``calc_mismatch!``/``calc_global_mismatch`` in its ``core/base.jl``).
+    Until issue 12's second pass this benchmark used ``primal_residual`` (``||B w - E z||``, the distance to
+    the round's target), which is not the same quantity; it is still reported as "rounds (primal rule)"."""
+    ok = ((h["objective"] - ref).abs() < rel * abs(ref)) & (h[column] < res)
     return int(h["round"][ok].iloc[0]) if ok.any() else None
 
 
@@ -95,16 +101,17 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000) -> list[dict]:
             total = time.perf_counter() - start
             h = result.history
             hit = _first_hit(h, ref, 0.01, 0.01)
+            primal_rule = _first_hit(h, ref, 0.01, 0.01, "primal_residual")
             tight = _first_hit(h, ref, 1e-3, 1e-3)
             last = h.iloc[-1]
             rows.append({
                 "case": label, "algorithm": algo.name,
                 "PowerModelsADA": PMADA[label] if algo.name == "admm" and PMADA[label] else "-",
                 "target": TARGETS[label] if algo.name == "admm" else "-",
-                "rounds (1%, 0.01)": hit, "rounds (1e-3)": tight,
+                "rounds (1%, 0.01)": hit, "rounds (primal rule)": primal_rule, "rounds (1e-3)": tight,
                 "s to 1%": float(h["wall_time"][:hit].sum()) if hit else None,
                 "rounds run": len(h), "total s": total,
-                "final rel gap": (last["objective"] - ref) / abs(ref), "final l2 res": float(last["primal_residual"]),
+                "final rel gap": (last["objective"] - ref) / abs(ref), "final mismatch": float(last["mismatch"]),
                 "final rho": float(last["rho"]), "warnings": len([w for w in caught
                                                                  if "StepSize" in type(w.message).__name__]),
             })

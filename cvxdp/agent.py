@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -157,6 +158,14 @@ class Agent:
         A public bound ``L`` on the Lipschitz constant of the objective's gradient on ``W`` (valid for every
         neighbouring data set). ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
         with eta="auto" requires it (a non-private run estimates it from the data when it is missing).
+    rho_scale : mapping str -> float or array, optional
+        Public starting weights of the penalty per shared key (default 1). Exact :class:`~cvxdp.ADMM` with
+        ``rho="auto"`` penalizes coordinate ``k`` of ``key`` with ``rho * rho_scale[key][k]`` and balances
+        each block of equal weights on its own (:class:`~cvxdp.schedules.BlockBalance`; a per-block penalty,
+        like OSQP's larger rho on equality rows); the weights used are in ``result.config["rho_scale"]`` and
+        ``["rho_blocks"]``. An explicit rho, and :class:`~cvxdp.LinearizedADMM` (whose noise calibration
+        assumes one penalty), use one rho on every coordinate. Every agent holding a key must declare the same
+        weights; they must not depend on private data.
     """
 
     def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
@@ -164,7 +173,7 @@ class Agent:
                  sensitivity: Sensitivity | None = None,
                  initial: Mapping[cp.Variable, np.ndarray] | None = None,
                  value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False,
-                 lipschitz: float | None = None) -> None:
+                 lipschitz: float | None = None, rho_scale: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.objective = objective
         self.constraints = list(constraints)
@@ -175,6 +184,7 @@ class Agent:
         self.initial_public = initial_public
         self.value = value
         self.lipschitz = lipschitz
+        self.rho_scale = rho_scale
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
@@ -238,12 +248,36 @@ class Agent:
                 raise self._fail(f"{name!r} must be callable. Got {type(fn).__name__}.")
         if self.lipschitz is not None:
             check_float(self.lipschitz, "lipschitz", f"Agent {self.name!r}", 0.0, math.inf, closed="left")
+        self._check_rho_scale()
         if self.sensitivity is not None and not isinstance(self.sensitivity, Sensitivity):
             raise self._fail(f"'sensitivity' must be a cvxdp.Sensitivity. Got {type(self.sensitivity).__name__}.")
         # overlapping shared blocks inside one agent would double-count consensus
         idx = self.layout.shared_indices
         if len(np.unique(idx)) != len(idx):
             raise self._fail("two shared blocks overlap; each coordinate may belong to one key only.")
+
+    def _check_rho_scale(self) -> None:
+        if self.rho_scale is None:
+            return
+        if not isinstance(self.rho_scale, Mapping):
+            raise self._fail(f"'rho_scale' must be a mapping from shared keys to positive weights. "
+                             f"Got {type(self.rho_scale).__name__}.")
+        for key, weights in self.rho_scale.items():
+            if key not in self.shared:
+                raise self._fail(f"'rho_scale' names {key!r}, which is not one of its shared keys "
+                                 f"({', '.join(sorted(self.shared))}).")
+            size = len(self.layout.shared[key])
+            arr = np.asarray(weights, dtype=float) if not isinstance(weights, (str, bytes)) else np.array(np.nan)
+            if arr.shape not in ((), (size,)) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                raise self._fail(f"'rho_scale[{key!r}]' must be a positive float or {size} positive floats. "
+                                 f"Got {weights!r} instead.")
+
+    def rho_weights(self, key: str) -> np.ndarray:
+        """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
+        size = len(self.layout.shared[key])
+        if self.rho_scale is None or key not in self.rho_scale:
+            return np.ones(size)
+        return np.broadcast_to(np.asarray(self.rho_scale[key], dtype=float), (size,)).copy()
 
     def _check_kinds(self) -> None:
         """Integer, boolean and complex variables, complex parameters and constants are not supported."""

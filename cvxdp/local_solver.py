@@ -249,6 +249,11 @@ def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVE
     return ConicProjection(agent, data, solvers=solvers, settings=settings)
 
 
+def _rho_key(rho: float | np.ndarray) -> object:
+    """A hashable key of the penalty (a scalar, or one weight per shared coordinate)."""
+    return float(rho) if np.ndim(rho) == 0 else np.asarray(rho, dtype=float).tobytes()
+
+
 class ProxSolver:
     """Exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u||^2 - p^T E u`` with ``p = rho*target``.
 
@@ -282,20 +287,23 @@ class ProxSolver:
             self._live = LiveClarabel(self.data, self.settings)
             self._scols = self.data.cols[self.sidx]
 
-    def _problem(self, rho: float) -> tuple[cp.Problem, cp.Parameter]:
-        if rho not in self._problems:
+    def _problem(self, rho: float | np.ndarray) -> tuple[cp.Problem, cp.Parameter]:
+        key = _rho_key(rho)
+        if key not in self._problems:
             shared = self.agent.u_expression()[self.sidx]
             p = cp.Parameter(shared.size)
-            obj = self.agent.objective + rho / 2 * cp.sum_squares(shared) - p @ shared
-            self._problems[rho] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
-        return self._problems[rho]
+            quad = (rho / 2 * cp.sum_squares(shared) if np.ndim(rho) == 0
+                    else cp.sum(cp.multiply(np.asarray(rho) / 2, cp.square(shared))))
+            obj = self.agent.objective + quad - p @ shared
+            self._problems[key] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
+        return self._problems[key]
 
-    def _clarabel(self, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
+    def _clarabel(self, target: np.ndarray, rho: float | np.ndarray) -> tuple[np.ndarray | None, str]:
         d = self.data
         q = d.q.copy()
         q[self._scols] -= rho * target
-        x, status = self._live.solve(float(rho),
-                                     lambda: d.P + _diag_on(d.n_x, self._scols, np.full(self._scols.size, rho)), q)
+        weights = np.broadcast_to(np.asarray(rho, dtype=float), self._scols.shape)
+        x, status = self._live.solve(_rho_key(rho), lambda: d.P + _diag_on(d.n_x, self._scols, weights), q)
         return (None if x is None else x[d.cols]), status
 
     def _cvxpy(self, name: str, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:

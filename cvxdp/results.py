@@ -20,7 +20,7 @@ RESULT_FORMAT = "cvxdp-result/1"
 #: History columns that are functions of released values (messages, consensus, schedule) or of the public
 #: accounting only; everything else (objective, violation, test metrics, noise norms, timings) reads private
 #: data or the secret noise and stays out of a public export.
-PUBLIC_HISTORY_COLUMNS = ("round", "epoch", "iteration", "consensus_residual", "primal_residual",
+PUBLIC_HISTORY_COLUMNS = ("round", "epoch", "iteration", "consensus_residual", "primal_residual", "mismatch",
                           "dual_residual", "rho", "sigma", "bound_P", "eps_basic", "eps_rdp", "eps_pld",
                           "eps_corollary1")
 PUBLIC_AGENT_COLUMNS = ("round", "epoch", "agent", "sigma", "sent_arrays", "sent_values", "epsilon")

@@ -166,6 +166,53 @@ class AdaptiveRho:
 
 
 @dataclass(frozen=True)
+class BlockBalance:
+    """Residual balancing per block of shared coordinates (exact ADMM's ``rho="auto"`` with declared weights).
+
+    A block is the set of coordinates that share one declared weight (``Agent(rho_scale=...)``, e.g. the
+    voltage products vs the line flows of the power template). While ``t <= adapt_rounds``, each block's
+    weight is multiplied by ``sqrt(ratio)`` (clipped to ``[1/max_step, max_step]``) when its relative primal /
+    dual residual ratio over ``target`` leaves ``[1/mu, mu]`` — :class:`AdaptiveRho`'s rule, one block at a
+    time. It reads only released values (the copies ``E z``, the consensus ``w`` and the duals the aggregator
+    keeps), so it costs no privacy.
+    """
+
+    target: float = 0.3
+    mu: float = 3.0
+    max_step: float = 10.0
+    adapt_rounds: int = 60
+
+    def __post_init__(self) -> None:
+        check_float(self.target, "target", "BlockBalance", 0.0, math.inf)
+        check_float(self.mu, "mu", "BlockBalance", 1.0, math.inf, closed="left")
+        check_float(self.max_step, "max_step", "BlockBalance", 1.0, math.inf, closed="left")
+        check_int(self.adapt_rounds, "adapt_rounds", "BlockBalance", 1)
+
+    def update(self, t: int, weights, declared, *, rho: float, w, w_prev, shared, duals, gidx):
+        """The weights (one per global coordinate) for the next round; ``declared`` defines the blocks."""
+        import numpy as np
+
+        if t > self.adapt_rounds:
+            return weights
+        ez, lam = np.concatenate(shared), np.concatenate(duals)
+        bw = np.concatenate([w[g] for g in gidx])
+        dw = np.concatenate([(w - w_prev)[g] for g in gidx])
+        held_w, held_d = np.concatenate([weights[g] for g in gidx]), np.concatenate([declared[g] for g in gidx])
+        out = weights.copy()
+        for value in np.unique(declared):
+            m = held_d == value
+            primal = np.linalg.norm((bw - ez)[m]) / max(np.linalg.norm(ez[m]), np.linalg.norm(bw[m]), 1e-12)
+            dual = np.linalg.norm((rho * held_w * dw)[m]) / max(np.linalg.norm(lam[m]), 1e-12)
+            if not (primal > 0 and dual > 0 and math.isfinite(primal) and math.isfinite(dual)):
+                continue
+            ratio = primal / dual / self.target
+            if 1.0 / self.mu <= ratio <= self.mu:
+                continue
+            out[declared == value] *= min(max(math.sqrt(ratio), 1.0 / self.max_step), self.max_step)
+        return out
+
+
+@dataclass(frozen=True)
 class AutoEta:
     """eta chosen per agent from its gradient Lipschitz constant: ``eta_p = factor * L_p`` (the default
     ``eta="auto"``). A marker: :func:`cvxdp.solve` resolves it (see :mod:`cvxdp.step_sizes`)."""

@@ -36,6 +36,7 @@ class Algorithm:
         auto = getattr(self, "auto_rho", None)  # issue 12: each algorithm's own rho="auto"
         use_auto = auto is not None and isinstance(self.rho, str) and self.rho == "auto"
         self.rho_schedule = as_schedule(auto if use_auto else self.rho, "rho", owner)
+        self.rho_is_auto = use_auto
         check_int(self.rounds, "rounds", owner, 1)
         for name in ("tol_primal", "tol_dual"):
             value = getattr(self, name)
@@ -56,12 +57,14 @@ class Algorithm:
 
 
 def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
-                  size: int, rho: float) -> np.ndarray:
-    """``w_k = mean over holders p of ((E_p z_p)_k - lambda_{p,k}/rho)`` for every global coordinate k."""
+                  size: int, rho: float | np.ndarray) -> np.ndarray:
+    """``w_k = mean over holders p of ((E_p z_p)_k - lambda_{p,k}/rho_k)`` for every global coordinate k
+    (``rho``: a scalar, or one value per global coordinate)."""
     total = np.zeros(size)
     count = np.zeros(size)
+    per_coordinate = np.ndim(rho) > 0
     for ez, lam, idx in zip(shared, duals, gidx):
-        np.add.at(total, idx, ez - lam / rho)
+        np.add.at(total, idx, ez - lam / (rho[idx] if per_coordinate else rho))
         np.add.at(count, idx, 1.0)
     return total / np.maximum(count, 1.0)
 

@@ -18,11 +18,12 @@ from .._validation import check_float, fail
 from ..agent import check_agents
 from ..algorithms.base import dual_update, global_update
 from ..backends import Backend, NodeSpec
-from ..errors import InvalidParameterError
+from ..errors import DeclarationError, InvalidParameterError
 from ..protocol import Evaluation, Family, Release, RoundPlan
 from ..step_sizes import EtaPlan, diagnose, next_rho
 
-HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation",
+HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
+                   "max_violation",
                    "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
 
 
@@ -60,6 +61,54 @@ def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, step
     return 1e-6
 
 
+def penalty_weights(agents: Sequence[Any], offsets: Mapping[str, int], size: int) -> np.ndarray | None:
+    """The declared relative penalty weight of every global coordinate (``Agent(rho_scale=...)``), or None when
+    no agent declares any. Holders of one key must agree; a mismatch raises a DeclarationError naming both."""
+    if not any(getattr(a, "rho_scale", None) for a in agents):
+        return None
+    weights = np.ones(size)
+    owner: dict[str, tuple[str, np.ndarray]] = {}
+    for agent in agents:
+        for key in agent.layout.shared:
+            mine = agent.rho_weights(key)
+            if key in owner and not np.array_equal(owner[key][1], mine):
+                raise DeclarationError(
+                    f"Agents {owner[key][0]!r} and {agent.name!r} declare different rho_scale weights for the "
+                    f"shared key {key!r} ({owner[key][1].tolist()} vs {mine.tolist()}); holders of a key must "
+                    "declare the same weights (or none).")
+            owner[key] = (agent.name, mine)
+            weights[offsets[key]:offsets[key] + mine.size] = mine
+    return weights
+
+
+def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
+                    relaxation: float) -> list[np.ndarray]:
+    """Each agent's target ``a B_p w + (1 - a) E_p z_p`` (over-relaxation, Boyd et al. §3.4.3, with ``E_p z_p``
+    the agent's previous released copy); ``B_p w`` itself when ``a == 1``. The agent's prox step and its dual
+    update both use it, and so does the aggregator's copy of the dual."""
+    if relaxation == 1.0:
+        return [w[g] for g in gidx]
+    return [relaxation * w[g] + (1.0 - relaxation) * ez for g, ez in zip(gidx, previous)]
+
+
+def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> float:
+    """How far the agents' released copies of each shared coordinate disagree with each other.
+
+    The l2 norm, over every shared coordinate ``k`` and every ordered pair ``(p, q)`` of its holders, of
+    ``(E_p z_p)_k - (E_q z_q)_k`` — PowerModelsADA's "consensus mismatch" (each area compares its copy with
+    every neighbour's). Unlike ``primal_residual`` (``||B w - E z||``, the distance to the target the round
+    started from) it does not move with the dual term of ``w``. Reads released values only.
+    """
+    total, squares, count = np.zeros(size), np.zeros(size), np.zeros(size)
+    for ez, idx in zip(shared, gidx):
+        np.add.at(total, idx, ez)
+        np.add.at(squares, idx, ez * ez)
+        np.add.at(count, idx, 1.0)
+    # sum over ordered pairs of (a_p - a_q)^2 = 2 n sum a_p^2 - 2 (sum a_p)^2
+    pairs = 2.0 * count * squares - 2.0 * total * total
+    return math.sqrt(max(float(np.sum(np.maximum(pairs, 0.0))), 0.0))
+
+
 @dataclass
 class ConsensusState:
     """The aggregator's side of a consensus run (part of the checkpoint)."""
@@ -70,6 +119,7 @@ class ConsensusState:
     primal: float = 0.0
     dual: float = 0.0
     w_prev: np.ndarray | None = None
+    weights: np.ndarray | None = None  # current per-coordinate penalty weights (declared, then per-block adapted)
 
 
 class ConsensusFamily(Family):
@@ -96,6 +146,10 @@ class ConsensusFamily(Family):
         self.n_global = int(sum(self.sizes.values()))
         self.gidx = [np.concatenate([self.offsets[k] + np.arange(len(a.layout.shared[k]))
                                      for k in sorted(a.layout.shared)]) for a in agents]
+        # per-block penalties: exact ADMM with rho="auto" and public weights declared by the agents
+        blocks = getattr(algorithm, "auto_blocks", None)
+        self.blocks = blocks if blocks is not None and getattr(algorithm, "rho_is_auto", False) else None
+        self.weights = penalty_weights(agents, self.offsets, self.n_global) if self.blocks is not None else None
         self.J = algorithm.local_updates
         self.steps = algorithm.rounds * self.J
         self.target_delta = _default_target_delta(privacy, self.budget, self.steps) if self.target_delta is None \
@@ -109,7 +163,15 @@ class ConsensusFamily(Family):
         return self.algorithm.rounds
 
     def config(self) -> dict[str, Any]:
-        return {"target_delta": self.target_delta, "shared_sizes": self.sizes}
+        out = {"target_delta": self.target_delta, "shared_sizes": self.sizes}
+        if self.weights is not None:  # declared per-block penalties (public); part of the fingerprint
+            out["rho_scale"] = {k: self.weights[o:o + self.sizes[k]].tolist() for k, o in self.offsets.items()
+                                if not np.all(self.weights[o:o + self.sizes[k]] == 1.0)}
+        return out
+
+    def penalty(self, rho: float, state: ConsensusState) -> float | np.ndarray:
+        """rho of every global coordinate: the scalar, or ``rho * weights`` with declared ``rho_scale``."""
+        return rho if state.weights is None else rho * state.weights
 
     def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
         from ..worker import AgentWorker
@@ -121,7 +183,8 @@ class ConsensusFamily(Family):
         self.infos = backend.call("info")
         # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.step_sizes)
         self.eta_plan = EtaPlan.start(self.algorithm, self.agents, backend, private=self.privacy is not None)
-        return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx])
+        return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx],
+                              weights=None if self.weights is None else self.weights.copy())
 
     def notes(self, ledger: Any, backend: Backend) -> None:
         if self.privacy is not None and self.privacy.sensitivity == "paper":
@@ -137,7 +200,8 @@ class ConsensusFamily(Family):
         rho = next_rho(alg.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
         etas = self.eta_plan.at(t)  # one eta per agent
         eta = max(etas)
-        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
+        rho_g = self.penalty(rho, state)
+        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho_g)
         plans: list[Any] = [None] * len(self.agents)
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
@@ -147,9 +211,11 @@ class ConsensusFamily(Family):
                                               accountant=self.accountant)
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
-        messages = [RoundMessage(round=t, bw=w[g], rho=rho, eta=e, plan=plan, placement=placement)
-                    for g, plan, e in zip(self.gidx, plans, etas)]
-        return RoundPlan(messages=messages, charges=plans, released=released, context=w)
+        targets = relaxed_targets(w, state.ez, self.gidx, getattr(alg, "relaxation", 1.0))
+        rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
+        messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement)
+                    for bw, r, plan, e in zip(targets, rhos, plans, etas)]
+        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets))
 
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
         return any(ledger.would_exceed(n, c, count=self.J, budget=self.budget, accountant=self.accountant)
@@ -162,22 +228,27 @@ class ConsensusFamily(Family):
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        w, rho = plan.context, plan.released["rho"]
+        (w, targets), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
-            bw = w[self.gidx[p]]
-            r = bw - rel["ez"]
+            r = w[self.gidx[p]] - rel["ez"]
             consensus += float(np.linalg.norm(r))
             res_sq += float(r @ r)
-            state.lam[p] = dual_update(state.lam[p], rho, bw, rel["ez"])
+            rho_p = rho if state.weights is None else rho * state.weights[self.gidx[p]]
+            state.lam[p] = dual_update(state.lam[p], rho_p, targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": float(np.linalg.norm(r))})
         state.ez = [rel["ez"] for rel in releases]
+        mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
         state.primal = math.sqrt(res_sq)
-        state.dual = rho * float(np.linalg.norm(np.concatenate([(w - state.w_prev)[g] for g in self.gidx]))) \
+        state.dual = float(np.linalg.norm(np.concatenate([(self.penalty(rho, state) * (w - state.w_prev))[g]
+                                                          for g in self.gidx]))) \
             if state.w_prev is not None else math.inf
+        if state.weights is not None and state.w_prev is not None:  # per-block balance (released values only)
+            state.weights = self.blocks.update(t, state.weights, self.weights, rho=rho, w=w, w_prev=state.w_prev,
+                                               shared=state.ez, duals=state.lam, gidx=self.gidx)
         state.w_prev, state.rho_prev = w, rho
         return {"consensus_residual": consensus, "primal_residual": state.primal,
-                "dual_residual": state.dual}, agent_rows
+                "dual_residual": state.dual, "mismatch": mismatch}, agent_rows
 
     def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
         # privacy spent so far, worst agent; PLD only at the end (it costs ~10 ms)
@@ -207,7 +278,7 @@ class ConsensusFamily(Family):
     # ---------------------------------------------------------------- the end
     def solution(self, state: ConsensusState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         rho = state.rho_prev if state.rho_prev is not None else self.algorithm.rho_schedule(1)
-        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho)
+        w = global_update(state.ez, state.lam, self.gidx, self.n_global, self.penalty(rho, state))
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
 
     def summary(self, ledger: Any) -> dict[str, Any]:
@@ -217,6 +288,9 @@ class ConsensusFamily(Family):
         return with_final_pld(history, dict(summary))
 
     def finish(self, result: Any, state: ConsensusState) -> Any:
+        if state.weights is not None:  # the per-block penalty weights the run ended with
+            result.config["rho_blocks"] = {f"{v:g}": float(state.weights[self.weights == v][0])
+                                           for v in np.unique(self.weights)}
         if self.eta_plan.describe() is not None:
             result.config["eta_per_agent"] = self.eta_plan.describe()
         # divergence / stagnation, read from released residuals only; the warning names the agent

@@ -60,6 +60,10 @@ __all__ = ["build", "build_agents", "load_sensitivity", "ZoneModel", "MODEL_KEYS
 
 MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
 DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
+#: relative ADMM penalty of the shared voltage products (w, wr, wi) against the line flows (p.u.): exact ADMM
+#: penalizes them with ``rho * VOLTAGE_RHO_SCALE`` (benchmarks/bench_power.py --acceptance; data-free)
+VOLTAGE_RHO_SCALE = 100.0
+LINE_RHO_SCALE = [VOLTAGE_RHO_SCALE, VOLTAGE_RHO_SCALE, 1.0, 1.0, 1.0, 1.0]  # [wr, wi, p_fr, q_fr, p_to, q_to]
 EXACT_RELATION = (
     "none: objective = 'cost' with penalty = 0 puts the loads (the private data) in the constraints "
     "(exact balance), so the objective holds no private data and has no gradient sensitivity to calibrate "
@@ -213,6 +217,8 @@ class ZoneModel:
                 if int(i) in boundary:
                     shared[f"w{int(case.bus_number[i])}"] = m.u[lay.bus_w(int(i))]
             cons = m.constraints + (m.balance_constraints() if exact else [])
+            # public per-block penalty weights (exact ADMM): voltage products are stiffer than flows
+            scale = {k: (LINE_RHO_SCALE if k.startswith("line") else VOLTAGE_RHO_SCALE) for k in shared}
             agent = cvxdp.Agent(
                 f"zone{p}",
                 m.objective(objective, penalty=penalty, cost_scale=cost_scale),
@@ -221,6 +227,7 @@ class ZoneModel:
                 gradient=m.gradient(objective, penalty=penalty, cost_scale=cost_scale),
                 sensitivity=sens,
                 lipschitz=zone_lipschitz(m, objective, penalty, cost_scale),  # public bound (issue 12)
+                rho_scale=scale,
             )
             self.models.append(m)
             self.agents.append(agent)

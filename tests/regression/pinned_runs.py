@@ -32,7 +32,7 @@ def _ladmm(mechanism: str) -> Callable[[], cvxdp.Result]:
 
 
 def _admm() -> cvxdp.Result:
-    return cvxdp.solve(make_agents(agents=3, seed=1), algorithm=cvxdp.ADMM(rho=1.0, rounds=8), seed=0)
+    return cvxdp.solve(make_agents(agents=3, seed=1), algorithm=cvxdp.ADMM(rho=1.0, rounds=8, relaxation=1.0), seed=0)
 
 
 def _graph(algorithm: type) -> Callable[[], cvxdp.Result]:
