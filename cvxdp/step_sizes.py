@@ -147,9 +147,11 @@ class EtaPlan:
 
         plan = cls(algorithm, names, None)
         if not private and isinstance(algorithm.eta_schedule, Constant):
-            # an explicit eta is checked against the curvature measured at the start (non-private runs only:
-            # a private run may not look at its data; its residuals are still diagnosed at the end)
-            plan.constants = backend.call("lipschitz", [(False, False)] * len(agents))
+            # an explicit eta is checked against the agent's declared bound, or where none is declared against the
+            # curvature measured at the start (non-private runs only: a private run may not look at its data;
+            # its residuals are still diagnosed at the end). A declared bound skips the estimate's 51 gradient
+            # evaluations (seconds per agent on federated data).
+            plan.constants = backend.call("lipschitz", [(False, True)] * len(agents))
             check_explicit_eta(names, float(algorithm.eta_schedule.value), plan.constants)
         return plan
 
