@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .agent import Agent
-from .compiled import ConeData, NotCompilable, constraint_data, prox_data
+from .compiled import ConeData, NotCompilable, constraint_data, prox_constraint_data, prox_data
 from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
@@ -236,10 +236,14 @@ class ConicProjection:
 
 
 def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
-                       settings: dict | None = None) -> BoxProjection | ConicProjection:
-    """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data)."""
+                       settings: dict | None = None, exact: bool = False) -> BoxProjection | ConicProjection:
+    """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data).
+
+    ``exact=True`` (exact ADMM) reads ``W_p``'s rows out of the prox step's compiled data
+    (:func:`cvxdp.compiled.prox_constraint_data`) instead of compiling ``W_p`` on its own.
+    """
     try:
-        data = constraint_data(agent)
+        data = prox_constraint_data(agent) if exact else constraint_data(agent)
     except NotCompilable as exc:
         raise DeclarationError(f"Agent {agent.name!r}: the feasible set cannot be compiled ({exc}); declare "
                                "sign or structure attributes of variables as constraints instead.") from exc
@@ -253,7 +257,7 @@ class ProxSolver:
     """Exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u||^2 - p^T E u`` with ``p = rho*target``.
 
     Compiled path (default): the data of ``min f(u) s.t. u in W`` come from :func:`cvxdp.compiled.prox_data`
-    (``W`` canonicalized once, ``f`` once); ``rho/2 ||E u||^2`` is added to ``P`` on the shared columns and
+    (one canonicalization, shared with the checks and the projection); ``rho/2 ||E u||^2`` is added to ``P`` on the shared columns and
     ``-p^T E u`` is written into ``q`` on the same columns — that is exactly where CVXPY would put a linear
     Parameter term of ``u``, so no parameter mapping is needed. A live Clarabel solver is set up (with q = 0)
     once per value of rho and then only receives ``update(q=...)``. Fallbacks ECOS -> OSQP (QPs only) go through
