@@ -8,9 +8,11 @@ It is compiled once per agent and data (the canonical data come from :mod:`cvxdp
 * :class:`ConicProjection` — otherwise CVXPY canonicalizes ``W`` once; each call only writes the linear
   term ``q = -c*v`` (and the diagonal of ``P`` when the weights change) and hands the cached canonical data
   into a live Clarabel solver — no CVXPY work in the loop.
-  If Clarabel fails the call falls back to ECOS, then OSQP (QP-representable sets), through a CVXPY
-  problem whose only changing data are Parameters (DPP, warm-started). When every solver fails a
-  :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
+  If Clarabel does not solve the problem (see :class:`LiveClarabel` for the accepted statuses and the retry)
+  the call falls back to ECOS, then OSQP (QP-representable sets), through a CVXPY problem whose only changing
+  data are Parameters (DPP, warm-started). Every failed attempt is recorded in the history's ``fallbacks``,
+  an answer accepted at a looser tolerance or from the retry in its ``solver`` label. When every solver fails
+  a :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
 
 :class:`ProxSolver` is the exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u - t||^2``, on the same
 compiled data and the same live-Clarabel-then-fallbacks scheme.
@@ -33,7 +35,16 @@ from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
-_SOLVED = (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved)
+#: an AlmostSolved (or stalled) Clarabel answer is accepted only when its primal and dual residuals are at most
+#: ``LOOSE_FEAS`` and its relative duality gap ``|p - d| / max(1, |p|)`` at most ``LOOSE_GAP`` (Clarabel's own
+#: ``reduced_tol_gap_rel``; its ``reduced_tol_feas`` is the looser 1e-4); the solver label then says so
+LOOSE_FEAS = 1e-6
+LOOSE_GAP = 5e-5
+#: Clarabel settings of the one retry after a failed solve (before the fallback solvers): more static
+#: regularization, more equilibration passes, more iterations, and a solver set up with the actual q
+ROBUST_SETTINGS = {"static_regularization_constant": 1e-7, "equilibrate_max_iter": 50, "max_iter": 500}
+_ACCEPTABLE = (clarabel.SolverStatus.AlmostSolved, clarabel.SolverStatus.InsufficientProgress,
+               clarabel.SolverStatus.MaxIterations)
 
 
 @dataclass
@@ -64,11 +75,12 @@ def solve_chain(prob: cp.Problem, solvers: tuple[str, ...]) -> tuple[str | None,
     return None, failures
 
 
-def clarabel_settings(overrides: dict | None = None, *, tight: bool = False) -> clarabel.DefaultSettings:
+def clarabel_settings(overrides: dict | None = None, *, tight: bool = False,
+                      robust: bool = False) -> clarabel.DefaultSettings:
     """Quiet Clarabel settings without presolve (q updates need the un-presolved problem).
 
     ``tight`` asks for a small duality gap: a gap g leaves a strongly convex projection sqrt(2g/c) from its
-    optimum.
+    optimum. ``robust`` applies :data:`ROBUST_SETTINGS` on top of ``overrides`` (at least as many iterations).
     """
     settings = clarabel.DefaultSettings()
     settings.verbose = False
@@ -78,7 +90,21 @@ def clarabel_settings(overrides: dict | None = None, *, tight: bool = False) -> 
         settings.tol_gap_rel = 1e-10
     for key, value in (overrides or {}).items():
         setattr(settings, key, value)
+    if robust:
+        for key, value in ROBUST_SETTINGS.items():
+            setattr(settings, key, max(value, getattr(settings, key)))
     return settings
+
+
+def _loose_enough(sol: object) -> bool:
+    """Whether a not-quite-solved Clarabel answer meets the stated looser tolerance (:data:`LOOSE_FEAS`)."""
+    if sol.status not in _ACCEPTABLE:
+        return False
+    p, d = float(sol.obj_val), float(sol.obj_val_dual)
+    residuals = (float(sol.r_prim), float(sol.r_dual), p, d)
+    if not all(np.isfinite(residuals)) or not np.all(np.isfinite(sol.x)):
+        return False
+    return max(residuals[0], residuals[1]) <= LOOSE_FEAS and abs(p - d) <= LOOSE_GAP * max(1.0, abs(p))
 
 
 class LiveClarabel:
@@ -88,27 +114,49 @@ class LiveClarabel:
     receives ``update(q=...)``. Clarabel's setup-time scalings therefore never depend on earlier calls: the
     answer is a function of (P, q) alone — bit for bit — so resumed runs and other backends give the same
     numbers.
+
+    What counts as solved: ``Solved``; ``AlmostSolved`` (or a stalled ``InsufficientProgress`` /
+    ``MaxIterations``) only when its residuals meet :data:`LOOSE_FEAS` / :data:`LOOSE_GAP`, reported as the
+    status ``"AlmostSolved"``. Anything else gets one retry on a fresh solver set up with the actual q and
+    :data:`ROBUST_SETTINGS` (a function of (P, q) too), reported as ``"retry"`` or ``"retry,AlmostSolved"``
+    with the live solver's status recorded as a failed attempt.
     """
 
-    def __init__(self, data: ConeData, settings: clarabel.DefaultSettings) -> None:
+    def __init__(self, data: ConeData, settings: clarabel.DefaultSettings,
+                 retry_settings: clarabel.DefaultSettings | None = None) -> None:
         self.data = data
         self.cones = data.cones()
         self.settings = settings
+        self.retry_settings = retry_settings
         self._key: object = None
+        self._P: sp.csc_matrix | None = None
         self._solver: clarabel.DefaultSolver | None = None
 
-    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray) -> tuple[np.ndarray | None, str]:
-        """``x`` (None on failure) and Clarabel's status; ``key`` (compared with ==) identifies ``P``."""
+    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray
+              ) -> tuple[np.ndarray | None, str, list[str]]:
+        """``x`` (None on failure), the status and the failed attempts before ``x``; ``key`` (compared with ==)
+        identifies ``P``."""
+        d = self.data
         if self._solver is None or key != self._key:
-            d = self.data
-            self._solver = clarabel.DefaultSolver(sp.triu(make_P(), format="csc"), np.zeros(d.n_x), d.A, d.b,
-                                                  self.cones, self.settings)
+            self._P = sp.triu(make_P(), format="csc")
+            self._solver = clarabel.DefaultSolver(self._P, np.zeros(d.n_x), d.A, d.b, self.cones, self.settings)
             self._key = key
         self._solver.update(q=q)
         sol = self._solver.solve()
-        if sol.status in _SOLVED:
-            return np.asarray(sol.x), "Solved"
-        return None, str(sol.status)
+        if sol.status == clarabel.SolverStatus.Solved:
+            return np.asarray(sol.x), "Solved", []
+        if _loose_enough(sol):
+            return np.asarray(sol.x), "AlmostSolved", []
+        failed = [f"CLARABEL:{sol.status}"]
+        if self.retry_settings is None:
+            return None, str(sol.status), []
+        retry = clarabel.DefaultSolver(self._P, np.asarray(q, dtype=float), d.A, d.b, self.cones,
+                                       self.retry_settings).solve()
+        if retry.status == clarabel.SolverStatus.Solved:
+            return np.asarray(retry.x), "retry", failed
+        if _loose_enough(retry):
+            return np.asarray(retry.x), "retry,AlmostSolved", failed
+        return None, f"{sol.status}; retry {retry.status}", []
 
 
 def _diag_on(n_x: int, cols: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
@@ -130,15 +178,21 @@ def _solve_cvxpy(prob: cp.Problem, name: str, agent: Agent) -> tuple[np.ndarray 
     return agent.layout.flatten({var: var.value for var in agent.layout.variables}), prob.status
 
 
-def _run_chain(attempt: Callable[[str], tuple[np.ndarray | None, str]], solvers: tuple[str, ...], agent: Agent,
+def _run_chain(attempt: Callable[[str], tuple], solvers: tuple[str, ...], agent: Agent,
                what: str, round: int | None) -> tuple[np.ndarray, SolveReport]:
-    """Try each solver in turn; record the failed ones; raise :class:`SolverFailedError` if all fail."""
+    """Try each solver in turn; record the failed ones; raise :class:`SolverFailedError` if all fail.
+
+    ``attempt(name)`` returns ``(u or None, status)`` or ``(u or None, status, failed attempts before u)``. A
+    solution with a status other than an optimal one ("Solved", "optimal") is labelled ``"NAME(status)"``.
+    """
     report = SolveReport()
     start = time.perf_counter()
     for name in solvers:
-        u, status = attempt(name)
+        u, status, *notes = attempt(name)
         if u is not None:
-            report.solver, report.seconds = name, time.perf_counter() - start
+            report.fallbacks += notes[0] if notes else []
+            report.solver = name if status in ("Solved", cp.OPTIMAL) else f"{name}({status})"
+            report.seconds = time.perf_counter() - start
             return u, report
         report.fallbacks.append(f"{name}:{status}")
     where = {None: "", 0: " for the initial point (round 0)"}.get(round, f" in round {round}")
@@ -204,18 +258,18 @@ class ConicProjection:
         self.A, self.b, self.cones = data.A, data.b, data.cones()
         self.solvers = tuple(solvers)
         self.settings = clarabel_settings(settings, tight=True)
-        self._live = LiveClarabel(data, self.settings)
+        self._live = LiveClarabel(data, self.settings, clarabel_settings(settings, tight=True, robust=True))
         self._fallback: dict[bytes, tuple[cp.Problem, cp.Parameter]] = {}
 
     # -- direct Clarabel path -------------------------------------------------
     def _P(self, c: np.ndarray) -> sp.csc_matrix:
         return sp.triu(_diag_on(self.n_x, self.cols, c), format="csc")
 
-    def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
+    def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str, list[str]]:
         q = np.zeros(self.n_x)
         q[self.cols] = -c * v
-        x, status = self._live.solve(c.tobytes(), lambda: self._P(c), q)
-        return (None if x is None else x[self.cols]), status
+        x, status, failed = self._live.solve(c.tobytes(), lambda: self._P(c), q)
+        return (None if x is None else x[self.cols]), status, failed
 
     # -- CVXPY fallback path ----------------------------------------------------
     def _cvxpy(self, name: str, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
@@ -230,7 +284,7 @@ class ConicProjection:
         return _solve_cvxpy(prob, name, self.agent)
 
     def project(self, v: np.ndarray, c: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+        def attempt(name: str) -> tuple:
             return self._clarabel(v, c) if name == "CLARABEL" else self._cvxpy(name, v, c)
         return _run_chain(attempt, self.solvers, self.agent, "local update", round)
 
@@ -283,7 +337,7 @@ class ProxSolver:
         self.path = "compiled" if self.data is not None else "cvxpy"
         if self.data is not None:
             self.settings = clarabel_settings(settings)
-            self._live = LiveClarabel(self.data, self.settings)
+            self._live = LiveClarabel(self.data, self.settings, clarabel_settings(settings, robust=True))
             self._scols = self.data.cols[self.sidx]
 
     def _problem(self, rho: float) -> tuple[cp.Problem, cp.Parameter]:
@@ -294,13 +348,13 @@ class ProxSolver:
             self._problems[rho] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
         return self._problems[rho]
 
-    def _clarabel(self, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
+    def _clarabel(self, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str, list[str]]:
         d = self.data
         q = d.q.copy()
         q[self._scols] -= rho * target
-        x, status = self._live.solve(float(rho),
-                                     lambda: d.P + _diag_on(d.n_x, self._scols, np.full(self._scols.size, rho)), q)
-        return (None if x is None else x[d.cols]), status
+        x, status, failed = self._live.solve(
+            float(rho), lambda: d.P + _diag_on(d.n_x, self._scols, np.full(self._scols.size, rho)), q)
+        return (None if x is None else x[d.cols]), status, failed
 
     def _cvxpy(self, name: str, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
         prob, p = self._problem(rho)
@@ -308,7 +362,7 @@ class ProxSolver:
         return _solve_cvxpy(prob, name, self.agent)
 
     def solve(self, target: np.ndarray, rho: float, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+        def attempt(name: str) -> tuple:
             if name == "CLARABEL" and self.data is not None:
                 return self._clarabel(target, rho)
             return self._cvxpy(name, target, rho)

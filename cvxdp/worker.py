@@ -17,8 +17,8 @@ import numpy as np
 from .agent import Agent
 from .algorithms.base import Algorithm, dual_update
 from .algorithms.ladmm import linearized_updates
-from .evaluation import compiled_metrics
 from .compiled import set_verdict
+from .evaluation import compiled_metrics
 from .local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
 from .protocol import Evaluation, Release
 
