@@ -35,10 +35,12 @@ from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
-#: an AlmostSolved (or stalled) Clarabel answer is accepted only when its primal and dual residuals are at most
-#: ``LOOSE_FEAS`` and its relative duality gap ``|p - d| / max(1, |p|)`` at most ``LOOSE_GAP`` (Clarabel's own
-#: ``reduced_tol_gap_rel``; its ``reduced_tol_feas`` is the looser 1e-4); the solver label then says so
-LOOSE_FEAS = 1e-6
+#: an AlmostSolved (or stalled) Clarabel answer is accepted only when its primal residual is at most
+#: ``LOOSE_PRIMAL`` (the iterate is feasible to 1e-6), its dual residual at most ``LOOSE_DUAL`` (Clarabel's
+#: ``reduced_tol_feas``) and its relative duality gap ``|p - d| / max(1, |p|)`` at most ``LOOSE_GAP`` (Clarabel's
+#: ``reduced_tol_gap_rel``); the solver label then says so
+LOOSE_PRIMAL = 1e-6
+LOOSE_DUAL = 1e-4
 LOOSE_GAP = 5e-5
 #: Clarabel settings of the one retry after a failed solve (before the fallback solvers): more static
 #: regularization, more equilibration passes, more iterations, and a solver set up with the actual q
@@ -97,14 +99,14 @@ def clarabel_settings(overrides: dict | None = None, *, tight: bool = False,
 
 
 def _loose_enough(sol: object) -> bool:
-    """Whether a not-quite-solved Clarabel answer meets the stated looser tolerance (:data:`LOOSE_FEAS`)."""
+    """Whether a not-quite-solved Clarabel answer meets the stated looser tolerance (:data:`LOOSE_PRIMAL`)."""
     if sol.status not in _ACCEPTABLE:
         return False
     p, d = float(sol.obj_val), float(sol.obj_val_dual)
     residuals = (float(sol.r_prim), float(sol.r_dual), p, d)
     if not all(np.isfinite(residuals)) or not np.all(np.isfinite(sol.x)):
         return False
-    return max(residuals[0], residuals[1]) <= LOOSE_FEAS and abs(p - d) <= LOOSE_GAP * max(1.0, abs(p))
+    return residuals[0] <= LOOSE_PRIMAL and residuals[1] <= LOOSE_DUAL and abs(p - d) <= LOOSE_GAP * max(1.0, abs(p))
 
 
 class LiveClarabel:
@@ -116,7 +118,7 @@ class LiveClarabel:
     numbers.
 
     What counts as solved: ``Solved``; ``AlmostSolved`` (or a stalled ``InsufficientProgress`` /
-    ``MaxIterations``) only when its residuals meet :data:`LOOSE_FEAS` / :data:`LOOSE_GAP`, reported as the
+    ``MaxIterations``) only when it meets :data:`LOOSE_PRIMAL` / :data:`LOOSE_DUAL` / :data:`LOOSE_GAP`, reported as the
     status ``"AlmostSolved"``. Anything else gets one retry on a fresh solver set up with the actual q and
     :data:`ROBUST_SETTINGS` (a function of (P, q) too), reported as ``"retry"`` or ``"retry,AlmostSolved"``
     with the live solver's status recorded as a failed attempt.

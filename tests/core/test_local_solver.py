@@ -164,7 +164,7 @@ def test_a_failed_clarabel_solve_is_retried_and_recorded(monkeypatch):
     agent = soc_agent()
     v, c = _point(agent)
     reference, _ = compile_projection(agent).project(v, c)
-    # a residual above LOOSE_FEAS: not accepted, retried on a fresh, more regularized solver
+    # a primal residual above LOOSE_PRIMAL: not accepted, retried on a fresh, more regularized solver
     _degrade_first_solves(monkeypatch, 1, clarabel.SolverStatus.InsufficientProgress, r_prim=1e-3)
     u, report = compile_projection(soc_agent()).project(v, c)
     assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:InsufficientProgress"]
