@@ -42,9 +42,14 @@ _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
 LOOSE_PRIMAL = 1e-6
 LOOSE_DUAL = 1e-4
 LOOSE_GAP = 5e-5
-#: Clarabel settings of the one retry after a failed solve (before the fallback solvers): more static
-#: regularization, more equilibration passes, more iterations, and a solver set up with the actual q
-ROBUST_SETTINGS = {"static_regularization_constant": 1e-7, "equilibrate_max_iter": 50, "max_iter": 500}
+#: Clarabel settings of the retries after a failed solve (in turn, before the fallback solvers; each on a fresh
+#: solver set up with the actual q): more iterative refinement and dynamic regularization (the failures seen on
+#: case1354pegase zones are KKT solves losing precision), then no equilibration and more static regularization
+ROBUST_SETTINGS = (
+    {"iterative_refinement_max_iter": 50, "iterative_refinement_reltol": 1e-15,
+     "iterative_refinement_abstol": 1e-15, "dynamic_regularization_delta": 1e-5, "max_iter": 500},
+    {"equilibrate_enable": False, "static_regularization_constant": 1e-7, "max_iter": 500},
+)
 _ACCEPTABLE = (clarabel.SolverStatus.AlmostSolved, clarabel.SolverStatus.InsufficientProgress,
                clarabel.SolverStatus.MaxIterations)
 
@@ -78,11 +83,12 @@ def solve_chain(prob: cp.Problem, solvers: tuple[str, ...]) -> tuple[str | None,
 
 
 def clarabel_settings(overrides: dict | None = None, *, tight: bool = False,
-                      robust: bool = False) -> clarabel.DefaultSettings:
+                      robust: dict | None = None) -> clarabel.DefaultSettings:
     """Quiet Clarabel settings without presolve (q updates need the un-presolved problem).
 
     ``tight`` asks for a small duality gap: a gap g leaves a strongly convex projection sqrt(2g/c) from its
-    optimum. ``robust`` applies :data:`ROBUST_SETTINGS` on top of ``overrides`` (at least as many iterations).
+    optimum. ``robust`` (one of :data:`ROBUST_SETTINGS`) applies on top of ``overrides`` (``max_iter``: at
+    least the larger of the two).
     """
     settings = clarabel.DefaultSettings()
     settings.verbose = False
@@ -92,9 +98,8 @@ def clarabel_settings(overrides: dict | None = None, *, tight: bool = False,
         settings.tol_gap_rel = 1e-10
     for key, value in (overrides or {}).items():
         setattr(settings, key, value)
-    if robust:
-        for key, value in ROBUST_SETTINGS.items():
-            setattr(settings, key, max(value, getattr(settings, key)))
+    for key, value in (robust or {}).items():
+        setattr(settings, key, max(value, settings.max_iter) if key == "max_iter" else value)
     return settings
 
 
@@ -119,17 +124,17 @@ class LiveClarabel:
 
     What counts as solved: ``Solved``; ``AlmostSolved`` (or a stalled ``InsufficientProgress`` /
     ``MaxIterations``) only when it meets :data:`LOOSE_PRIMAL` / :data:`LOOSE_DUAL` / :data:`LOOSE_GAP`, reported as the
-    status ``"AlmostSolved"``. Anything else gets one retry on a fresh solver set up with the actual q and
-    :data:`ROBUST_SETTINGS` (a function of (P, q) too), reported as ``"retry"`` or ``"retry,AlmostSolved"``
-    with the live solver's status recorded as a failed attempt.
+    status ``"AlmostSolved"``. Anything else is retried on fresh solvers set up with the actual q, one per
+    entry of ``retry_settings`` (:data:`ROBUST_SETTINGS`; a function of (P, q) too), reported as ``"retry"``
+    (``"retry2"``...) or ``"retry,AlmostSolved"`` with the failed statuses recorded as failed attempts.
     """
 
     def __init__(self, data: ConeData, settings: clarabel.DefaultSettings,
-                 retry_settings: clarabel.DefaultSettings | None = None) -> None:
+                 retry_settings: tuple[clarabel.DefaultSettings, ...] = ()) -> None:
         self.data = data
         self.cones = data.cones()
         self.settings = settings
-        self.retry_settings = retry_settings
+        self.retry_settings = tuple(retry_settings)
         self._key: object = None
         self._P: sp.csc_matrix | None = None
         self._solver: clarabel.DefaultSolver | None = None
@@ -149,16 +154,19 @@ class LiveClarabel:
             return np.asarray(sol.x), "Solved", []
         if _loose_enough(sol):
             return np.asarray(sol.x), "AlmostSolved", []
-        failed = [f"CLARABEL:{sol.status}"]
-        if self.retry_settings is None:
-            return None, str(sol.status), []
-        retry = clarabel.DefaultSolver(self._P, np.asarray(q, dtype=float), d.A, d.b, self.cones,
-                                       self.retry_settings).solve()
-        if retry.status == clarabel.SolverStatus.Solved:
-            return np.asarray(retry.x), "retry", failed
-        if _loose_enough(retry):
-            return np.asarray(retry.x), "retry,AlmostSolved", failed
-        return None, f"{sol.status}; retry {retry.status}", []
+        statuses = [str(sol.status)]
+        for k, settings in enumerate(self.retry_settings, start=1):
+            retry = clarabel.DefaultSolver(self._P, np.asarray(q, dtype=float), d.A, d.b, self.cones,
+                                           settings).solve()
+            label = "retry" if k == 1 else f"retry{k}"
+            failed = [f"CLARABEL:{statuses[0]}"] + [f"CLARABEL {'retry' if i == 1 else f'retry{i}'}:{st}"
+                                                    for i, st in enumerate(statuses[1:], start=1)]
+            if retry.status == clarabel.SolverStatus.Solved:
+                return np.asarray(retry.x), label, failed
+            if _loose_enough(retry):
+                return np.asarray(retry.x), f"{label},AlmostSolved", failed
+            statuses.append(str(retry.status))
+        return None, "; ".join([statuses[0]] + [f"retry {st}" for st in statuses[1:]]), []
 
 
 def _diag_on(n_x: int, cols: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
@@ -260,7 +268,8 @@ class ConicProjection:
         self.A, self.b, self.cones = data.A, data.b, data.cones()
         self.solvers = tuple(solvers)
         self.settings = clarabel_settings(settings, tight=True)
-        self._live = LiveClarabel(data, self.settings, clarabel_settings(settings, tight=True, robust=True))
+        self._live = LiveClarabel(data, self.settings, tuple(clarabel_settings(settings, tight=True, robust=r)
+                                                             for r in ROBUST_SETTINGS))
         self._fallback: dict[bytes, tuple[cp.Problem, cp.Parameter]] = {}
 
     # -- direct Clarabel path -------------------------------------------------
@@ -339,7 +348,8 @@ class ProxSolver:
         self.path = "compiled" if self.data is not None else "cvxpy"
         if self.data is not None:
             self.settings = clarabel_settings(settings)
-            self._live = LiveClarabel(self.data, self.settings, clarabel_settings(settings, robust=True))
+            self._live = LiveClarabel(self.data, self.settings,
+                                      tuple(clarabel_settings(settings, robust=r) for r in ROBUST_SETTINGS))
             self._scols = self.data.cols[self.sidx]
 
     def _problem(self, rho: float) -> tuple[cp.Problem, cp.Parameter]:

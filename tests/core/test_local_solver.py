@@ -171,6 +171,19 @@ def test_a_failed_clarabel_solve_is_retried_and_recorded(monkeypatch):
     np.testing.assert_allclose(u, reference, atol=2e-5)  # both at a gap <= 1e-10: sqrt(2 gap / min c) apart
 
 
+def test_the_second_retry_records_both_failures(monkeypatch):
+    import clarabel
+
+    agent = soc_agent()
+    v, c = _point(agent)
+    reference, _ = compile_projection(agent).project(v, c)
+    _degrade_first_solves(monkeypatch, 2, clarabel.SolverStatus.NumericalError, r_prim=1.0)
+    u, report = compile_projection(soc_agent()).project(v, c)
+    assert report.solver == "CLARABEL(retry2)"
+    assert report.fallbacks == ["CLARABEL:NumericalError", "CLARABEL retry:NumericalError"]
+    np.testing.assert_allclose(u, reference, atol=2e-5)
+
+
 def test_a_real_stalled_solve_goes_through_the_retry():
     agent = soc_agent()
     v, c = _point(agent)
@@ -186,7 +199,10 @@ def test_clarabel_and_ecos_failures_are_recorded_when_a_later_solver_succeeds(mo
 
     x = cp.Variable(3)
     agent = cvxdp.Agent("qp", cp.sum_squares(x), [x >= -1, x <= 1, cp.sum(x) <= 1], shared={"x": x})
-    _degrade_first_solves(monkeypatch, 2, clarabel.SolverStatus.NumericalError, r_prim=1.0)  # live + retry
+    from cvxdp.local_solver import ROBUST_SETTINGS
+
+    # the live solver and every retry fail
+    _degrade_first_solves(monkeypatch, 1 + len(ROBUST_SETTINGS), clarabel.SolverStatus.NumericalError, r_prim=1.0)
 
     def broken_ecos(self, *args, **kwargs):
         if kwargs.get("solver") == "ECOS":
@@ -199,5 +215,6 @@ def test_clarabel_and_ecos_failures_are_recorded_when_a_later_solver_succeeds(mo
     v = np.array([2.0, 0.5, -3.0])
     u, report = proj.project(v, np.ones(3))
     assert report.solver == "OSQP"
-    assert report.fallbacks == ["CLARABEL:NumericalError; retry NumericalError", "ECOS:error (SolverError)"]
+    assert report.fallbacks == ["CLARABEL:NumericalError" + "; retry NumericalError" * len(ROBUST_SETTINGS),
+                                "ECOS:error (SolverError)"]
     np.testing.assert_allclose(u, [1.0, 0.5, -1.0], atol=1e-4)
