@@ -188,7 +188,7 @@ def test_a_real_stalled_solve_goes_through_the_retry():
     agent = soc_agent()
     v, c = _point(agent)
     reference, _ = compile_projection(agent).project(v, c)
-    # two iterations cannot solve it; the retry has at least ROBUST_SETTINGS' 500
+    # two iterations cannot solve it; each retry has at least 500
     u, report = ConicProjection(agent, compile_projection(agent).data, settings={"max_iter": 2}).project(v, c)
     assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:MaxIterations"]
     np.testing.assert_allclose(u, reference, atol=2e-5)  # both at a gap <= 1e-10: sqrt(2 gap / min c) apart
