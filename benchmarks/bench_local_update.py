@@ -16,6 +16,12 @@ Then the exact ADMM local step (prox of f_p over W_p, issue 12), on the same SOC
 
 Goal (issue 12): (d)/(e) <= 1.1x.
 
+Finally the exact-ADMM set-up on case118 (3 zones, cost objective), on fresh agents, in the same run:
+(g) the previous compile path — ``W_p`` and ``f_p`` canonicalized apart and merged (two compiles per agent) —
+vs (h) one canonicalization of ``min f_p s.t. W_p`` whose ``W_p`` rows are split out of the same data
+(:func:`cvxdp.compiled.prox_data`), with the compile counts and the whole worker set-up (compile, feasibility
+and boundedness verdict, projection, initial point) of (h).
+
     python benchmarks/bench_local_update.py [--n 500] [--calls 30] [--no-power]
 """
 
@@ -113,7 +119,43 @@ def main() -> None:
         print(f"  {r['agent']:>16}: (d) compiled {r['compiled_ms']:7.2f}  (e) live raw Clarabel {r['raw_ms']:7.2f}  "
               f"(f) cp.Problem {r['cvxpy_ms']:7.2f}   (d)/(e) = {r['compiled_over_raw']:.3f}x (goal <= 1.1x)  "
               f"(f)/(d) = {r['cvxpy_over_compiled']:.2f}x")
+    if not args.no_power:
+        report["setup"] = bench_setup("case118")
+        r = report["setup"]
+        print(f"exact-ADMM set-up on {r['case']} ({r['agents']} zones, cost), fresh agents")
+        print(f"  (g) W_p and f_p compiled apart + merge: {r['old_compiles']} compiles, {r['old_s']:.3f} s")
+        print(f"  (h) one compile + split:                {r['new_compiles']} compiles, {r['new_s']:.3f} s   "
+              f"(g)/(h) = {r['old_s'] / r['new_s']:.2f}x")
+        print(f"  (h) whole worker set-up (compile, verdict, projection, start): {r['worker_setup_s']:.3f} s, "
+              f"{r['worker_compiles']} compiles")
     print(json.dumps(report))
+
+
+def bench_setup(case: str) -> dict:
+    """(g) vs (h) above: compile time and count of the exact-ADMM data on fresh agents of ``case``."""
+    from cvxdp import compiled
+    from cvxdp.worker import AgentWorker
+
+    count = compiled.COMPILE_COUNT
+    old_agents, new_agents, worker_agents = (_power_instance(case).agents for _ in range(3))
+    n0, start = count["n"], time.perf_counter()
+    for agent in old_agents:
+        compiled.merge(compiled.constraint_data(agent), compiled.objective_data(agent))
+    old_s, old_n = time.perf_counter() - start, count["n"] - n0
+    n0, start = count["n"], time.perf_counter()
+    for agent in new_agents:
+        compiled.prox_data(agent)
+        compiled.prox_constraint_data(agent)
+    new_s, new_n = time.perf_counter() - start, count["n"] - n0
+    algorithm = cvxdp.ADMM(rho=1.0, rounds=1)
+    seeds = np.random.SeedSequence(0).spawn(len(worker_agents))
+    n0, start = count["n"], time.perf_counter()
+    for agent, seed in zip(worker_agents, seeds):
+        agent.check()
+        AgentWorker(agent, algorithm, seed)
+    worker_s, worker_n = time.perf_counter() - start, count["n"] - n0
+    return {"case": case, "agents": len(new_agents), "old_compiles": old_n, "old_s": old_s, "new_compiles": new_n,
+            "new_s": new_s, "worker_setup_s": worker_s, "worker_compiles": worker_n}
 
 
 def bench_prox(label: str, agent: cvxdp.Agent, calls: int, rho: float = 1.0) -> dict:

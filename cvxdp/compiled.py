@@ -6,10 +6,13 @@ plus the columns of the agent's flat vector ``u`` in ``x``) is cached per agent,
 parameter values it was compiled with, so every run — and every cell of a study — over the same agents and
 data reuses it:
 
-* :func:`constraint_data` — the feasible set ``W_p``: the linearized projection, the feasibility and
-  boundedness checks (:func:`set_verdict`, raw Clarabel solves on the same data) and the initial point;
-* :func:`objective_data` — ``f_p`` alone (only exact ADMM needs it); :func:`prox_data` merges it with
-  ``W_p`` column by column into the data of the exact prox step, without canonicalizing ``W_p`` again.
+* :func:`constraint_data` — the feasible set ``W_p`` (LinearizedADMM: ``f_p`` is never compiled): the
+  linearized projection, the feasibility and boundedness checks (:func:`set_verdict`, raw Clarabel solves on
+  the same data) and the initial point;
+* :func:`prox_data` — exact ADMM: ``min f_p s.t. W_p`` canonicalized once; :func:`split_constraints` reads
+  ``W_p``'s own rows out of the same data (:func:`prox_constraint_data`) for the checks, the projection and
+  the initial point, so exact ADMM also compiles each agent once. Only when the split is ambiguous is ``W_p``
+  compiled on its own as well (:class:`ProxData` records how many compiles it took).
 
 Cached data is immutable and a deterministic function of model and data; solvers, generators and duals are
 per run (they live in the workers). The cache holds no reference to the agents (weak keys). Constants inside
@@ -99,13 +102,14 @@ class ConeData:
 COMPILE_COUNT = {"n": 0}
 
 
-def canonicalize(objective: cp.Expression, constraints: list, agent: Agent, *, complete: bool) -> ConeData:
-    """Canonicalize ``min objective s.t. constraints`` for Clarabel once; map ``u`` to its columns.
-
-    ``complete=True`` requires every variable of the agent to have a column.
-    """
+def _problem_data(objective: cp.Expression, constraints: list) -> tuple[dict, Any]:
+    """CVXPY's Clarabel data of ``min objective s.t. constraints`` and its parametrized cone program."""
     COMPILE_COUNT["n"] += 1
     data, _, _ = cp.Problem(cp.Minimize(objective), constraints).get_problem_data(cp.CLARABEL)
+    return data, data[cp.settings.PARAM_PROB]
+
+
+def _cone_data(data: dict, agent: Agent, *, complete: bool) -> ConeData:
     dims = data["dims"]
     if getattr(dims, "pnd", None):
         raise NotCompilable("generalized power cones")
@@ -124,6 +128,15 @@ def canonicalize(objective: cp.Expression, constraints: list, agent: Agent, *, c
                     dims=ConeDims(int(dims.zero), int(dims.nonneg), tuple(int(n) for n in dims.soc),
                                   tuple(int(n) for n in dims.psd), int(dims.exp), tuple(float(a) for a in dims.p3d)),
                     cols=cols)
+
+
+def canonicalize(objective: cp.Expression, constraints: list, agent: Agent, *, complete: bool) -> ConeData:
+    """Canonicalize ``min objective s.t. constraints`` for Clarabel once; map ``u`` to its columns.
+
+    ``complete=True`` requires every variable of the agent to have a column.
+    """
+    data, _ = _problem_data(objective, constraints)
+    return _cone_data(data, agent, complete=complete)
 
 
 def merge(W: ConeData, F: ConeData) -> ConeData:
@@ -196,15 +209,128 @@ def constraint_data(agent: Agent) -> ConeData:
 
 
 def objective_data(agent: Agent) -> ConeData:
-    """Canonical data of ``f_p`` alone (no constraints)."""
+    """Canonical data of ``f_p`` alone (no constraints); only the fallback of :func:`prox_data` needs it."""
     return cached(agent, "objective", data_key(agent.objective),
                   lambda: canonicalize(agent.objective, [], agent, complete=False))
 
 
+def _rows_of(con: Any) -> int:
+    """Rows of one canonical constraint in Clarabel's data (PSD: the scaled lower triangle)."""
+    if type(con).__name__ == "PSD":
+        n = int(con.args[0].shape[0])
+        return n * (n + 1) // 2
+    return int(con.size)
+
+
+def _dims_of(cons: list) -> ConeDims:
+    """The cone sizes of canonical constraints (in their order)."""
+    by_type: dict[str, list] = {"Zero": [], "NonNeg": [], "SOC": [], "PSD": [], "ExpCone": [], "PowCone3D": []}
+    for con in cons:
+        name = type(con).__name__
+        if name not in by_type:
+            raise NotCompilable(f"canonical constraint {name}")
+        by_type[name].append(con)
+    return ConeDims(zero=sum(_rows_of(c) for c in by_type["Zero"]),
+                    nonneg=sum(_rows_of(c) for c in by_type["NonNeg"]),
+                    soc=tuple(int(n) for c in by_type["SOC"] for n in c.cone_sizes()),
+                    psd=tuple(int(c.args[0].shape[0]) for c in by_type["PSD"]),
+                    exp=sum(int(c.num_cones()) for c in by_type["ExpCone"]),
+                    p3d=tuple(float(a) for c in by_type["PowCone3D"]
+                              for a in np.ravel(np.asarray(c.alpha.value, dtype=float), order="F")))
+
+
+def split_constraints(full: ConeData, cons: list, user_ids: set[int]) -> ConeData | None:
+    """The rows of ``W_p`` only, out of the data of ``min f_p s.t. W_p`` (None when they cannot be told apart).
+
+    Each canonical constraint (``cons``: CVXPY's, in row order) comes either from canonicalizing ``f_p`` or from
+    one of the agent's constraints; CVXPY keeps the ids of the latter (``user_ids``). Constraints and the
+    auxiliary columns they share form connected groups: a group holding an auxiliary column of the objective
+    (a column of ``P`` or ``q`` that is not ``u``) is ``f_p``'s — its epigraph and its *domain* rows (``log``,
+    ``entr``...), which must not restrict a projection onto ``W_p`` —, a group holding one of the agent's
+    constraints is ``W_p``'s. A group that is both (CVXPY shared a subexpression of ``f_p`` and ``W_p``) or
+    neither (a constraint of ``f_p`` on ``u`` alone) makes the split ambiguous: the caller then compiles
+    ``W_p`` on its own (:func:`constraint_data`).
+    """
+    rows = np.array([_rows_of(c) for c in cons], dtype=int)
+    if int(rows.sum()) != full.A.shape[0] or _dims_of(cons) != full.dims:
+        return None
+    n_con, n_x = len(cons), full.n_x
+    aux = np.ones(n_x, dtype=bool)
+    aux[full.cols] = False
+    con_of_row = np.repeat(np.arange(n_con), rows)
+    A = sp.coo_matrix(full.A)
+    touched = aux[A.col]
+    # bipartite graph: constraints 0..n_con-1, auxiliary columns n_con + column
+    edges = sp.coo_matrix((np.ones(int(touched.sum())), (con_of_row[A.row[touched]], n_con + A.col[touched])),
+                          shape=(n_con + n_x, n_con + n_x))
+    from scipy.sparse.csgraph import connected_components
+
+    _, label = connected_components(edges, directed=False)
+    P = sp.csc_matrix(full.P)
+    f_cols = np.flatnonzero(aux & ((full.q != 0) | (np.diff(P.indptr) > 0)))  # P is full symmetric
+    w_cons = np.array([c.id in user_ids for c in cons], dtype=bool)
+    f_groups = set(label[n_con + f_cols].tolist())
+    w_groups = set(label[np.flatnonzero(w_cons)].tolist())
+    con_groups = label[:n_con]
+    if f_groups & w_groups or not np.all(np.isin(con_groups, list(f_groups | w_groups))):
+        return None
+    is_w_con = np.isin(con_groups, list(w_groups))
+    keep_rows = np.repeat(is_w_con, rows)
+    keep_cols = ~aux | np.isin(label[n_con:], list(w_groups)) & aux
+    new_col = np.cumsum(keep_cols) - 1
+    A_w = sp.csc_matrix(sp.csr_matrix(full.A)[keep_rows][:, keep_cols])
+    n_w = A_w.shape[1]
+    cols = new_col[full.cols]
+    diag = np.zeros(n_w)
+    diag[cols] = 1.0
+    return ConeData(P=sp.diags(diag, format="csc"), q=np.zeros(n_w), A=A_w, b=full.b[keep_rows],
+                    dims=_dims_of([c for c, w in zip(cons, is_w_con) if w]), cols=cols)
+
+
+@dataclass(frozen=True)
+class ProxData:
+    """The exact prox step's data (``min f_p s.t. W_p``) and ``W_p``'s own rows, with how they were compiled.
+
+    ``compiles`` is 1 when both come from one canonicalization (:func:`split_constraints`), 2 when ``W_p`` had
+    to be compiled on its own as well (an ambiguous split), 3 when a variable of the agent appears in neither
+    ``f_p`` nor ``W_p`` (no column of its own): then ``W_p`` and ``f_p`` are compiled apart and merged.
+    """
+
+    full: ConeData
+    constraints: ConeData
+    compiles: int
+
+
+def _prox_pair(agent: Agent) -> ProxData:
+    def build() -> ProxData:
+        data, prog = _problem_data(agent.objective, agent.constraints)
+        full = _cone_data(data, agent, complete=False)
+        if np.any(full.cols < 0):  # a variable f_p and W_p never mention: compile them apart and merge
+            W = constraint_data(agent)
+            return ProxData(merge(W, objective_data(agent)), W, 3)
+        try:
+            W = split_constraints(full, list(prog.constraints), {c.id for c in agent.constraints})
+        except NotCompilable:
+            W = None
+        if W is None:
+            return ProxData(full, constraint_data(agent), 2)
+        return ProxData(full, W, 1)
+    return cached(agent, "prox", _constraint_key(agent) + data_key(agent.objective), build)
+
+
 def prox_data(agent: Agent) -> ConeData:
-    """Canonical data of ``min f_p(u) s.t. u in W_p`` (one compile of ``W_p``, one of ``f_p``)."""
-    key = _constraint_key(agent) + data_key(agent.objective)
-    return cached(agent, "prox", key, lambda: merge(constraint_data(agent), objective_data(agent)))
+    """Canonical data of ``min f_p(u) s.t. u in W_p``: one canonicalization per agent and data.
+
+    The same compile also yields ``W_p``'s rows (:func:`prox_constraint_data`) for the feasibility and
+    boundedness verdict, the projection and the initial point; see :func:`split_constraints` for when ``W_p`` is
+    compiled on its own instead.
+    """
+    return _prox_pair(agent).full
+
+
+def prox_constraint_data(agent: Agent) -> ConeData:
+    """``W_p``'s data that go with :func:`prox_data` (the exact-ADMM path's projection and checks)."""
+    return _prox_pair(agent).constraints
 
 
 # ------------------------------------------------------------------------------ feasibility and boundedness
@@ -229,14 +355,16 @@ def _quiet_settings() -> clarabel.DefaultSettings:
     return settings
 
 
-def set_verdict(agent: Agent) -> SetVerdict:
+def set_verdict(agent: Agent, data: ConeData | None = None) -> SetVerdict:
     """Emptiness and boundedness of ``W_p`` from its compiled data (raw Clarabel solves; cached).
 
     Two LPs, ``max sum(u)`` and ``max -sum(u)`` over ``W_p``: a primal infeasibility certificate means ``W_p``
     is empty; a dual one (the LP is unbounded) means it is unbounded — confirmed non-empty by ``min 0``.
+    ``data`` are ``W_p``'s compiled data (default :func:`constraint_data`); the verdict is cached per agent and
+    data of ``W_p`` whichever compiled data it came from.
     """
     def build() -> SetVerdict:
-        W = constraint_data(agent)
+        W = constraint_data(agent) if data is None else data
         P0 = sp.csc_matrix((W.n_x, W.n_x))
         solver: list = []
 
@@ -270,5 +398,5 @@ def set_verdict(agent: Agent) -> SetVerdict:
     return cached(agent, "verdict", _constraint_key(agent), build)
 
 
-__all__ = ["COMPILE_COUNT", "ConeData", "ConeDims", "NotCompilable", "canonicalize", "constraint_data",
-           "merge", "objective_data", "prox_data", "set_verdict"]
+__all__ = ["COMPILE_COUNT", "ConeData", "ConeDims", "NotCompilable", "ProxData", "canonicalize", "constraint_data",
+           "merge", "objective_data", "prox_constraint_data", "prox_data", "set_verdict", "split_constraints"]

@@ -48,6 +48,7 @@ import pandas as pd
 from ._validation import fail
 from .agent import Agent, check_agents
 from .errors import DeclarationError, InvalidParameterError, SolverFailedError
+from .evaluation import compiled_metrics
 from .graphs import check_graph
 from .local_solver import SolveReport, solve_chain
 
@@ -144,14 +145,15 @@ class LocalProx:
         g = self.agent.gradient
         if isinstance(g, SmoothObjective):
             return float(g.value(u))
-        return self.agent.objective_value(u)
+        return compiled_metrics(self.agent).objective(u)  # no CVXPY tree walk (cvxdp.evaluation)
 
     def value(self, f: np.ndarray) -> float:
         """``O(f, D_i)`` at the consensus vector f."""
         return self._value_u(self.to_u(f))
 
     def violation(self, f: np.ndarray) -> float:
-        return self.agent.violation(self.to_u(f))
+        """Largest constraint violation at the consensus vector f (from the compiled metrics)."""
+        return compiled_metrics(self.agent).violation(self.to_u(f))
 
     def _newton(self, a: float, p: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, str]:
         oracle: SmoothObjective = self.agent.gradient  # type: ignore[assignment]

@@ -8,9 +8,11 @@ It is compiled once per agent and data (the canonical data come from :mod:`cvxdp
 * :class:`ConicProjection` — otherwise CVXPY canonicalizes ``W`` once; each call only writes the linear
   term ``q = -c*v`` (and the diagonal of ``P`` when the weights change) and hands the cached canonical data
   into a live Clarabel solver — no CVXPY work in the loop.
-  If Clarabel fails the call falls back to ECOS, then OSQP (QP-representable sets), through a CVXPY
-  problem whose only changing data are Parameters (DPP, warm-started). When every solver fails a
-  :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
+  If Clarabel does not solve the problem (see :class:`LiveClarabel` for the accepted statuses and the retry)
+  the call falls back to ECOS, then OSQP (QP-representable sets), through a CVXPY problem whose only changing
+  data are Parameters (DPP, warm-started). Every failed attempt is recorded in the history's ``fallbacks``,
+  an answer accepted at a looser tolerance or from the retry in its ``solver`` label. When every solver fails
+  a :class:`~cvxdp.errors.SolverFailedError` names the agent and status.
 
 :class:`ProxSolver` is the exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u - t||^2``, on the same
 compiled data and the same live-Clarabel-then-fallbacks scheme.
@@ -28,12 +30,28 @@ import numpy as np
 import scipy.sparse as sp
 
 from .agent import Agent
-from .compiled import ConeData, NotCompilable, constraint_data, prox_data
+from .compiled import ConeData, NotCompilable, constraint_data, prox_constraint_data, prox_data
 from .errors import DeclarationError, SolverFailedError
 
 DEFAULT_SOLVERS = ("CLARABEL", "ECOS", "OSQP")
 _OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
-_SOLVED = (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved)
+#: an AlmostSolved (or stalled) Clarabel answer is accepted only when its primal residual is at most
+#: ``LOOSE_PRIMAL`` (the iterate is feasible to 1e-6), its dual residual at most ``LOOSE_DUAL`` (Clarabel's
+#: ``reduced_tol_feas``) and its relative duality gap ``|p - d| / max(1, |p|)`` at most ``LOOSE_GAP`` (Clarabel's
+#: ``reduced_tol_gap_rel``); the solver label then says so
+LOOSE_PRIMAL = 1e-6
+LOOSE_DUAL = 1e-4
+LOOSE_GAP = 5e-5
+#: Clarabel settings of the retries after a failed solve (in turn, before the fallback solvers; each on a fresh
+#: solver set up with the actual q): more iterative refinement and dynamic regularization (the failures seen on
+#: case1354pegase zones are KKT solves losing precision), then no equilibration and more static regularization
+ROBUST_SETTINGS = (
+    {"iterative_refinement_max_iter": 50, "iterative_refinement_reltol": 1e-15,
+     "iterative_refinement_abstol": 1e-15, "dynamic_regularization_delta": 1e-5, "max_iter": 500},
+    {"equilibrate_enable": False, "static_regularization_constant": 1e-7, "max_iter": 500},
+)
+_ACCEPTABLE = (clarabel.SolverStatus.AlmostSolved, clarabel.SolverStatus.InsufficientProgress,
+               clarabel.SolverStatus.MaxIterations)
 
 
 @dataclass
@@ -64,11 +82,13 @@ def solve_chain(prob: cp.Problem, solvers: tuple[str, ...]) -> tuple[str | None,
     return None, failures
 
 
-def clarabel_settings(overrides: dict | None = None, *, tight: bool = False) -> clarabel.DefaultSettings:
+def clarabel_settings(overrides: dict | None = None, *, tight: bool = False,
+                      robust: dict | None = None) -> clarabel.DefaultSettings:
     """Quiet Clarabel settings without presolve (q updates need the un-presolved problem).
 
     ``tight`` asks for a small duality gap: a gap g leaves a strongly convex projection sqrt(2g/c) from its
-    optimum.
+    optimum. ``robust`` (one of :data:`ROBUST_SETTINGS`) applies on top of ``overrides`` (``max_iter``: at
+    least the larger of the two).
     """
     settings = clarabel.DefaultSettings()
     settings.verbose = False
@@ -78,7 +98,20 @@ def clarabel_settings(overrides: dict | None = None, *, tight: bool = False) -> 
         settings.tol_gap_rel = 1e-10
     for key, value in (overrides or {}).items():
         setattr(settings, key, value)
+    for key, value in (robust or {}).items():
+        setattr(settings, key, max(value, settings.max_iter) if key == "max_iter" else value)
     return settings
+
+
+def _loose_enough(sol: object) -> bool:
+    """Whether a not-quite-solved Clarabel answer meets the stated looser tolerance (:data:`LOOSE_PRIMAL`)."""
+    if sol.status not in _ACCEPTABLE:
+        return False
+    p, d = float(sol.obj_val), float(sol.obj_val_dual)
+    residuals = (float(sol.r_prim), float(sol.r_dual), p, d)
+    if not all(np.isfinite(residuals)) or not np.all(np.isfinite(sol.x)):
+        return False
+    return residuals[0] <= LOOSE_PRIMAL and residuals[1] <= LOOSE_DUAL and abs(p - d) <= LOOSE_GAP * max(1.0, abs(p))
 
 
 class LiveClarabel:
@@ -88,27 +121,52 @@ class LiveClarabel:
     receives ``update(q=...)``. Clarabel's setup-time scalings therefore never depend on earlier calls: the
     answer is a function of (P, q) alone — bit for bit — so resumed runs and other backends give the same
     numbers.
+
+    What counts as solved: ``Solved``; ``AlmostSolved`` (or a stalled ``InsufficientProgress`` /
+    ``MaxIterations``) only when it meets :data:`LOOSE_PRIMAL` / :data:`LOOSE_DUAL` / :data:`LOOSE_GAP`, reported as the
+    status ``"AlmostSolved"``. Anything else is retried on fresh solvers set up with the actual q, one per
+    entry of ``retry_settings`` (:data:`ROBUST_SETTINGS`; a function of (P, q) too), reported as ``"retry"``
+    (``"retry2"``...) or ``"retry,AlmostSolved"`` with the failed statuses recorded as failed attempts.
     """
 
-    def __init__(self, data: ConeData, settings: clarabel.DefaultSettings) -> None:
+    def __init__(self, data: ConeData, settings: clarabel.DefaultSettings,
+                 retry_settings: tuple[clarabel.DefaultSettings, ...] = ()) -> None:
         self.data = data
         self.cones = data.cones()
         self.settings = settings
+        self.retry_settings = tuple(retry_settings)
         self._key: object = None
+        self._P: sp.csc_matrix | None = None
         self._solver: clarabel.DefaultSolver | None = None
 
-    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray) -> tuple[np.ndarray | None, str]:
-        """``x`` (None on failure) and Clarabel's status; ``key`` (compared with ==) identifies ``P``."""
+    def solve(self, key: object, make_P: Callable[[], sp.csc_matrix], q: np.ndarray
+              ) -> tuple[np.ndarray | None, str, list[str]]:
+        """``x`` (None on failure), the status and the failed attempts before ``x``; ``key`` (compared with ==)
+        identifies ``P``."""
+        d = self.data
         if self._solver is None or key != self._key:
-            d = self.data
-            self._solver = clarabel.DefaultSolver(sp.triu(make_P(), format="csc"), np.zeros(d.n_x), d.A, d.b,
-                                                  self.cones, self.settings)
+            self._P = sp.triu(make_P(), format="csc")
+            self._solver = clarabel.DefaultSolver(self._P, np.zeros(d.n_x), d.A, d.b, self.cones, self.settings)
             self._key = key
         self._solver.update(q=q)
         sol = self._solver.solve()
-        if sol.status in _SOLVED:
-            return np.asarray(sol.x), "Solved"
-        return None, str(sol.status)
+        if sol.status == clarabel.SolverStatus.Solved:
+            return np.asarray(sol.x), "Solved", []
+        if _loose_enough(sol):
+            return np.asarray(sol.x), "AlmostSolved", []
+        statuses = [str(sol.status)]
+        for k, settings in enumerate(self.retry_settings, start=1):
+            retry = clarabel.DefaultSolver(self._P, np.asarray(q, dtype=float), d.A, d.b, self.cones,
+                                           settings).solve()
+            label = "retry" if k == 1 else f"retry{k}"
+            failed = [f"CLARABEL:{statuses[0]}"] + [f"CLARABEL {'retry' if i == 1 else f'retry{i}'}:{st}"
+                                                    for i, st in enumerate(statuses[1:], start=1)]
+            if retry.status == clarabel.SolverStatus.Solved:
+                return np.asarray(retry.x), label, failed
+            if _loose_enough(retry):
+                return np.asarray(retry.x), f"{label},AlmostSolved", failed
+            statuses.append(str(retry.status))
+        return None, "; ".join([statuses[0]] + [f"retry {st}" for st in statuses[1:]]), []
 
 
 def _diag_on(n_x: int, cols: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
@@ -130,15 +188,21 @@ def _solve_cvxpy(prob: cp.Problem, name: str, agent: Agent) -> tuple[np.ndarray 
     return agent.layout.flatten({var: var.value for var in agent.layout.variables}), prob.status
 
 
-def _run_chain(attempt: Callable[[str], tuple[np.ndarray | None, str]], solvers: tuple[str, ...], agent: Agent,
+def _run_chain(attempt: Callable[[str], tuple], solvers: tuple[str, ...], agent: Agent,
                what: str, round: int | None) -> tuple[np.ndarray, SolveReport]:
-    """Try each solver in turn; record the failed ones; raise :class:`SolverFailedError` if all fail."""
+    """Try each solver in turn; record the failed ones; raise :class:`SolverFailedError` if all fail.
+
+    ``attempt(name)`` returns ``(u or None, status)`` or ``(u or None, status, failed attempts before u)``. A
+    solution with a status other than an optimal one ("Solved", "optimal") is labelled ``"NAME(status)"``.
+    """
     report = SolveReport()
     start = time.perf_counter()
     for name in solvers:
-        u, status = attempt(name)
+        u, status, *notes = attempt(name)
         if u is not None:
-            report.solver, report.seconds = name, time.perf_counter() - start
+            report.fallbacks += notes[0] if notes else []
+            report.solver = name if status in ("Solved", cp.OPTIMAL) else f"{name}({status})"
+            report.seconds = time.perf_counter() - start
             return u, report
         report.fallbacks.append(f"{name}:{status}")
     where = {None: "", 0: " for the initial point (round 0)"}.get(round, f" in round {round}")
@@ -204,18 +268,19 @@ class ConicProjection:
         self.A, self.b, self.cones = data.A, data.b, data.cones()
         self.solvers = tuple(solvers)
         self.settings = clarabel_settings(settings, tight=True)
-        self._live = LiveClarabel(data, self.settings)
+        self._live = LiveClarabel(data, self.settings, tuple(clarabel_settings(settings, tight=True, robust=r)
+                                                             for r in ROBUST_SETTINGS))
         self._fallback: dict[bytes, tuple[cp.Problem, cp.Parameter]] = {}
 
     # -- direct Clarabel path -------------------------------------------------
     def _P(self, c: np.ndarray) -> sp.csc_matrix:
         return sp.triu(_diag_on(self.n_x, self.cols, c), format="csc")
 
-    def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
+    def _clarabel(self, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str, list[str]]:
         q = np.zeros(self.n_x)
         q[self.cols] = -c * v
-        x, status = self._live.solve(c.tobytes(), lambda: self._P(c), q)
-        return (None if x is None else x[self.cols]), status
+        x, status, failed = self._live.solve(c.tobytes(), lambda: self._P(c), q)
+        return (None if x is None else x[self.cols]), status, failed
 
     # -- CVXPY fallback path ----------------------------------------------------
     def _cvxpy(self, name: str, v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray | None, str]:
@@ -230,16 +295,20 @@ class ConicProjection:
         return _solve_cvxpy(prob, name, self.agent)
 
     def project(self, v: np.ndarray, c: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+        def attempt(name: str) -> tuple:
             return self._clarabel(v, c) if name == "CLARABEL" else self._cvxpy(name, v, c)
         return _run_chain(attempt, self.solvers, self.agent, "local update", round)
 
 
 def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
-                       settings: dict | None = None) -> BoxProjection | ConicProjection:
-    """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data)."""
+                       settings: dict | None = None, exact: bool = False) -> BoxProjection | ConicProjection:
+    """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data).
+
+    ``exact=True`` (exact ADMM) reads ``W_p``'s rows out of the prox step's compiled data
+    (:func:`cvxdp.compiled.prox_constraint_data`) instead of compiling ``W_p`` on its own.
+    """
     try:
-        data = constraint_data(agent)
+        data = prox_constraint_data(agent) if exact else constraint_data(agent)
     except NotCompilable as exc:
         raise DeclarationError(f"Agent {agent.name!r}: the feasible set cannot be compiled ({exc}); declare "
                                "sign or structure attributes of variables as constraints instead.") from exc
@@ -258,7 +327,7 @@ class ProxSolver:
     """Exact ADMM local step ``argmin_{u in W} f(u) + rho/2 ||E u||^2 - p^T E u`` with ``p = rho*target``.
 
     Compiled path (default): the data of ``min f(u) s.t. u in W`` come from :func:`cvxdp.compiled.prox_data`
-    (``W`` canonicalized once, ``f`` once); ``rho/2 ||E u||^2`` is added to ``P`` on the shared columns and
+    (one canonicalization, shared with the checks and the projection); ``rho/2 ||E u||^2`` is added to ``P`` on the shared columns and
     ``-p^T E u`` is written into ``q`` on the same columns — that is exactly where CVXPY would put a linear
     Parameter term of ``u``, so no parameter mapping is needed. A live Clarabel solver is set up (with q = 0)
     once per value of rho and then only receives ``update(q=...)``. Fallbacks ECOS -> OSQP (QPs only) go through
@@ -284,7 +353,8 @@ class ProxSolver:
         self.path = "compiled" if self.data is not None else "cvxpy"
         if self.data is not None:
             self.settings = clarabel_settings(settings)
-            self._live = LiveClarabel(self.data, self.settings)
+            self._live = LiveClarabel(self.data, self.settings,
+                                      tuple(clarabel_settings(settings, robust=r) for r in ROBUST_SETTINGS))
             self._scols = self.data.cols[self.sidx]
 
     def _problem(self, rho: float | np.ndarray) -> tuple[cp.Problem, cp.Parameter]:
@@ -298,13 +368,13 @@ class ProxSolver:
             self._problems[key] = (cp.Problem(cp.Minimize(obj), self.agent.constraints), p)
         return self._problems[key]
 
-    def _clarabel(self, target: np.ndarray, rho: float | np.ndarray) -> tuple[np.ndarray | None, str]:
+    def _clarabel(self, target: np.ndarray, rho: float | np.ndarray) -> tuple[np.ndarray | None, str, list[str]]:
         d = self.data
         q = d.q.copy()
         q[self._scols] -= rho * target
         weights = np.broadcast_to(np.asarray(rho, dtype=float), self._scols.shape)
-        x, status = self._live.solve(_rho_key(rho), lambda: d.P + _diag_on(d.n_x, self._scols, weights), q)
-        return (None if x is None else x[d.cols]), status
+        x, status, failed = self._live.solve(_rho_key(rho), lambda: d.P + _diag_on(d.n_x, self._scols, weights), q)
+        return (None if x is None else x[d.cols]), status, failed
 
     def _cvxpy(self, name: str, target: np.ndarray, rho: float) -> tuple[np.ndarray | None, str]:
         prob, p = self._problem(rho)
@@ -312,7 +382,7 @@ class ProxSolver:
         return _solve_cvxpy(prob, name, self.agent)
 
     def solve(self, target: np.ndarray, rho: float, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        def attempt(name: str) -> tuple[np.ndarray | None, str]:
+        def attempt(name: str) -> tuple:
             if name == "CLARABEL" and self.data is not None:
                 return self._clarabel(target, rho)
             return self._cvxpy(name, target, rho)

@@ -161,8 +161,9 @@ class VerticalParty(Agent):
         """``R_m(x)``."""
         if self.default_regularizer:
             return 0.5 * float(x @ x)
-        self.variable.value = x
-        return float(self.objective.value)
+        from .evaluation import compiled_metrics
+
+        return compiled_metrics(self).objective(np.asarray(x, dtype=float))  # no CVXPY tree walk
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:

@@ -17,6 +17,7 @@ import numpy as np
 from .agent import Agent
 from .algorithms.base import Algorithm, dual_update
 from .algorithms.ladmm import linearized_updates
+from .compiled import set_verdict
 from .evaluation import compiled_metrics
 from .local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
 from .protocol import Evaluation, Release
@@ -51,13 +52,16 @@ class AgentWorker:
         self.algorithm = algorithm
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
-        # one canonicalization of W_p per agent and data (cached across runs): projection, checks, initial point
-        self.projection = compile_projection(agent, solvers=solvers)
+        # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the
+        # initial point: of W_p (LinearizedADMM), of min f_p s.t. W_p (exact ADMM: the prox step too)
+        exact = algorithm.name == "admm"
+        self.projection = compile_projection(agent, solvers=solvers, exact=exact)
         if self.projection.is_box:  # emptiness and boundedness read off the bounds
             agent.check_box(self.projection.lo, self.projection.hi)
         else:  # raw Clarabel solves on the same compiled data
+            set_verdict(agent, self.projection.data)  # cached: check_feasible reads it
             agent.check_feasible()
-        self.prox = ProxSolver(agent, solvers=solvers) if algorithm.name == "admm" else None
+        self.prox = ProxSolver(agent, solvers=solvers) if exact else None
         self.metrics = compiled_metrics(agent)
         if agent.initial is not None:
             self.z = agent.layout.flatten(agent.initial)

@@ -83,8 +83,10 @@ class SharingNode:
 
     def evaluate(self, round: int) -> Evaluation:
         """Non-private evaluation on this party's data and model (never part of a release)."""
+        from ..evaluation import compiled_metrics  # no CVXPY tree walk per round
+
         party, x = self.party, self.x
-        violation = party.violation(x) if not party.closed_form else \
+        violation = compiled_metrics(party).violation(x) if not party.closed_form else \
             max(float(np.linalg.norm(x)) - (party.bound or math.inf), 0.0)
         arrays = {"prediction": self.D @ x}
         if party.test_features is not None:

@@ -139,18 +139,15 @@ def test_exact_admm_resumes_bit_for_bit(tmp_path):
     assert all((reference.solution[k] == resumed.solution[k]).all() for k in reference.solution)
 
 
-def test_one_compile_per_agent_and_none_when_the_agents_run_again(count_compiles):
+@pytest.mark.parametrize("algorithm", [lambda rho: cvxdp.LinearizedADMM(rho=rho, eta=2.0, rounds=3),
+                                       lambda rho: cvxdp.ADMM(rho=rho, rounds=3)], ids=["linearized", "exact"])
+def test_one_compile_per_agent_and_none_when_the_agents_run_again(count_compiles, algorithm):
     agents = make_agents(agents=3, seed=6)  # every agent has a box, two have more: conic projections
-    cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=2.0, rounds=3), seed=0)
-    assert count_compiles["n"] == len(agents)  # feasibility, boundedness, projection, start: one compile
-
-    cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=2.0, eta=3.0, rounds=3), seed=1)
-    assert count_compiles["n"] == len(agents)  # same agents and data: nothing is compiled again
-
-    cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=3), seed=0)
-    assert count_compiles["n"] == 2 * len(agents)  # exact ADMM adds f_p alone, once (W_p is reused)
-    cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=2.0, rounds=3), seed=0)
-    assert count_compiles["n"] == 2 * len(agents)  # a new rho needs no new compile
+    cvxdp.solve(agents, algorithm=algorithm(1.0), seed=0)
+    # feasibility, boundedness, projection, start (and the exact prox step): one compile per agent
+    assert count_compiles["n"] == len(agents)
+    cvxdp.solve(agents, algorithm=algorithm(2.0), seed=1)
+    assert count_compiles["n"] == len(agents)  # same agents and data, new rho: nothing is compiled again
 
 
 def test_changed_data_is_compiled_again(count_compiles):
@@ -179,13 +176,48 @@ def test_feasibility_and_boundedness_come_from_the_compiled_data(count_compiles)
     assert count_compiles["n"] == 3  # one per agent, the checks included
 
 
-def test_prox_data_reuses_the_constraint_data(count_compiles):
-    agent = _strictly_convex_agents()[1]  # exponential cones in f, linear W
-    W = constraint_data(agent)
-    data = prox_data(agent)
-    assert count_compiles["n"] == 2
-    assert data.dims.exp > 0 and data.dims.zero >= W.dims.zero and data.n_x > W.n_x
-    np.testing.assert_array_equal(data.cols, W.cols)
+def test_prox_data_yields_the_constraint_rows_from_the_same_compile(count_compiles):
+    from cvxdp.compiled import _prox_pair
+
+    for agent in _strictly_convex_agents() + make_agents(agents=3, seed=1):
+        before = count_compiles["n"]
+        pair = _prox_pair(agent)
+        assert pair.compiles == 1 and count_compiles["n"] - before == 1
+        W = constraint_data(agent)  # W_p compiled on its own: the very same rows
+        assert (W.A != pair.constraints.A).nnz == 0 and np.array_equal(W.b, pair.constraints.b)
+        assert W.dims == pair.constraints.dims and np.array_equal(W.cols, pair.constraints.cols)
+    assert prox_data(_strictly_convex_agents()[1]).dims.exp > 0  # the objective's exponential cones
+
+
+def test_the_objective_domain_rows_do_not_restrict_the_projection():
+    from cvxdp.compiled import _prox_pair, prox_constraint_data
+    from cvxdp.local_solver import compile_projection
+
+    x = cp.Variable(3)
+    # log(x + 2) needs x >= -2 (an exponential-cone row on u): the projection onto the ball must not see it
+    agent = cvxdp.Agent("log", -cp.sum(cp.log(x + 2)) + cp.sum_squares(x), [cp.norm(x, 2) <= 5],
+                        shared={"x": x})
+    pair = _prox_pair(agent)
+    assert pair.compiles == 1 and pair.full.dims.exp == 3 and pair.constraints.dims.exp == 0
+    proj = compile_projection(agent, exact=True)
+    assert proj.data is prox_constraint_data(agent)
+    v = np.array([-4.0, 0.0, 0.0])
+    u, _ = proj.project(v, np.ones(3))
+    np.testing.assert_allclose(u, v, atol=1e-6)  # inside the ball, outside the objective's domain
+
+
+def test_an_ambiguous_split_compiles_the_constraints_on_their_own(count_compiles):
+    from cvxdp.compiled import _prox_pair
+
+    z = cp.Variable(3)
+    # CVXPY canonicalizes the shared subexpression norm(z) once, for the objective and the constraint alike
+    agent = cvxdp.Agent("cse", cp.norm(z, 2) + cp.sum(z), [cp.norm(z, 2) <= 1], shared={"x": z})
+    pair = _prox_pair(agent)
+    assert pair.compiles == 2 and count_compiles["n"] == 2
+    assert pair.constraints is constraint_data(agent) and pair.constraints.dims.soc == (4,)
+    result = cvxdp.solve([agent], algorithm=cvxdp.ADMM(rho=1.0, rounds=30), seed=0)
+    np.testing.assert_allclose(result.solution["x"], -np.ones(3) / np.sqrt(3), atol=1e-4)
+    assert count_compiles["n"] == 2  # and the run reuses both
 
 
 def test_study_compiles_each_model_once(tmp_path, count_compiles):

@@ -124,3 +124,31 @@ def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
     assert isinstance(metrics, evaluation.TreeMetrics)
     u = np.random.default_rng(0).normal(size=agent.layout.size)
     assert metrics.objective(u) == agent.objective_value(u) and metrics.violation(u) == agent.violation(u)
+
+
+def test_graph_nodes_and_sharing_parties_evaluate_without_tree_walks(monkeypatch):
+    from cvxdp.decentralized import LocalProx
+    from cvxdp.vertical import VerticalParty
+
+    x = cp.Variable(3)
+    node = cvxdp.Agent("node", cp.sum_squares(x - 1) + cp.norm(x, 2), [cp.norm(x, 2) <= 1, x >= -0.5],
+                       shared={"f": x})
+    w = cp.Variable(2)
+    party = VerticalParty("party", cp.Parameter((4, 2), value=np.arange(8.0).reshape(4, 2)), w,
+                          regularizer=cp.sum_squares(w) + cp.norm(w, 1))
+    rng = np.random.default_rng(5)
+    points = [2 * rng.normal(size=3) for _ in range(3)]
+    prox = LocalProx(node)
+    expected = [(node.objective_value(f), node.violation(f)) for f in points]
+    expected_party = [cvxdp.Agent.objective_value(party, u[:2]) for u in points]
+
+    def walked(*args, **kwargs):
+        raise AssertionError("a CVXPY expression tree was walked")
+
+    monkeypatch.setattr(cvxdp.Agent, "objective_value", walked)
+    monkeypatch.setattr(cvxdp.Agent, "violation", walked)
+    for f, (value, violation) in zip(points, expected):
+        assert prox.value(f) == pytest.approx(value, rel=1e-12)
+        assert prox.violation(f) == pytest.approx(violation, rel=1e-12, abs=1e-14)
+    for u, value in zip(points, expected_party):
+        assert party.regularizer_value(u[:2]) == pytest.approx(value, rel=1e-12)

@@ -105,3 +105,116 @@ def test_every_solver_failing_names_agent_round_and_status(monkeypatch, toy_agen
         cvxdp.solve(toy_agents, algorithm=cvxdp.LinearizedADMM(rounds=3))
 
     assert info.value.agent == "agent1" and info.value.round == 1
+
+
+class _Answer:
+    """A real Clarabel solution with its status (and optionally its primal residual) replaced."""
+
+    def __init__(self, sol, status, r_prim=None):
+        self._sol, self.status = sol, status
+        self.r_prim = sol.r_prim if r_prim is None else r_prim
+
+    def __getattr__(self, name):
+        return getattr(self._sol, name)
+
+
+def _degrade_first_solves(monkeypatch, n, status, r_prim=None):
+    """The first ``n`` Clarabel solves report ``status`` (their iterates are the real, converged ones)."""
+    import clarabel
+
+    real = clarabel.DefaultSolver
+    count = {"n": 0}
+
+    class Solver:
+        def __init__(self, *args):
+            self._solver = real(*args)
+
+        def update(self, **kwargs):
+            self._solver.update(**kwargs)
+
+        def solve(self):
+            sol = self._solver.solve()
+            count["n"] += 1
+            return _Answer(sol, status, r_prim) if count["n"] <= n else sol
+
+    monkeypatch.setattr(clarabel, "DefaultSolver", Solver)
+
+
+def _point(agent):
+    rng = np.random.default_rng(0)
+    return 2 * rng.normal(size=agent.layout.size), rng.uniform(0.5, 2.0, size=agent.layout.size)
+
+
+def test_almost_solved_within_the_loose_tolerance_is_accepted_and_labelled(monkeypatch):
+    import clarabel
+
+    agent = soc_agent()
+    v, c = _point(agent)
+    reference, report = compile_projection(agent).project(v, c)
+    assert report.solver == "CLARABEL"
+    _degrade_first_solves(monkeypatch, 1, clarabel.SolverStatus.AlmostSolved)
+    u, report = compile_projection(soc_agent()).project(v, c)
+    assert report.solver == "CLARABEL(AlmostSolved)" and report.fallbacks == []
+    np.testing.assert_allclose(u, reference, atol=1e-7)
+
+
+def test_a_failed_clarabel_solve_is_retried_and_recorded(monkeypatch):
+    import clarabel
+
+    agent = soc_agent()
+    v, c = _point(agent)
+    reference, _ = compile_projection(agent).project(v, c)
+    # a primal residual above LOOSE_PRIMAL: not accepted, retried on a fresh, more regularized solver
+    _degrade_first_solves(monkeypatch, 1, clarabel.SolverStatus.InsufficientProgress, r_prim=1e-3)
+    u, report = compile_projection(soc_agent()).project(v, c)
+    assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:InsufficientProgress"]
+    np.testing.assert_allclose(u, reference, atol=2e-5)  # both at a gap <= 1e-10: sqrt(2 gap / min c) apart
+
+
+def test_the_second_retry_records_both_failures(monkeypatch):
+    import clarabel
+
+    agent = soc_agent()
+    v, c = _point(agent)
+    reference, _ = compile_projection(agent).project(v, c)
+    _degrade_first_solves(monkeypatch, 2, clarabel.SolverStatus.NumericalError, r_prim=1.0)
+    u, report = compile_projection(soc_agent()).project(v, c)
+    assert report.solver == "CLARABEL(retry2)"
+    assert report.fallbacks == ["CLARABEL:NumericalError", "CLARABEL retry:NumericalError"]
+    np.testing.assert_allclose(u, reference, atol=2e-5)
+
+
+def test_a_real_stalled_solve_goes_through_the_retry():
+    agent = soc_agent()
+    v, c = _point(agent)
+    reference, _ = compile_projection(agent).project(v, c)
+    # two iterations cannot solve it; each retry has at least 500
+    u, report = ConicProjection(agent, compile_projection(agent).data, settings={"max_iter": 2}).project(v, c)
+    assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:MaxIterations"]
+    np.testing.assert_allclose(u, reference, atol=2e-5)  # both at a gap <= 1e-10: sqrt(2 gap / min c) apart
+
+
+def test_clarabel_and_ecos_failures_are_recorded_when_a_later_solver_succeeds(monkeypatch):
+    import clarabel
+
+    x = cp.Variable(3)
+    agent = cvxdp.Agent("qp", cp.sum_squares(x), [x >= -1, x <= 1, cp.sum(x) <= 1], shared={"x": x})
+    from cvxdp.local_solver import ROBUST_SETTINGS
+
+    # the live solver and every retry fail
+    _degrade_first_solves(monkeypatch, 1 + len(ROBUST_SETTINGS), clarabel.SolverStatus.NumericalError, r_prim=1.0)
+
+    def broken_ecos(self, *args, **kwargs):
+        if kwargs.get("solver") == "ECOS":
+            raise cp.SolverError("ECOS broke")
+        return real_solve(self, *args, **kwargs)
+
+    real_solve = cp.Problem.solve
+    monkeypatch.setattr(cp.Problem, "solve", broken_ecos)
+    proj = compile_projection(agent)
+    v = np.array([2.0, 0.5, -3.0])
+    u, report = proj.project(v, np.ones(3))
+    assert report.solver == "OSQP"
+    assert report.fallbacks == ["CLARABEL:NumericalError" + "; retry NumericalError" * len(ROBUST_SETTINGS),
+                                "ECOS:error (SolverError)"]
+    np.testing.assert_allclose(u, [1.0, 0.5, -1.0], atol=1e-4)
