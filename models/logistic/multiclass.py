@@ -236,12 +236,14 @@ class MulticlassLogistic:
 
     # ----------------------------------------------------------------- references
     @classmethod
-    def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central") -> MulticlassLogistic:
-        """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``)."""
+    def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central",
+               dtype: str | None = None) -> MulticlassLogistic:
+        """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``), in the
+        precision ``dtype`` (default: the agents')."""
         m0 = models[0]
         X = np.vstack([m.X_param.value for m in models])  # the float64 data, also for float32 models
         return cls(X, np.concatenate([m.y for m in models]), classes=m0.classes,
-                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation, dtype=m0.dtype)
+                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation, dtype=dtype or m0.dtype)
 
     def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
         """``min f s.t. W`` with the data as constants (no parameter canonicalization), and its variable."""

@@ -95,3 +95,16 @@ def test_float32_run_tracks_float64_iterates_and_accuracy():
     u64, u32 = w64.ravel(order="F"), w32.ravel(order="F")
     assert np.array_equal(m64.predict(u32, X_test), m64.predict(u64, X_test))
     assert np.mean(m64.predict(u64, X_test) == y_test) > 0.5  # a real classifier, not chance (0.25)
+
+
+def test_float32_gradient_is_float64_so_noise_keeps_its_resolution():
+    """The mechanisms add noise to the gradient (ObjPert) or to the projected point (OutPert), both float64:
+    a float32 model must not hand back a float32 gradient, on whose grid small noise would be rounded away."""
+    X, y = _data()
+    m = MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="a", clip=1.0, dtype="float32")
+    u = np.random.default_rng(6).uniform(-1, 1, 60)
+    g = m.agent().grad(u)
+    assert g.dtype == np.float64
+    assert np.any(g.astype(np.float32).astype(np.float64) != g)  # summed in float64, not a float32 result
+    assert m.value(u) == pytest.approx(MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="b",
+                                                          clip=1.0).value(u), rel=1e-6)
