@@ -91,12 +91,16 @@ def _exp_floor(dtype: np.dtype) -> float:
 
 
 def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int,
-                       block_rows: int | None = None) -> tuple[float, np.ndarray]:
+                       block_rows: int | None = None, row_l1_max: float | None = None) -> tuple[float, np.ndarray]:
     """``softmax_cost`` and ``softmax_gradient`` at ``theta`` in one blocked pass over ``X``.
 
-    For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the stable row-wise
-    log-sum-exp (the value), ``softmax(Z) - e_y`` in place, and ``X_b^T (softmax(Z) - e_y)`` added to a
-    float64 accumulator. Each block is read once and reused from cache by the second product.
+    For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the row-wise log-sum-exp (the
+    value), ``softmax(Z) - e_y`` in place, and ``X_b^T (softmax(Z) - e_y)`` added to a float64
+    accumulator. Each block is read once and reused from cache by the second product. The softmax is
+    shifted by each row's maximum only when the logits may be large: with ``row_l1_max`` (the largest
+    ``||x_i||_1``), ``|Z_ik| <= max|theta| * row_l1_max``, and below :func:`_shift_free_bound` neither
+    ``exp`` nor the normalised probabilities can overflow or become subnormal, so the shift (three
+    passes over ``Z``) is skipped.
 
     Parameters
     ----------
@@ -108,6 +112,8 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
         The normaliser ``I``.
     block_rows : int, optional
         Rows per block (default: about :data:`BLOCK_BYTES` of ``X``).
+    row_l1_max : float, optional
+        ``max_i ||x_i||_1`` (None: always shift).
 
     Returns
     -------
@@ -115,27 +121,42 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
     """
     n, d = X.shape
     t = np.asarray(theta, dtype=X.dtype)
+    K = t.shape[1]
     rows = block_rows or max(64, BLOCK_BYTES // max(1, d * X.itemsize))
+    shift = row_l1_max is None or float(np.max(np.abs(theta))) * row_l1_max > _shift_free_bound(X.dtype, K)
     floor = _exp_floor(X.dtype)
     G = np.zeros(t.shape)
+    buf = np.empty((min(rows, n), K), dtype=X.dtype)
     lse_sum = picked_sum = 0.0
     for start in range(0, n, rows):
         Xb = X[start:start + rows]
-        yb = y[start:start + rows]
-        at = np.arange(len(yb))
-        Z = Xb @ t
-        picked_sum += float(Z[at, yb].sum(dtype=np.float64))
-        zmax = Z.max(axis=1, keepdims=True)
-        Z -= zmax
-        np.maximum(Z, floor, out=Z)
+        Z = buf[:len(Xb)]
+        labels = np.arange(len(Xb)) * K + y[start:start + len(Xb)]  # the labels' positions in the flat block
+        np.matmul(Xb, t, out=Z)
+        picked_sum += float(Z.take(labels).sum(dtype=np.float64))
+        if shift:
+            zmax = Z.max(axis=1, keepdims=True)
+            Z -= zmax
+            np.maximum(Z, floor, out=Z)
+            lse_sum += float(zmax.sum(dtype=np.float64))
         np.exp(Z, out=Z)
         S = Z.sum(axis=1, keepdims=True)
-        lse_sum += float(np.log(S, dtype=np.float64).sum() + zmax.sum(dtype=np.float64))
-        Z /= S
-        Z[at, yb] -= 1.0
+        lse_sum += float(np.log(S, dtype=np.float64).sum())
+        Z *= 1.0 / S
+        Z.ravel()[labels] -= 1.0
         G += Xb.T @ Z
     G /= total
     return (lse_sum - picked_sum) / total, G
+
+
+def _shift_free_bound(dtype: np.dtype, classes: int) -> float:
+    """Largest logit magnitude ``b`` for which the softmax needs no shift: with ``|Z_ik| <= b``,
+    ``exp(Z)`` is in ``[e^-b, e^b]``, its row sums at most ``K e^b``, and the probabilities at least
+    ``e^(-2b) / K``: all normal numbers, far from overflow (float64: ``b = 300``; float32: ``b = 40``, whose
+    smallest probability ``1.8e-35 / K`` stays normal for ``K`` up to 1,000; larger ``K`` always shift)."""
+    if dtype == np.float64:
+        return 300.0
+    return 40.0 if classes <= 1000 else 0.0
 
 
 def softmax_cost(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int) -> float:
@@ -220,6 +241,7 @@ class MulticlassLogistic:
                              f"y {self.y.shape}.")
         self.dtype = dtype
         self.X = X64 if dtype == "float64" else X64.astype(np.float32)
+        self.row_l1_max = float(np.abs(X64).sum(axis=1).max())  # the largest ||x_i||_1 (see value_and_gradient)
         self.Y = one_hot(self.y, classes)
         self.classes, self.total, self.bound, self.name, self.clip = classes, int(total), float(bound), name, clip
         self.relation = relation
@@ -277,7 +299,8 @@ class MulticlassLogistic:
         over the data (:func:`value_and_gradient`) serves both."""
         u = np.asarray(u, dtype=float)
         if self._last is None or not np.array_equal(u, self._last_u):
-            self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total)
+            self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total,
+                                                                 row_l1_max=self.row_l1_max)
         return self._last
 
     def value(self, u: np.ndarray) -> float:
