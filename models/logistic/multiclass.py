@@ -91,16 +91,17 @@ def _exp_floor(dtype: np.dtype) -> float:
 
 
 def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int,
-                       block_rows: int | None = None, row_l1_max: float | None = None) -> tuple[float, np.ndarray]:
+                       block_rows: int | None = None, row_l1_bound: float | None = None) -> tuple[float, np.ndarray]:
     """``softmax_cost`` and ``softmax_gradient`` at ``theta`` in one blocked pass over ``X``.
 
     For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the row-wise log-sum-exp (the
     value), ``softmax(Z) - e_y`` in place, and ``X_b^T (softmax(Z) - e_y)`` added to a float64
     accumulator. Each block is read once and reused from cache by the second product. The softmax is
-    shifted by each row's maximum only when the logits may be large: with ``row_l1_max`` (the largest
-    ``||x_i||_1``), ``|Z_ik| <= max|theta| * row_l1_max``, and below :func:`_shift_free_bound` neither
-    ``exp`` nor the normalised probabilities can overflow or become subnormal, so the shift (three
-    passes over ``Z``) is skipped.
+    shifted by each row's maximum only when the logits may be large: with ``row_l1_bound >= max_i ||x_i||_1``,
+    ``|Z_ik| <= max|theta| * row_l1_bound``, and below :func:`_shift_free_bound` neither ``exp`` nor the
+    normalised probabilities can overflow or become subnormal, so the shift (three passes over ``Z``) is
+    skipped. :class:`MulticlassLogistic` passes the public ``sqrt(d) C`` (``||x||_1 <= sqrt(d) ||x||_2``),
+    so which branch runs depends on ``theta`` and public constants only.
 
     Parameters
     ----------
@@ -112,8 +113,8 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
         The normaliser ``I``.
     block_rows : int, optional
         Rows per block (default: about :data:`BLOCK_BYTES` of ``X``).
-    row_l1_max : float, optional
-        ``max_i ||x_i||_1`` (None: always shift).
+    row_l1_bound : float, optional
+        A bound on ``max_i ||x_i||_1`` (None: always shift).
 
     Returns
     -------
@@ -123,7 +124,7 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
     t = np.asarray(theta, dtype=X.dtype)
     K = t.shape[1]
     rows = block_rows or max(64, BLOCK_BYTES // max(1, d * X.itemsize))
-    shift = row_l1_max is None or float(np.max(np.abs(theta))) * row_l1_max > _shift_free_bound(X.dtype, K)
+    shift = row_l1_bound is None or float(np.max(np.abs(theta))) * row_l1_bound > _shift_free_bound(X.dtype, K)
     floor = _exp_floor(X.dtype)
     G = np.zeros(t.shape)
     buf = np.empty((min(rows, n), K), dtype=X.dtype)
@@ -241,12 +242,14 @@ class MulticlassLogistic:
                              f"y {self.y.shape}.")
         self.dtype = dtype
         self.X = X64 if dtype == "float64" else X64.astype(np.float32)
-        self.row_l1_max = float(np.abs(X64).sum(axis=1).max())  # the largest ||x_i||_1 (see value_and_gradient)
         self.Y = one_hot(self.y, classes)
         self.classes, self.total, self.bound, self.name, self.clip = classes, int(total), float(bound), name, clip
         self.relation = relation
         n, d = X64.shape
-        self.shape = (d, classes)
+        # the public bound sqrt(d) C on every ||x_i||_1 lets value_and_gradient skip the softmax shift; data that
+        # break the declared clip always take the shift (and break the sensitivity: multiclass_agents clips)
+        clipped = bool(np.all(np.einsum("ij,ij->i", X64, X64) <= (clip * (1 + 1e-9)) ** 2))
+        self.row_l1_bound = math.sqrt(d) * float(clip) if clipped else None
         self.theta = cp.Variable(self.shape, name="theta")
         self.X_param = cp.Parameter((n, d), value=X64, name=f"X_{name}")
         self.M_param = cp.Parameter(self.shape, value=X64.T @ self.Y, name=f"XtY_{name}")
@@ -300,7 +303,7 @@ class MulticlassLogistic:
         u = np.asarray(u, dtype=float)
         if self._last is None or not np.array_equal(u, self._last_u):
             self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total,
-                                                                 row_l1_max=self.row_l1_max)
+                                                                 row_l1_bound=self.row_l1_bound)
         return self._last
 
     def value(self, u: np.ndarray) -> float:
