@@ -250,6 +250,7 @@ class MulticlassLogistic:
         # break the declared clip always take the shift (and break the sensitivity: multiclass_agents clips)
         clipped = bool(np.all(np.einsum("ij,ij->i", X64, X64) <= (clip * (1 + 1e-9)) ** 2))
         self.row_l1_bound = math.sqrt(d) * float(clip) if clipped else None
+        self.shape = (d, classes)
         self.theta = cp.Variable(self.shape, name="theta")
         self.X_param = cp.Parameter((n, d), value=X64, name=f"X_{name}")
         self.M_param = cp.Parameter(self.shape, value=X64.T @ self.Y, name=f"XtY_{name}")
