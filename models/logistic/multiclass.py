@@ -227,7 +227,9 @@ class MulticlassLogistic:
         (relative, max norm) of float64's over 50 rounds and its test predictions are the same
         (``tests/models/logistic/test_fast_path.py``).
         Its rounding (about 1e-7 of each product) is not part of the sensitivity analysis, which assumes
-        exact arithmetic in either precision.
+        exact arithmetic in either precision. The gradient is summed and returned in float64, so the
+        mechanisms add their noise to float64 vectors. The default here is "float64" (``value`` agrees with
+        the CVXPY objective to 1e-12); the logistic template's ``[model] dtype`` defaults to "float32".
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, *, classes: int, total: int, bound: float, name: str,
