@@ -91,12 +91,17 @@ def _exp_floor(dtype: np.dtype) -> float:
 
 
 def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int,
-                       block_rows: int | None = None) -> tuple[float, np.ndarray]:
+                       block_rows: int | None = None, row_l1_bound: float | None = None) -> tuple[float, np.ndarray]:
     """``softmax_cost`` and ``softmax_gradient`` at ``theta`` in one blocked pass over ``X``.
 
-    For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the stable row-wise
-    log-sum-exp (the value), ``softmax(Z) - e_y`` in place, and ``X_b^T (softmax(Z) - e_y)`` added to a
-    float64 accumulator. Each block is read once and reused from cache by the second product.
+    For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the row-wise log-sum-exp (the
+    value), ``softmax(Z) - e_y`` in place, and ``X_b^T (softmax(Z) - e_y)`` added to a float64
+    accumulator. Each block is read once and reused from cache by the second product. The softmax is
+    shifted by each row's maximum only when the logits may be large: with ``row_l1_bound >= max_i ||x_i||_1``,
+    ``|Z_ik| <= max|theta| * row_l1_bound``, and below :func:`_shift_free_bound` neither ``exp`` nor the
+    normalised probabilities can overflow or become subnormal, so the shift (three passes over ``Z``) is
+    skipped. :class:`MulticlassLogistic` passes the public ``sqrt(d) C`` (``||x||_1 <= sqrt(d) ||x||_2``),
+    so which branch runs depends on ``theta`` and public constants only.
 
     Parameters
     ----------
@@ -108,6 +113,8 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
         The normaliser ``I``.
     block_rows : int, optional
         Rows per block (default: about :data:`BLOCK_BYTES` of ``X``).
+    row_l1_bound : float, optional
+        A bound on ``max_i ||x_i||_1`` (None: always shift).
 
     Returns
     -------
@@ -115,27 +122,42 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
     """
     n, d = X.shape
     t = np.asarray(theta, dtype=X.dtype)
+    K = t.shape[1]
     rows = block_rows or max(64, BLOCK_BYTES // max(1, d * X.itemsize))
+    shift = row_l1_bound is None or float(np.max(np.abs(theta))) * row_l1_bound > _shift_free_bound(X.dtype, K)
     floor = _exp_floor(X.dtype)
     G = np.zeros(t.shape)
+    buf = np.empty((min(rows, n), K), dtype=X.dtype)
     lse_sum = picked_sum = 0.0
     for start in range(0, n, rows):
         Xb = X[start:start + rows]
-        yb = y[start:start + rows]
-        at = np.arange(len(yb))
-        Z = Xb @ t
-        picked_sum += float(Z[at, yb].sum(dtype=np.float64))
-        zmax = Z.max(axis=1, keepdims=True)
-        Z -= zmax
-        np.maximum(Z, floor, out=Z)
+        Z = buf[:len(Xb)]
+        labels = np.arange(len(Xb)) * K + y[start:start + len(Xb)]  # the labels' positions in the flat block
+        np.matmul(Xb, t, out=Z)
+        picked_sum += float(Z.take(labels).sum(dtype=np.float64))
+        if shift:
+            zmax = Z.max(axis=1, keepdims=True)
+            Z -= zmax
+            np.maximum(Z, floor, out=Z)
+            lse_sum += float(zmax.sum(dtype=np.float64))
         np.exp(Z, out=Z)
         S = Z.sum(axis=1, keepdims=True)
-        lse_sum += float(np.log(S, dtype=np.float64).sum() + zmax.sum(dtype=np.float64))
-        Z /= S
-        Z[at, yb] -= 1.0
+        lse_sum += float(np.log(S, dtype=np.float64).sum())
+        Z *= 1.0 / S
+        Z.ravel()[labels] -= 1.0
         G += Xb.T @ Z
     G /= total
     return (lse_sum - picked_sum) / total, G
+
+
+def _shift_free_bound(dtype: np.dtype, classes: int) -> float:
+    """Largest logit magnitude ``b`` for which the softmax needs no shift: with ``|Z_ik| <= b``,
+    ``exp(Z)`` is in ``[e^-b, e^b]``, its row sums at most ``K e^b``, and the probabilities at least
+    ``e^(-2b) / K``: all normal numbers, far from overflow (float64: ``b = 300``; float32: ``b = 40``, whose
+    smallest probability ``1.8e-35 / K`` stays normal for ``K`` up to 1,000; larger ``K`` always shift)."""
+    if dtype == np.float64:
+        return 300.0
+    return 40.0 if classes <= 1000 else 0.0
 
 
 def softmax_cost(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int) -> float:
@@ -205,7 +227,9 @@ class MulticlassLogistic:
         (relative, max norm) of float64's over 50 rounds and its test predictions are the same
         (``tests/models/logistic/test_fast_path.py``).
         Its rounding (about 1e-7 of each product) is not part of the sensitivity analysis, which assumes
-        exact arithmetic in either precision.
+        exact arithmetic in either precision. The gradient is summed and returned in float64, so the
+        mechanisms add their noise to float64 vectors. The default here is "float64" (``value`` agrees with
+        the CVXPY objective to 1e-12); the logistic template's ``[model] dtype`` defaults to "float32".
     """
 
     def __init__(self, X: np.ndarray, y: np.ndarray, *, classes: int, total: int, bound: float, name: str,
@@ -224,6 +248,10 @@ class MulticlassLogistic:
         self.classes, self.total, self.bound, self.name, self.clip = classes, int(total), float(bound), name, clip
         self.relation = relation
         n, d = X64.shape
+        # the public bound sqrt(d) C on every ||x_i||_1 lets value_and_gradient skip the softmax shift; data that
+        # break the declared clip always take the shift (and break the sensitivity: multiclass_agents clips)
+        clipped = bool(np.all(np.einsum("ij,ij->i", X64, X64) <= (clip * (1 + 1e-9)) ** 2))
+        self.row_l1_bound = math.sqrt(d) * float(clip) if clipped else None
         self.shape = (d, classes)
         self.theta = cp.Variable(self.shape, name="theta")
         self.X_param = cp.Parameter((n, d), value=X64, name=f"X_{name}")
@@ -236,12 +264,14 @@ class MulticlassLogistic:
 
     # ----------------------------------------------------------------- references
     @classmethod
-    def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central") -> MulticlassLogistic:
-        """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``)."""
+    def pooled(cls, models: Sequence[MulticlassLogistic], name: str = "central",
+               dtype: str | None = None) -> MulticlassLogistic:
+        """One model over the union of the agents' data (same ``total``; its value is ``sum_p f_p``), in the
+        precision ``dtype`` (default: the agents')."""
         m0 = models[0]
         X = np.vstack([m.X_param.value for m in models])  # the float64 data, also for float32 models
         return cls(X, np.concatenate([m.y for m in models]), classes=m0.classes,
-                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation, dtype=m0.dtype)
+                   total=m0.total, bound=m0.bound, name=name, clip=m0.clip, relation=m0.relation, dtype=dtype or m0.dtype)
 
     def constant_problem(self) -> tuple[cp.Problem, cp.Variable]:
         """``min f s.t. W`` with the data as constants (no parameter canonicalization), and its variable."""
@@ -275,7 +305,8 @@ class MulticlassLogistic:
         over the data (:func:`value_and_gradient`) serves both."""
         u = np.asarray(u, dtype=float)
         if self._last is None or not np.array_equal(u, self._last_u):
-            self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total)
+            self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total,
+                                                                 row_l1_bound=self.row_l1_bound)
         return self._last
 
     def value(self, u: np.ndarray) -> float:

@@ -34,6 +34,30 @@ def test_fused_pass_matches_the_two_products(rows):
     np.testing.assert_allclose(grad, softmax_gradient(theta, X, mc.one_hot(y, 5), 700), rtol=1e-11, atol=1e-15)
 
 
+@pytest.mark.parametrize("scale", [0.5, 3.0, 50.0, 500.0])  # logits below and above the shift-free bound
+def test_unshifted_softmax_matches_the_shifted_one(scale):
+    """With a bound on the rows' l1 norms, small logits skip the max shift; large ones still take it."""
+    X, y = _data()
+    theta = np.random.default_rng(8).uniform(-scale, scale, (12, 5))
+    l1 = float(np.abs(X).sum(axis=1).max())
+    for dtype, rel in ((np.float64, 1e-12), (np.float32, 1e-5)):
+        Xd = X.astype(dtype)
+        v0, g0 = value_and_gradient(theta, Xd, y, 300)  # always shifted
+        v1, g1 = value_and_gradient(theta, Xd, y, 300, row_l1_bound=l1)
+        assert np.isfinite(v1) and np.all(np.isfinite(g1))
+        assert v1 == pytest.approx(v0, rel=rel)
+        np.testing.assert_allclose(g1, g0, rtol=0, atol=rel * np.max(np.abs(g0)))
+    v64 = value_and_gradient(theta, X, y, 300, row_l1_bound=l1)[0]
+    assert v64 == pytest.approx(softmax_cost(theta, X, y, 300), rel=1e-12)
+
+
+def test_model_uses_the_public_l1_bound_only_for_clipped_rows():
+    X, y = _data()  # rows clipped to norm 1
+    m = MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="a", clip=1.0)
+    assert m.row_l1_bound == pytest.approx(np.sqrt(12))  # sqrt(d) C: public, not computed from the rows
+    assert MulticlassLogistic(X * 2, y, classes=5, total=300, bound=1.0, name="b", clip=1.0).row_l1_bound is None
+
+
 def test_float32_value_and_gradient_within_single_precision():
     X, y = _data()
     theta = np.random.default_rng(2).uniform(-1, 1, (12, 5))
@@ -95,3 +119,16 @@ def test_float32_run_tracks_float64_iterates_and_accuracy():
     u64, u32 = w64.ravel(order="F"), w32.ravel(order="F")
     assert np.array_equal(m64.predict(u32, X_test), m64.predict(u64, X_test))
     assert np.mean(m64.predict(u64, X_test) == y_test) > 0.5  # a real classifier, not chance (0.25)
+
+
+def test_float32_gradient_is_float64_so_noise_keeps_its_resolution():
+    """The mechanisms add noise to the gradient (ObjPert) or to the projected point (OutPert), both float64:
+    a float32 model must not hand back a float32 gradient, on whose grid small noise would be rounded away."""
+    X, y = _data()
+    m = MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="a", clip=1.0, dtype="float32")
+    u = np.random.default_rng(6).uniform(-1, 1, 60)
+    g = m.agent().grad(u)
+    assert g.dtype == np.float64
+    assert np.any(g.astype(np.float32).astype(np.float64) != g)  # summed in float64, not a float32 result
+    assert m.value(u) == pytest.approx(MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="b",
+                                                          clip=1.0).value(u), rel=1e-6)
