@@ -93,8 +93,10 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000) -> list[dict]:
     for label, model in ACCEPTANCE_CASES.items():
         inst = build(dict(model, objective="cost"), base_dir=".")
         ref = inst.central(ac_check=False)["objective"]
-        for algo in (cvxdp.ADMM(rounds=rounds),
-                     cvxdp.LinearizedADMM(rounds=ladmm_rounds, tol_primal=1e-5, tol_dual=1e-5)):
+        algorithms = [cvxdp.ADMM(rounds=rounds)]
+        if ladmm_rounds > 0:  # --ladmm-rounds 0: exact ADMM only
+            algorithms.append(cvxdp.LinearizedADMM(rounds=ladmm_rounds, tol_primal=1e-5, tol_dual=1e-5))
+        for algo in algorithms:
             start = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -135,7 +137,7 @@ def main() -> None:
     parser.add_argument("--acceptance", action="store_true",
                         help="only the issue's acceptance table (default settings vs PowerModelsADA)")
     parser.add_argument("--only", nargs="+", choices=sorted(ACCEPTANCE_CASES), help="acceptance cases to run")
-    parser.add_argument("--ladmm-rounds", type=int, default=3000)
+    parser.add_argument("--ladmm-rounds", type=int, default=3000, help="0: skip LinearizedADMM")
     args = parser.parse_args()
     if args.acceptance:
         if args.only:
