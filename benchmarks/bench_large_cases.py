@@ -12,7 +12,7 @@ at most 1 % below the AC OPF cost. pandapower stores MATPOWER's "no limit" (rate
 unlimited transformers, and the 99999 kA lines (thousands of p.u.) spoil its interior-point scaling, so the OPF
 is run both as shipped and with the sentinels replaced by non-binding limits (10 kA, 2000 %; the largest
 loadings reached are printed and must stay below them). ``admm`` runs non-private exact ADMM
-(default rho = 1) and reports the rounds to PowerModelsADA's stopping rule (l2 consensus mismatch < 0.01 and
+(default rho = "auto") and reports the rounds to PowerModelsADA's stopping rule (l2 consensus mismatch < 0.01 and
 objective within 1 % of the centralized optimum) and the time per round.
 """
 

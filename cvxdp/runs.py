@@ -43,6 +43,16 @@ def default_run_dir(case: Case, root: str | Path = "runs") -> Path:
     return Path(root) / "-".join(parts)
 
 
+def resolved_settings(instance: Any) -> dict[str, Any]:
+    """Fingerprint component: the template's scalar settings as it resolved them (``instance.info``, defaults
+    included). A default that changed between versions (e.g. the logistic template's ``dtype``) makes a resumed
+    run a different problem, which is then refused. Lists, arrays and objects in ``info`` are left out (the
+    data themselves are covered by each agent's problem hash and the data-file hashes)."""
+    info = getattr(instance, "info", None) or {}
+    scalars = {k: v for k, v in info.items() if v is None or isinstance(v, (str, bool, int, float))}
+    return {"[model] settings as resolved by the template": scalars} if scalars else {}
+
+
 @dataclass
 class CaseRun:
     result: Result
@@ -58,7 +68,7 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
     """
     instance = build_instance(case) if instance is None else instance
     if checkpoint is not None and not isinstance(checkpoint, CheckpointTarget):
-        checkpoint = CheckpointTarget(checkpoint, case_context(case))
+        checkpoint = CheckpointTarget(checkpoint, {**case_context(case), **resolved_settings(instance)})
     run = case.run
     budget = None
     if run.get("budget_epsilon") is not None:

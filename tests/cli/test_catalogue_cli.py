@@ -442,3 +442,19 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
 
     assert resumed.exit_code == 0, resumed.output
     pd.testing.assert_frame_equal(pd.read_csv(out / "history.csv").drop(columns=TIMING), reference)
+
+
+def test_a_changed_template_default_refuses_the_resume(tmp_path):
+    """Same case file, but the template resolves it differently (e.g. a default that changed between versions,
+    like the logistic dtype): the checkpoint is of another problem and is refused, naming the component."""
+    from cvxdp.runs import build_instance
+
+    base = load_case(CASES / "toy.toml").with_overrides(algorithm={"rounds": 2})
+    run_case(base, checkpoint=tmp_path)
+    instance = build_instance(base)
+    instance.info = {**(instance.info or {}), "dtype": "float32"}  # as a newer default would resolve it
+
+    with pytest.raises(Exception) as info:
+        run_case(base, instance=instance, checkpoint=tmp_path)
+
+    assert "[model] settings as resolved by the template" in str(info.value)
