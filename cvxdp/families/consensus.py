@@ -215,7 +215,7 @@ class ConsensusFamily(Family):
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement)
                     for bw, r, plan, e in zip(targets, rhos, plans, etas)]
-        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets))
+        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets, rhos))
 
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
         return any(ledger.would_exceed(n, c, count=self.J, budget=self.budget, accountant=self.accountant)
@@ -228,14 +228,13 @@ class ConsensusFamily(Family):
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        (w, targets), rho = plan.context, plan.released["rho"]
+        (w, targets, rhos), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
             r = w[self.gidx[p]] - rel["ez"]
             consensus += float(np.linalg.norm(r))
             res_sq += float(r @ r)
-            rho_p = rho if state.weights is None else rho * state.weights[self.gidx[p]]
-            state.lam[p] = dual_update(state.lam[p], rho_p, targets[p], rel["ez"])  # as the agent does
+            state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": float(np.linalg.norm(r))})
         state.ez = [rel["ez"] for rel in releases]
         mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
