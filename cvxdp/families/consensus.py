@@ -95,9 +95,11 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], si
     """How far the agents' released copies of each shared coordinate disagree with each other.
 
     The l2 norm, over every shared coordinate ``k`` and every ordered pair ``(p, q)`` of its holders, of
-    ``(E_p z_p)_k - (E_q z_q)_k`` — PowerModelsADA's "consensus mismatch" (each area compares its copy with
-    every neighbour's). Unlike ``primal_residual`` (``||B w - E z||``, the distance to the target the round
-    started from) it does not move with the dual term of ``w``. Reads released values only.
+    ``(E_p z_p)_k - (E_q z_q)_k``: PowerModelsADA's consensus mismatch as its ``calc_mismatch!`` computes it
+    by default (each area compares its copy with every neighbour's). Its ADMM (v0.1.1 on) passes
+    ``central=true`` and compares each copy with the mean of the pair, which gives half of this value. Unlike
+    ``primal_residual`` (``||B w - E z||``, the distance to the target the round started from) it does not move
+    with the dual term of ``w``. Reads released values only.
     """
     total, squares, count = np.zeros(size), np.zeros(size), np.zeros(size)
     for ez, idx in zip(shared, gidx):
