@@ -3,7 +3,8 @@
 Layout of ``--out DIR``::
 
     DIR/runs/<cell>/        one saved Result per cell (cvxdp.study_cells: finished cells are skipped on a
-                            rerun, a cell of a changed study is refused, an interrupted cell resumes)
+                            rerun, a cell of a changed study -- or of a [model] the template now resolves
+                            differently -- is refused, an interrupted cell resumes)
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
