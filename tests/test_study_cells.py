@@ -58,15 +58,21 @@ def test_cells_are_stored_skipped_recomputed_and_guarded(tmp_path):
         CellRunner(tmp_path).run("c0", {"rounds": 3, "seed": 0}, _compute(calls, 0))
 
 
-def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
-    from cvxdp.study_sharing import run_sharing_study
-
-    study = tmp_path / "study.toml"
+def _sharing_study(tmp_path: Path, seeds: str = "[0]") -> Path:
+    """The shipped sharing study, reduced to the noise levels 0 and 1 and ``seeds``."""
+    study = tmp_path / "sharing.toml"
     study.write_text((CASES / "study_sharing.toml").read_text()
                      .replace('case = "sharing_breast_cancer.toml"',
                               f'case = "{(CASES / "sharing_breast_cancer.toml").as_posix()}"')
                      .replace("noise_levels = [0.0, 0.3, 1.0, 3.0, 10.0]", "noise_levels = [0.0, 1.0]")
-                     .replace("seeds = [0, 1, 2]", "seeds = [0, 1]"))
+                     .replace("seeds = [0, 1, 2]", f"seeds = {seeds}"))
+    return study
+
+
+def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
+    from cvxdp.study_sharing import run_sharing_study
+
+    study = _sharing_study(tmp_path, seeds="[0, 1]")
     out = tmp_path / "o"
     first = run_sharing_study(study, out, epochs=4)
     results = pd.read_csv(out / "results.csv")
@@ -96,16 +102,6 @@ panel = "p"
 algorithm = {{ name = "dvp", theta = 0.5 }}
 privacy = {{ mechanism = "gamma", alpha = 3.0 }}
 """)
-    return study
-
-
-def _sharing_study(tmp_path: Path) -> Path:
-    study = tmp_path / "sharing.toml"
-    study.write_text((CASES / "study_sharing.toml").read_text()
-                     .replace('case = "sharing_breast_cancer.toml"',
-                              f'case = "{(CASES / "sharing_breast_cancer.toml").as_posix()}"')
-                     .replace("noise_levels = [0.0, 0.3, 1.0, 3.0, 10.0]", "noise_levels = [0.0, 1.0]")
-                     .replace("seeds = [0, 1, 2]", "seeds = [0]"))
     return study
 
 
