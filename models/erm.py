@@ -260,7 +260,7 @@ class ERMInstance(ModelInstance):
 
 def make_erm(model: dict[str, Any] | None = None, *, base_dir: Path = Path(".")) -> ERMInstance:
     """Build the ERM nodes of a ``[model]`` table (see the module docstring); also the template's entry point."""
-    cfg = _resolve(dict(model or {}))
+    cfg = settings(model or {})
     X, y, X_te, y_te = load_erm_data(cfg, base_dir)
     if len(y) < cfg["nodes"]:
         raise ConfigError(f"Cannot split {len(y)} samples over {cfg['nodes']} nodes.")

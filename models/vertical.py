@@ -386,7 +386,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     centralized optimum (:func:`central_optimum`); ``info["data"]`` is the :class:`VerticalData` and
     ``info["baselines"](lam)`` the two baselines (:func:`vertical_baselines`, cached).
     """
-    cfg = _resolve(dict(model))
+    cfg = settings(model)
     base_dir = Path(base_dir)
     path = None if cfg["path"] is None else base_dir / cfg["path"]
     test_path = None if cfg["test_path"] is None else base_dir / cfg["test_path"]

@@ -307,7 +307,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         centralized constrained optimum (CVXPY + Clarabel up to 20,000 samples x classes, FISTA above);
         ``info`` (sizes, sensitivity, the resolved configuration).
     """
-    cfg = _resolve(dict(model))
+    cfg = settings(model)
     ds = load_dataset(cfg, Path(base_dir))
     parts, X_test, y_test = ds["parts"], ds["X_test"], ds["y_test"]
     classes = len(ds["labels"])

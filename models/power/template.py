@@ -317,7 +317,7 @@ def settings(model: dict) -> dict[str, Any]:
 
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Build the zone agents of a case file's ``[model]`` table (see the module docstring)."""
-    cfg = _check_model(model)
+    cfg = settings(model)
     case = load_case(cfg["network"])
     if cfg["load_scale"] != 1.0:
         case = case.with_loads(case.pd * cfg["load_scale"], case.qd * cfg["load_scale"])
