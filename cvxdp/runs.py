@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from .checkpoint import CheckpointTarget, case_context
 from .config import Case, make_algorithm, make_backend, make_privacy
 from .engine import solve
 from .results import Result
-from .templates import build_model
+from .templates import build_model, template_settings
 
 
 def build_instance(case: Case):
@@ -43,14 +44,53 @@ def default_run_dir(case: Case, root: str | Path = "runs") -> Path:
     return Path(root) / "-".join(parts)
 
 
-def resolved_settings(instance: Any) -> dict[str, Any]:
-    """Fingerprint component: the template's scalar settings as it resolved them (``instance.info``, defaults
-    included). A default that changed between versions (e.g. the logistic template's ``dtype``) makes a resumed
-    run a different problem, which is then refused. Lists, arrays and objects in ``info`` are left out (the
+#: prefix of the fingerprint components that hold the template's resolved settings (one per setting)
+SETTING_COMPONENT = "[model] setting {!r} as resolved by the template"
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bool, int, float)) or \
+        (isinstance(value, (list, tuple)) and all(_plain(v) for v in value))
+
+
+def settings_components(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Fingerprint components of a template's resolved settings: one per plain (JSON-able scalar or list)
+    entry, named after it, so a refusal names the setting that changed. Arrays and objects are left out (the
     data themselves are covered by each agent's problem hash and the data-file hashes)."""
-    info = getattr(instance, "info", None) or {}
-    scalars = {k: v for k, v in info.items() if v is None or isinstance(v, (str, bool, int, float))}
-    return {"[model] settings as resolved by the template": scalars} if scalars else {}
+    return {SETTING_COMPONENT.format(k): v for k, v in sorted(settings.items()) if _plain(v)}
+
+
+def resolved_settings(instance: Any) -> dict[str, Any]:
+    """Fingerprint components: the settings the template resolved for ``instance`` (defaults included) —
+    ``instance.settings``, or for a template that sets none, the scalars of ``instance.info``. A default that
+    changed between versions (e.g. the logistic template's ``dtype``) makes a resumed run or a cached study
+    cell a different problem, which is then refused."""
+    settings = getattr(instance, "settings", None)
+    if settings is None:
+        info = getattr(instance, "info", None) or {}
+        settings = {k: v for k, v in info.items() if v is None or isinstance(v, (str, bool, int, float))}
+    return settings_components(settings)
+
+
+def settings_context(case: Case, instance: Any = None) -> tuple[dict[str, Any], Any]:
+    """The fingerprint context of runs of ``case``: the data (:func:`cvxdp.checkpoint.case_context`) and the
+    template's resolved settings (the one source for run checkpoints and study cells).
+
+    The settings come from ``instance`` when given, else from the template's settings hook
+    (:func:`cvxdp.templates.template_settings`: cheap, no data loaded), else from the instance built here.
+
+    Returns
+    -------
+    (dict, instance or None)
+        The context, and the instance (``instance``, or the one built for a template without a hook, so the
+        caller can reuse it; None when the hook answered).
+    """
+    if instance is None:
+        settings = template_settings(case.template, case.model)
+        if settings is not None:
+            return {**case_context(case), **settings_components(settings)}, None
+        instance = build_instance(case)
+    return {**case_context(case), **resolved_settings(instance)}, instance
 
 
 @dataclass
@@ -68,7 +108,7 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
     """
     instance = build_instance(case) if instance is None else instance
     if checkpoint is not None and not isinstance(checkpoint, CheckpointTarget):
-        checkpoint = CheckpointTarget(checkpoint, {**case_context(case), **resolved_settings(instance)})
+        checkpoint = CheckpointTarget(checkpoint, settings_context(case, instance)[0])
     run = case.run
     budget = None
     if run.get("budget_epsilon") is not None:

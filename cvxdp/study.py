@@ -3,7 +3,8 @@
 Layout of ``--out DIR``::
 
     DIR/runs/<cell>/        one saved Result per cell (cvxdp.study_cells: finished cells are skipped on a
-                            rerun, a cell of a changed study is refused, an interrupted cell resumes)
+                            rerun, a cell of a changed study -- or of a [model] the template now resolves
+                            differently -- is refused, an interrupted cell resumes)
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
@@ -22,12 +23,11 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .checkpoint import case_context
 from .config import MECHANISMS, load_case, read_study_file
 from .errors import ConfigError, StepSizeWarning
 from .outdir import locks_output
 from .results import _jsonable
-from .runs import build_instance, run_case
+from .runs import build_instance, run_case, settings_context
 from .study_cells import CellRunner, cell_config
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
@@ -169,10 +169,12 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     cells = study.cells()
-    instance = None
     rows, histories, ledgers = [], [], {}
     step_advice: dict[str, int] = {}  # StepSizeWarning message -> number of runs that raised it
-    context = case_context(base)  # the cells differ in algorithm, privacy and seed, never in [model]
+    # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
+    # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
+    # template without a settings hook)
+    context, instance = settings_context(base)
     bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
     for cell in bar:
         bar.set_postfix_str(cell.key)

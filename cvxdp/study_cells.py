@@ -8,9 +8,11 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
   ``result.json`` is written last: a cell is finished iff all three exist. Every file is written atomically
   (:mod:`cvxdp.outdir`), so a killed study leaves at most one unfinished cell.
 * On a rerun a finished cell is loaded, not recomputed. A cell whose stored fingerprint differs from the
-  configuration asked for now (the study file, its case, an override such as ``--rounds``, or the data
-  changed) is refused with an error naming the changed components: results of two configurations are never
-  mixed in one directory.
+  configuration asked for now (the study file, its case, an override such as ``--rounds``, the data, or a
+  ``[model]`` setting as the template resolves it, defaults included) is refused with an error naming the
+  changed components: results of two configurations are never mixed in one directory. Every study passes
+  :func:`cvxdp.runs.settings_context` (data hashes + resolved settings, the same components as a run's
+  checkpoint) as the cell's ``context``.
 * ``compute(cell_dir)`` runs the cell; it may checkpoint into ``cell_dir`` (the runner removes the checkpoint
   once the cell is stored), so an interrupted cell resumes mid-run.
 """
@@ -113,7 +115,8 @@ class CellRunner:
         compute : callable(cell_dir) -> (Result, dict)
             Runs the cell and returns its result and flat summary.
         context : dict, optional
-            Further fingerprint components (e.g. :func:`cvxdp.checkpoint.case_context`: data file hashes).
+            Further fingerprint components (the studies pass :func:`cvxdp.runs.settings_context`: data file
+            hashes and the template's resolved ``[model]`` settings).
 
         Returns
         -------

@@ -252,10 +252,9 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     dict
         ``{"study", "out", "runs", "computed", "reused", "files", "comparisons"}``.
     """
-    from .checkpoint import case_context
     from .config import load_case
     from .results import _jsonable
-    from .runs import build_instance, run_case
+    from .runs import build_instance, run_case, settings_context
     from .study_cells import CellRunner, cell_config
 
     study = load_graph_study(path)
@@ -278,7 +277,7 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     jobs = [(s, r) for s in study.settings for r in range(runs or s.runs or study.runs)]
     rows, histories = [], []
     runner = CellRunner(out, what="graph study")
-    context = case_context(base)
+    context, _ = settings_context(base, instance)
     bar = tqdm(jobs, disable=not progress, desc=f"study {study.name}", unit="run")
     for setting, seed in bar:
         case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))

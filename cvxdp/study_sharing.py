@@ -153,9 +153,8 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     import warnings
 
     from .algorithms.sharing import ADMMSharing, SharingGaussian, theorem1_epsilon
-    from .checkpoint import case_context
     from .engine import solve
-    from .runs import build_instance
+    from .runs import build_instance, settings_context
     from .study_cells import CellRunner, cell_config
 
     study = load_sharing_study(path)
@@ -188,7 +187,7 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
 
     rows, histories = [], []
     runner = CellRunner(out, what="sharing study")
-    context = case_context(case)
+    context, _ = settings_context(case, instance)
     for sigma in study["noise_levels"]:
         seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
         for seed in seeds:

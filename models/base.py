@@ -2,7 +2,10 @@
 
 A template is a function ``build(model: dict, *, base_dir: Path) -> ModelInstance``, registered under a
 name in cvxdp's template registry (:func:`cvxdp.register_template`, re-exported here) when this package is
-imported. The CLI reads ``[case] template = NAME`` and calls it.
+imported. The CLI reads ``[case] template = NAME`` and calls it. Every bundled template also registers its
+settings hook ``settings(model) -> dict``: the scalar settings it resolves from the table,
+defaults included, without loading data (the same dict as the built instance's ``settings``); run
+checkpoints and study cells are fingerprinted with it, so a changed default is never silently reused.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ class ModelInstance:
         Free-form description (sizes, data source) saved with results.
     ac_check : callable(result) -> dict, optional
         Power templates: an AC power-flow check of a finished run's dispatch (``cvxdp run --ac-check``).
+    settings : dict, optional
+        The ``[model]`` settings as the template resolved them (defaults included; what its settings hook
+        returns). Fingerprints checkpoints and study cells; None = the scalars of ``info`` instead.
     """
 
     agents: list[Agent]
@@ -38,14 +44,16 @@ class ModelInstance:
     central: Callable[..., dict[str, Any]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     ac_check: Callable[[Any], dict[str, Any]] | None = None
+    settings: dict[str, Any] | None = None
 
 
+#: name -> module holding its ``build`` and ``settings`` (imported on first use)
 _TEMPLATES: dict[str, str] = {
-    "power": "cvxdp_models.power.template:build",
-    "logistic": "cvxdp_models.logistic.template:build",
-    "toy": "cvxdp_models.toy:build",
-    "erm": "cvxdp_models.erm:build",
-    "vertical": "cvxdp_models.vertical:build",
+    "power": "cvxdp_models.power.template",
+    "logistic": "cvxdp_models.logistic.template",
+    "toy": "cvxdp_models.toy",
+    "erm": "cvxdp_models.erm",
+    "vertical": "cvxdp_models.vertical",
 }
-for _name, _target in _TEMPLATES.items():
-    register_template(_name, _target)
+for _name, _module in _TEMPLATES.items():
+    register_template(_name, f"{_module}:build", settings=f"{_module}:settings")

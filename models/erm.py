@@ -52,7 +52,7 @@ from .base import ModelInstance
 from .logistic import data as D
 
 __all__ = ["DEFAULTS", "ERMInstance", "ERMNode", "build", "central_optimum", "erm_agents", "load_erm_data",
-           "make_erm"]
+           "make_erm", "settings"]
 
 DATASETS = ("breast_cancer", "digits", "adult")
 DEFAULTS: dict[str, Any] = {"dataset": "breast_cancer", "path": None, "test_path": None,
@@ -260,7 +260,7 @@ class ERMInstance(ModelInstance):
 
 def make_erm(model: dict[str, Any] | None = None, *, base_dir: Path = Path(".")) -> ERMInstance:
     """Build the ERM nodes of a ``[model]`` table (see the module docstring); also the template's entry point."""
-    cfg = _resolve(dict(model or {}))
+    cfg = settings(model or {})
     X, y, X_te, y_te = load_erm_data(cfg, base_dir)
     if len(y) < cfg["nodes"]:
         raise ConfigError(f"Cannot split {len(y)} samples over {cfg['nodes']} nodes.")
@@ -270,7 +270,7 @@ def make_erm(model: dict[str, Any] | None = None, *, base_dir: Path = Path("."))
     info = {"template": "erm", **{k: v for k, v in cfg.items()}, "features": int(X.shape[1]),
             "train_samples": int(len(y)), "test_samples": int(len(y_te)), "samples_per_node": [nd.B for nd in nodes],
             "c1": C1_LOGISTIC, "C_exceeds_B": too_big}
-    instance = ERMInstance(agents=agents, info=info, nodes=nodes, X_test=X_te, y_test=y_te)
+    instance = ERMInstance(agents=agents, info=info, settings=dict(cfg), nodes=nodes, X_test=X_te, y_test=y_te)
 
     def evaluate(result: Any) -> dict[str, float]:
         f = np.asarray(result.solution["f"], dtype=float)
@@ -285,6 +285,12 @@ def make_erm(model: dict[str, Any] | None = None, *, base_dir: Path = Path("."))
     instance.evaluate = evaluate
     instance.central = central
     return instance
+
+
+def settings(model: dict) -> dict[str, Any]:
+    """The template's settings hook: the ``[model]`` table checked and resolved (defaults included), without
+    loading data; the built instance's ``settings``."""
+    return _resolve(dict(model))
 
 
 def build(model: dict, *, base_dir: Path) -> ModelInstance:

@@ -5,7 +5,9 @@ Used by the quickstart, the CLI tests and as a template example: ``[case] templa
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -14,8 +16,6 @@ import cvxdp
 from cvxdp.errors import ConfigError
 
 from .base import ModelInstance
-
-_KEYS = {"agents", "dim", "samples", "seed", "bound", "radius"}
 
 
 def make_agents(*, agents: int = 3, dim: int = 5, samples: int = 20, seed: int = 0, bound: float = 1.0,
@@ -58,19 +58,30 @@ def make_agents(*, agents: int = 3, dim: int = 5, samples: int = 20, seed: int =
     return out
 
 
-def build(model: dict, *, base_dir: Path) -> ModelInstance:
-    """Template entry point for ``[case] template = "toy"``."""
-    unknown = sorted(set(model) - _KEYS)
+#: the [model] keys of the template and their defaults (those of :func:`make_agents`)
+DEFAULTS: dict[str, Any] = {name: p.default for name, p in inspect.signature(make_agents).parameters.items()}
+
+
+def settings(model: dict) -> dict[str, Any]:
+    """The template's settings hook: the ``[model]`` table checked, with :func:`make_agents`' defaults filled
+    in; the built instance's ``settings``."""
+    unknown = sorted(set(model) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the toy template. "
-                          f"Allowed: {', '.join(sorted(_KEYS))}.")
+                          f"Allowed: {', '.join(sorted(DEFAULTS))}.")
+    cfg = {**DEFAULTS, **model}
     for key, low in (("agents", 1), ("dim", 1), ("samples", 1), ("seed", 0)):
-        v = model.get(key, low)
+        v = cfg[key]
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise ConfigError(f"The {key!r} entry of [model] must be an int in [{low}, inf). Got {v!r} instead.")
     for key in ("bound", "radius"):
-        v = model.get(key, 1.0)
+        v = cfg[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
             raise ConfigError(f"The {key!r} entry of [model] must be a float in (0, inf). Got {v!r} instead.")
-    agents = make_agents(**model)
-    return ModelInstance(agents=agents, info={"template": "toy", **model})
+    return cfg
+
+
+def build(model: dict, *, base_dir: Path) -> ModelInstance:
+    """Template entry point for ``[case] template = "toy"``."""
+    cfg = settings(model)
+    return ModelInstance(agents=make_agents(**cfg), info={"template": "toy", **cfg}, settings=cfg)

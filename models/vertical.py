@@ -46,7 +46,7 @@ from .base import ModelInstance
 __all__ = [
     "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "VerticalData", "build", "central_optimum", "column_blocks",
     "load_libsvm", "load_vertical", "make_parties", "make_vertical_data", "normalize_blocks", "sklearn_baseline",
-    "synthetic_parties", "vertical_baselines",
+    "settings", "synthetic_parties", "vertical_baselines",
 ]
 
 PAPER_SPLITS: dict[str, list[int]] = {"a9a": [66, 57], "gisette": [2000, 2000, 1000]}
@@ -372,6 +372,12 @@ def _resolve(model: dict) -> dict[str, Any]:
     return cfg
 
 
+def settings(model: dict) -> dict[str, Any]:
+    """The template's settings hook: the ``[model]`` table checked and resolved (defaults included), without
+    loading data; the built instance's ``settings``."""
+    return _resolve(dict(model))
+
+
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Template ``vertical``: parties of a vertically partitioned logistic regression (see module docstring).
 
@@ -380,7 +386,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     centralized optimum (:func:`central_optimum`); ``info["data"]`` is the :class:`VerticalData` and
     ``info["baselines"](lam)`` the two baselines (:func:`vertical_baselines`, cached).
     """
-    cfg = _resolve(dict(model))
+    cfg = settings(model)
     base_dir = Path(base_dir)
     path = None if cfg["path"] is None else base_dir / cfg["path"]
     test_path = None if cfg["test_path"] is None else base_dir / cfg["test_path"]
@@ -427,4 +433,4 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     info = {"template": "vertical", **{k: v for k, v in cfg.items() if k not in ("path", "test_path")},
             "path": None if path is None else str(path), **data.info, "parties": data.names, "data": data,
             "baselines": baselines}
-    return ModelInstance(agents=parties, evaluate=evaluate, central=central, info=info)
+    return ModelInstance(agents=parties, evaluate=evaluate, central=central, info=info, settings=dict(cfg))

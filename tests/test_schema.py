@@ -21,7 +21,7 @@ def code_keys() -> dict[str, set[str]]:
     return {"[case]": config._CASE_KEYS, "[algorithm]": config._ALGORITHM_KEYS, "[privacy]": config._PRIVACY_KEYS,
             "[run]": config._RUN_KEYS, "[model] power": set(power.MODEL_KEYS),
             "[model] logistic": set(logistic.DEFAULTS), "[model] erm": set(erm.DEFAULTS),
-            "[model] vertical": set(vertical.DEFAULTS), "[model] toy": set(toy._KEYS),
+            "[model] vertical": set(vertical.DEFAULTS), "[model] toy": set(toy.DEFAULTS),
             "[study] grid (default kind)": study._STUDY_KEYS, "[study] graph (kind = graph)": study_graph._STUDY_KEYS,
             "[[setting]] (graph studies)": study_graph._SETTING_KEYS,
             "[[comparison]] (graph studies)": study_graph._COMPARISON_KEYS,

@@ -58,15 +58,21 @@ def test_cells_are_stored_skipped_recomputed_and_guarded(tmp_path):
         CellRunner(tmp_path).run("c0", {"rounds": 3, "seed": 0}, _compute(calls, 0))
 
 
-def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
-    from cvxdp.study_sharing import run_sharing_study
-
-    study = tmp_path / "study.toml"
+def _sharing_study(tmp_path: Path, seeds: str = "[0]") -> Path:
+    """The shipped sharing study, reduced to the noise levels 0 and 1 and ``seeds``."""
+    study = tmp_path / "sharing.toml"
     study.write_text((CASES / "study_sharing.toml").read_text()
                      .replace('case = "sharing_breast_cancer.toml"',
                               f'case = "{(CASES / "sharing_breast_cancer.toml").as_posix()}"')
                      .replace("noise_levels = [0.0, 0.3, 1.0, 3.0, 10.0]", "noise_levels = [0.0, 1.0]")
-                     .replace("seeds = [0, 1, 2]", "seeds = [0, 1]"))
+                     .replace("seeds = [0, 1, 2]", f"seeds = {seeds}"))
+    return study
+
+
+def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
+    from cvxdp.study_sharing import run_sharing_study
+
+    study = _sharing_study(tmp_path, seeds="[0, 1]")
     out = tmp_path / "o"
     first = run_sharing_study(study, out, epochs=4)
     results = pd.read_csv(out / "results.csv")
@@ -80,3 +86,46 @@ def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
     with pytest.raises(ConfigError, match="another configuration"):
         run_sharing_study(study, out, epochs=5)
     assert json.loads((out / "runs" / "noise0_seed0" / CELL_FILE).read_text())["key"] == "noise0_seed0"
+
+
+def _graph_study(tmp_path: Path) -> Path:
+    study = tmp_path / "graph.toml"
+    study.write_text(f"""[study]
+kind = "graph"
+name = "mini"
+case = "{(CASES / 'erm_madmm.toml').as_posix()}"
+runs = 2
+rounds = 3
+[[setting]]
+label = "DVP"
+panel = "p"
+algorithm = {{ name = "dvp", theta = 0.5 }}
+privacy = {{ mechanism = "gamma", alpha = 3.0 }}
+""")
+    return study
+
+
+@pytest.mark.parametrize(("kind", "defaults", "figures"), [("graph", "erm", "write_graph_figures"),
+                                                          ("sharing", "vertical", "write_sharing_figures")])
+def test_graph_and_sharing_cells_are_guarded_by_the_resolved_settings(kind, defaults, figures, tmp_path,
+                                                                       monkeypatch):
+    """A default of the template that the case file leaves unset changes (here: max_samples, which
+    subsamples the data): the cached cells are of another problem and are refused, naming the setting."""
+    import importlib
+
+    module = importlib.import_module(f"cvxdp.study_{kind}")
+    template = importlib.import_module(f"cvxdp_models.{defaults}")
+    monkeypatch.setattr(module, figures, lambda *args, **kwargs: [])  # figures are not what this is about
+    study = (_graph_study if kind == "graph" else _sharing_study)(tmp_path)
+    run = getattr(module, f"run_{kind}_study")
+    options = {"rounds": 3, "progress": False} if kind == "graph" else {"epochs": 3}
+    out = tmp_path / "o"
+
+    with monkeypatch.context() as old_version:
+        old_version.setitem(template.DEFAULTS, "max_samples", 200)
+        first = run(study, out, **options)
+        again = run(study, out, **options)
+    assert (first["computed"], first["reused"]) == (2, 0) and (again["computed"], again["reused"]) == (0, 2)
+
+    with pytest.raises(ConfigError, match=r"another configuration.*\[model\] setting 'max_samples' as resolved"):
+        run(study, out, **options)

@@ -56,7 +56,7 @@ from .network import PowerCase, load_case
 from .soc import OBJECTIVES, SocModel, solve_central
 from .zones import auto_zones, parse_zones, zone_of_bus
 
-__all__ = ["build", "build_agents", "load_sensitivity", "ZoneModel", "MODEL_KEYS"]
+__all__ = ["build", "build_agents", "load_sensitivity", "settings", "ZoneModel", "MODEL_KEYS"]
 
 MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
 DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
@@ -309,9 +309,15 @@ def build_agents(case: PowerCase, zones: list[np.ndarray], **options: Any) -> Zo
     return ZoneModel(case, zones, **options)
 
 
+def settings(model: dict) -> dict[str, Any]:
+    """The template's settings hook: the ``[model]`` table checked and resolved (defaults included), without
+    loading the network; the built instance's ``settings``."""
+    return _check_model(model)
+
+
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Build the zone agents of a case file's ``[model]`` table (see the module docstring)."""
-    cfg = _check_model(model)
+    cfg = settings(model)
     case = load_case(cfg["network"])
     if cfg["load_scale"] != 1.0:
         case = case.with_loads(case.pd * cfg["load_scale"], case.qd * cfg["load_scale"])
@@ -364,5 +370,5 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         "relation": RELATION,
         "variables_per_zone": [m.layout.size for m in zm.models],
     }
-    return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info,
+    return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),
                          ac_check=lambda result: zm.ac_check_local(result.local))

@@ -446,15 +446,15 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
 
 def test_a_changed_template_default_refuses_the_resume(tmp_path):
     """Same case file, but the template resolves it differently (e.g. a default that changed between versions,
-    like the logistic dtype): the checkpoint is of another problem and is refused, naming the component."""
+    like the logistic dtype): the checkpoint is of another problem and is refused, naming the setting."""
     from cvxdp.runs import build_instance
 
     base = load_case(CASES / "toy.toml").with_overrides(algorithm={"rounds": 2})
     run_case(base, checkpoint=tmp_path)
     instance = build_instance(base)
-    instance.info = {**(instance.info or {}), "dtype": "float32"}  # as a newer default would resolve it
+    instance.settings = {**instance.settings, "radius": 2.5}  # as a newer default would resolve it
 
     with pytest.raises(Exception) as info:
         run_case(base, instance=instance, checkpoint=tmp_path)
 
-    assert "[model] settings as resolved by the template" in str(info.value)
+    assert "[model] setting 'radius' as resolved by the template" in str(info.value)
