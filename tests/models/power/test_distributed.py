@@ -109,19 +109,20 @@ def test_case118_reaches_the_central_optimum(objective, algorithm, tol):
     assert _final(result)["primal_residual"] <= 0.01
 
 
-def _first_hit(history, ref: float, rel: float, tol: float):
-    ok = ((history["objective"] - ref).abs() < rel * abs(ref)) & (history["mismatch"] < tol)
+def _first_hit(history, ref: float, rel: float, tol: float, factor: float = 1.0):
+    ok = ((history["objective"] - ref).abs() < rel * abs(ref)) & (factor * history["mismatch"] < tol)
     return int(history["round"][ok].iloc[0]) if ok.any() else None
 
 
 def test_default_admm_beats_powermodelsada_on_case14_in_two_areas():
     """Issue 12: defaults (rho="auto" with the template's per-block weights, over-relaxation), PowerModelsADA's
-    stopping rule (copies' mismatch < 0.01, objective within 1 %): within its published 12 iterations."""
+    stopping rule (its ADMM mismatch, half the copies' pairwise mismatch, < 0.01; objective within 1 %): within
+    its published 12 iterations."""
     inst = build({"network": "case14", "zones": [[1, 2, 3, 4, 5], list(range(6, 15))], "objective": "cost"},
                  base_dir=HERE)
     ref = inst.central(ac_check=False)["objective"]
     result = cvxdp.solve(inst.agents, algorithm=cvxdp.ADMM(rounds=12), seed=0)
-    assert _first_hit(result.history, ref, 0.01, 0.01) is not None
+    assert _first_hit(result.history, ref, 0.01, 0.01, factor=0.5) is not None
     assert set(result.config["rho_blocks"]) == {"1", "100"}  # the voltage block and the flow block
 
 
