@@ -170,7 +170,7 @@ def bench_prox(label: str, agent: cvxdp.Agent, calls: int, rho: float = 1.0) -> 
     diag = np.zeros(d.n_x)
     diag[scols] = rho
     P = sp.triu(d.P + sp.diags(diag), format="csc")
-    raw_solver = clarabel.DefaultSolver(P, np.zeros(d.n_x), d.A, d.b, d.cones(), clarabel_settings())
+    raw_solver = clarabel.DefaultSolver(P, d.q, d.A, d.b, d.cones(), clarabel_settings())  # set up as ProxSolver is
 
     def raw(t):
         q = d.q.copy()
