@@ -29,6 +29,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("relaxation", "float in (0, 2)", "1.6", "admm: over-relaxation of each agent's target (1.0: plain ADMM)"),
         ("tol_primal", "float > 0", "none", "stop when the primal residual falls below it (with tol_dual)"),
         ("tol_dual", "float > 0", "none", "stop when the dual residual falls below it (with tol_primal)"),
+        ("tol_mismatch", "float > 0", "none", "ladmm/admm: stop when the copies' mismatch falls below it "
+         "(PowerModelsADA's ADMM rule with tol t: 2 t)"),
         ("lam", "float > 0", "1e-3", "sharing: l2 regularisation weight lambda"),
         ("epochs", "int >= 1", "50", "sharing: epochs"),
         ("loss", "str", "logistic", "sharing: loss of the label party"),

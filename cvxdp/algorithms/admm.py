@@ -28,6 +28,10 @@ class ADMM(Algorithm):
         need fewer rounds. It reads released values only, so it costs no privacy.
     tol_primal, tol_dual : float, optional
         Stop when both residuals fall below these.
+    tol_mismatch : float, optional
+        Stop when the copies' mismatch (the history's ``mismatch`` column: how far the agents' released copies
+        of each shared value disagree) falls below it. PowerModelsADA's ADMM stops when half of it falls below
+        its ``tol`` (``tol_mismatch = 2 * tol`` is the same rule). It reads released values only.
     """
 
     name = "admm"
@@ -39,8 +43,9 @@ class ADMM(Algorithm):
     auto_blocks = BlockBalance(target=0.3, mu=3.0, adapt_rounds=60)
 
     def __init__(self, rho: float | str = "auto", rounds: int = 100, *, relaxation: float = 1.6,
-                 tol_primal: float | None = None, tol_dual: float | None = None) -> None:
-        super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual)
+                 tol_primal: float | None = None, tol_dual: float | None = None,
+                 tol_mismatch: float | None = None) -> None:
+        super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual, tol_mismatch=tol_mismatch)
         self.relaxation = relaxation
 
     def validate(self) -> None:

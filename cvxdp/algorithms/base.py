@@ -21,11 +21,12 @@ class Algorithm:
     family = "consensus"
 
     def __init__(self, *, rho: float | Schedule = 1.0, rounds: int = 100, tol_primal: float | None = None,
-                 tol_dual: float | None = None) -> None:
+                 tol_dual: float | None = None, tol_mismatch: float | None = None) -> None:
         self.rho = rho
         self.rounds = rounds
         self.tol_primal = tol_primal
         self.tol_dual = tol_dual
+        self.tol_mismatch = tol_mismatch  # the consensus family's copies' mismatch (ADMM, LinearizedADMM)
 
     @property
     def local_updates(self) -> int:
@@ -38,15 +39,18 @@ class Algorithm:
         self.rho_schedule = as_schedule(auto if use_auto else self.rho, "rho", owner)
         self.rho_is_auto = use_auto
         check_int(self.rounds, "rounds", owner, 1)
-        for name in ("tol_primal", "tol_dual"):
-            value = getattr(self, name)
+        for name in ("tol_primal", "tol_dual", "tol_mismatch"):
+            value = getattr(self, name, None)
             if value is not None:
                 check_float(value, name, owner, 0.0, math.inf)
 
     def describe(self) -> dict:
         self.validate()
-        return {"name": self.name, "rho": describe(self.rho_schedule), "rounds": self.rounds,
-                "tol_primal": self.tol_primal, "tol_dual": self.tol_dual}
+        out = {"name": self.name, "rho": describe(self.rho_schedule), "rounds": self.rounds,
+               "tol_primal": self.tol_primal, "tol_dual": self.tol_dual}
+        if getattr(self, "tol_mismatch", None) is not None:  # only when set: older fingerprints stay valid
+            out["tol_mismatch"] = self.tol_mismatch
+        return out
 
     def eta_at(self, t: int) -> float:
         return 0.0

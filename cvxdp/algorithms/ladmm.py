@@ -34,14 +34,19 @@ class LinearizedADMM(Algorithm):
         Maximum number of rounds T.
     tol_primal, tol_dual : float, optional
         Stop when both the primal (consensus) and dual residuals fall below these.
+    tol_mismatch : float, optional
+        Stop when the copies' mismatch (the history's ``mismatch`` column: how far the agents' released copies
+        of each shared value disagree) falls below it. PowerModelsADA's ADMM stops when half of it falls below
+        its ``tol`` (``tol_mismatch = 2 * tol`` is the same rule). It reads released values only.
     """
 
     name = "ladmm"
     private_ok = True
 
     def __init__(self, rho: float | str | Schedule = "auto", eta: float | str | Schedule = "auto", local_updates: int = 1,
-                 rounds: int = 100, *, tol_primal: float | None = None, tol_dual: float | None = None) -> None:
-        super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual)
+                 rounds: int = 100, *, tol_primal: float | None = None, tol_dual: float | None = None,
+                 tol_mismatch: float | None = None) -> None:
+        super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual, tol_mismatch=tol_mismatch)
         self.eta = eta
         self._local_updates = local_updates
 
@@ -78,7 +83,8 @@ class LinearizedADMM(Algorithm):
 
     def __repr__(self) -> str:
         return (f"LinearizedADMM(rho={self.rho!r}, eta={self.eta!r}, local_updates={self._local_updates!r}, "
-                f"rounds={self.rounds!r})")
+                f"rounds={self.rounds!r}" + ("" if self.tol_mismatch is None else f", tol_mismatch={self.tol_mismatch!r}")
+                + ")")
 
 
 def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray], project: Projector,

@@ -120,6 +120,7 @@ class ConsensusState:
     rho_prev: float | None = None
     primal: float = 0.0
     dual: float = 0.0
+    mismatch: float = math.inf
     w_prev: np.ndarray | None = None
     weights: np.ndarray | None = None  # current per-coordinate penalty weights (declared, then per-block adapted)
 
@@ -239,7 +240,7 @@ class ConsensusFamily(Family):
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": float(np.linalg.norm(r))})
         state.ez = [rel["ez"] for rel in releases]
-        mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
+        mismatch = state.mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
         state.primal = math.sqrt(res_sq)
         state.dual = float(np.linalg.norm(np.concatenate([(self.penalty(rho, state) * (w - state.w_prev))[g]
                                                           for g in self.gidx]))) \
@@ -272,7 +273,11 @@ class ConsensusFamily(Family):
         return row, agents
 
     def converged(self, t: int, state: ConsensusState, row: Mapping[str, Any]) -> bool:
+        """Both residuals below ``tol_primal`` and ``tol_dual``, or the copies' mismatch below ``tol_mismatch``
+        (released values only)."""
         alg = self.algorithm
+        if alg.tol_mismatch is not None and state.mismatch <= alg.tol_mismatch:
+            return True
         return (alg.tol_primal is not None and alg.tol_dual is not None
                 and state.primal <= alg.tol_primal and state.dual <= alg.tol_dual)
 
