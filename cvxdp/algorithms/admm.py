@@ -17,7 +17,8 @@ class ADMM(Algorithm):
         on released residuals, aiming at a primal residual about 3x below the dual one and acting only when
         they are more than 10x off that, frozen after its ``adapt_rounds``). When agents declare public
         per-block weights (``Agent(rho_scale=...)``), coordinate k is penalized with ``rho * weight_k`` and
-        each block's weight is balanced on its own (:class:`~cvxdp.schedules.BlockBalance`); an explicit rho
+        each block's weight is balanced on its own, within a decade of its declared value
+        (:class:`~cvxdp.schedules.BlockBalance`); an explicit rho
         is used as given on every coordinate (the weights are then not used). A change of rho sets the local solver up again (same compiled data).
     rounds : int
         Maximum number of rounds.

@@ -130,9 +130,26 @@ def test_block_balance_moves_only_the_unbalanced_block():
     assert late is weights  # frozen after adapt_rounds
 
 
+def test_block_balance_keeps_each_weight_within_span_of_its_declared_value():
+    declared = np.array([1.0, 1.0, 10.0, 10.0])
+    gidx = [np.arange(4), np.arange(4)]
+    w, w_prev = np.ones(4), np.ones(4)
+    w_prev[:2] -= 1e-3
+    w_prev[2:] -= 1.0  # block "10": a large dual residual, copies that nearly agree -> its weight would shrink 10x
+    shared = [np.array([1.5, 1.5, 1.0 + 1e-6, 1.0 + 1e-6]), np.array([0.5, 0.5, 1.0 - 1e-6, 1.0 - 1e-6])]
+    duals = [np.ones(4), -np.ones(4)]
+    kwargs = dict(rho=1.0, w=w, w_prev=w_prev, shared=shared, duals=duals, gidx=gidx)
+    free = BlockBalance(target=1.0, span=100.0).update(2, declared.copy(), declared, **kwargs)
+    assert free.tolist() == pytest.approx([10.0, 10.0, 1.0, 1.0])  # 10x up and 10x down
+    bounded = BlockBalance(target=1.0, span=2.0).update(2, declared.copy(), declared, **kwargs)
+    assert bounded.tolist() == pytest.approx([2.0, 2.0, 5.0, 5.0])  # within [declared / 2, declared * 2]
+
+
 def test_block_balance_parameters_are_validated():
     with pytest.raises(InvalidParameterError, match="'mu' parameter of BlockBalance"):
         BlockBalance(mu=0.5)
+    with pytest.raises(InvalidParameterError, match="'span' parameter of BlockBalance"):
+        BlockBalance(span=0.5)
 
 
 def test_prox_step_with_one_penalty_per_coordinate_matches_cvxpy():
