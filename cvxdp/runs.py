@@ -21,12 +21,14 @@ def build_instance(case: Case):
 
 
 def power_case(network: str, zones: int, *, objective: str | None = None) -> Case:
-    """An in-memory power case (``cvxdp run/central --network NAME --zones N``): ``network`` split into
+    """An in-memory power case (``cvxdp run/central --network NAME --zones N``; NAME may also be a bundled
+    PGLib-OPF case or a MATPOWER file path, relative to the current directory): ``network`` split into
     ``zones`` automatic connected zones, LinearizedADMM with rho = eta = 1, 300 rounds, non-private."""
     model = {"network": network, "auto_zones": int(zones)}
     if objective is not None:
         model["objective"] = objective
-    return Case(path=Path.cwd() / f"{network}_{zones}zones.toml", name=f"{network}_{zones}zones", template="power",
+    stem = Path(network).stem  # a MATPOWER file path names the case by its file name
+    return Case(path=Path.cwd() / f"{stem}_{zones}zones.toml", name=f"{stem}_{zones}zones", template="power",
                 model=model, algorithm={"name": "ladmm", "rho": 1.0, "eta": 1.0, "local_updates": 1, "rounds": 300},
                 privacy={"mechanism": "none", "delta": 1e-6}, run={"accountant": "pld"})
 

@@ -180,7 +180,8 @@ def _apply_backend(run: dict, backend, ray_cpus, ray_address) -> None:
 @cli.command("run", epilog=schema_epilog())
 @click.argument("case_file", required=False)
 @click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
-              "(case14, case118, case300, case1354pegase, ...); needs --zones.")
+              "(case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF case (pglib_opf_case14_ieee, "
+              "...; see `cvxdp cases`) or a MATPOWER file (*.m, relative to the current directory); needs --zones.")
 @click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
 @click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
               help="With --network: the power objective (default balance, the private-data objective).")
@@ -288,7 +289,8 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
 
 @cli.command("central")
 @click.argument("case_file", required=False)
-@click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case; needs --zones.")
+@click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case, a bundled "
+              "PGLib-OPF case or a MATPOWER file (*.m); needs --zones.")
 @click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
 @click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
               help="Power cases: the objective of the reference solve (with --network the default is cost).")

@@ -1,8 +1,13 @@
-"""Network data: pandapower's built-in cases as per-unit, MATPOWER-style numpy arrays.
+"""Network data: pandapower's built-in cases and MATPOWER case files as per-unit, MATPOWER-style numpy arrays.
 
 This is the only module of cvxdp that imports pandapower. :func:`load_case` converts a built-in case with
-pandapower's own PYPOWER converter and returns a frozen :class:`PowerCase`; :func:`run_ac_power_flow`
-fixes generator set-points and runs pandapower's Newton-Raphson AC power flow (``runpp``).
+pandapower's own PYPOWER converter and returns a frozen :class:`PowerCase`; :func:`load_matpower` reads a
+MATPOWER version-2 case file (``*.m``) with ``matpowercaseframes`` and keeps MATPOWER's order and bus
+numbers; :func:`load_network` accepts either, or the name of a bundled PGLib-OPF case
+(:data:`BUNDLED_CASES`, files under ``data/pglib/``: PGLib-OPF v23.07, CC BY 4.0).
+:func:`run_ac_power_flow` fixes generator set-points and runs pandapower's Newton-Raphson AC power flow
+(``runpp``) on pandapower's own net of a built-in case, or on the net pandapower's ``from_ppc`` converter
+builds from a case file's MATPOWER data.
 
 Data caveats handled here
 -------------------------
@@ -31,10 +36,12 @@ low-voltage area within 0.94-1.06 p.u.).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,7 +52,13 @@ from cvxdp.errors import ConfigError, OptionalDependencyError
 __all__ = [
     "PowerCase",
     "available_cases",
+    "bundled_cases",
+    "BUNDLED_CASES",
+    "PGLIB_DIR",
     "load_case",
+    "load_matpower",
+    "load_network",
+    "resolve_network",
     "case_from_matpower",
     "make_ybus",
     "run_ac_power_flow",
@@ -102,6 +115,15 @@ TAP_SIDE_ERRATA: dict[str, tuple[tuple[int, int], ...]] = {
     ),
 }
 
+#: Folder of the bundled PGLib-OPF v23.07 case files (https://github.com/power-grid-lib/pglib-opf, CC BY 4.0).
+PGLIB_DIR = Path(__file__).resolve().parent / "data" / "pglib"
+
+#: Names of the bundled PGLib-OPF cases (``[model] network = NAME``); the files are ``PGLIB_DIR / f"{NAME}.m"``.
+BUNDLED_CASES = ("pglib_opf_case14_ieee", "pglib_opf_case118_ieee", "pglib_opf_case300_ieee")
+
+#: How error messages name the entry a network comes from.
+NETWORK_ENTRY = "The 'network' entry of [model]"
+
 _EXAMPLES = ("case14", "case30", "case57", "case118", "case300", "case1354pegase", "case2869pegase")
 
 
@@ -147,7 +169,11 @@ class PowerCase:
     r, x, b, rate_a, tap, shift, angmin, angmax : ndarray of float
     branch_status : ndarray of bool
     gen_element : tuple of (str, int)
-        pandapower element ("ext_grid" or "gen") behind each generator (used by the AC check).
+        pandapower element ("ext_grid" or "gen") behind each generator of a built-in case (used by the AC
+        check); empty for a case built from MATPOWER data.
+    matpower : dict or None
+        The MATPOWER data (``baseMVA``, ``bus``, ``gen``, ``branch``; MW, MVAr, degrees, bus numbers) of a case
+        built by :func:`case_from_matpower`: the AC check converts it with pandapower's ``from_ppc``.
     """
 
     name: str
@@ -184,9 +210,10 @@ class PowerCase:
     corrected_b: tuple[int, ...] = field(default=(), repr=False)
     corrected_tap: tuple[int, ...] = field(default=(), repr=False)
     unlimited: tuple[int, ...] = field(default=(), repr=False)
+    matpower: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        for value in vars(self).values():
+        for value in [*vars(self).values(), *(self.matpower or {}).values()]:
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
 
@@ -242,15 +269,17 @@ def available_cases() -> list[str]:
 def _net(name: str) -> Any:
     if not isinstance(name, str) or not name.startswith("case"):
         raise ConfigError(
-            f"The network must be the name of a pandapower built-in case such as "
-            f"{', '.join(map(repr, _EXAMPLES))}. Got {name!r} instead."
+            f"{NETWORK_ENTRY} must be the name of a pandapower built-in case such as "
+            f"{', '.join(map(repr, _EXAMPLES))}, a bundled PGLib-OPF case ({', '.join(map(repr, BUNDLED_CASES))}) "
+            f"or a path to a MATPOWER case file (*.m). Got {name!r} instead."
         )
     _, pn = _pandapower()
     factory = getattr(pn, name, None)
     if factory is None or not callable(factory):
         raise ConfigError(
             f"Unknown network {name!r}. Valid names include {', '.join(map(repr, _EXAMPLES))} "
-            f"(all: {', '.join(available_cases())})."
+            f"(all pandapower built-ins: {', '.join(available_cases())}), the bundled PGLib-OPF cases "
+            f"{', '.join(map(repr, BUNDLED_CASES))}, or a path to a MATPOWER case file (*.m)."
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -450,8 +479,10 @@ def _load_case(name: str) -> PowerCase:
 def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
     """Build a :class:`PowerCase` from a MATPOWER/PYPOWER case dict (MW, MVAr, degrees, bus numbers).
 
-    Keeps MATPOWER's generator and branch order. Cases built this way have no pandapower elements, so
-    :func:`run_ac_power_flow` cannot run on them.
+    Keeps MATPOWER's generator, branch and bus order and its bus numbers (which may be non-consecutive).
+    ``rate_a = 0`` stays 0 (no thermal limit); out-of-service generators and branches keep their rows with
+    ``gen_status`` / ``branch_status`` False; several generators may share a bus. The MATPOWER data is kept in
+    ``PowerCase.matpower`` for :func:`run_ac_power_flow` (which converts it with pandapower's ``from_ppc``).
     """
     base = float(mpc["baseMVA"])
     bus = np.asarray(mpc["bus"], dtype=float)
@@ -496,7 +527,134 @@ def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
         angmax=np.deg2rad(angmax),
         branch_status=branch[:, 10] > 0,
         gen_element=(),
+        matpower={"baseMVA": base, "bus": bus.copy(), "gen": gen.copy(), "branch": branch.copy()},
     )
+
+
+def bundled_cases() -> list[str]:
+    """Names of the bundled PGLib-OPF cases (:data:`BUNDLED_CASES`), usable as ``[model] network``."""
+    return list(BUNDLED_CASES)
+
+
+def _is_path(network: str) -> bool:
+    return network.lower().endswith(".m") or "/" in network or "\\" in network
+
+
+def resolve_network(network: str, base_dir: str | Path | None = None) -> Path | None:
+    """The MATPOWER file behind ``network``, or None for a pandapower built-in name.
+
+    A bundled PGLib-OPF name gives its shipped file; a path (ending in ``.m`` or containing a separator)
+    resolves against ``base_dir`` (default: the current directory) unless absolute, and must be a file.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown ``pglib_*`` name (listing the bundled ones), a missing file or a directory.
+    """
+    if not isinstance(network, str) or not network:
+        raise ConfigError(f"{NETWORK_ENTRY} must be a non-empty str such as 'case14'. Got {network!r} instead.")
+    if network in BUNDLED_CASES:
+        return PGLIB_DIR / f"{network}.m"
+    if not _is_path(network):
+        if network.lower().startswith("pglib"):
+            raise ConfigError(
+                f"{NETWORK_ENTRY} must be a bundled PGLib-OPF case ({', '.join(map(repr, BUNDLED_CASES))}) or a "
+                f"path to a MATPOWER case file (*.m). Got {network!r} instead."
+            )
+        return None
+    path = Path(network).expanduser()
+    if not path.is_absolute():
+        path = Path(base_dir if base_dir is not None else Path.cwd()) / path
+    path = path.resolve()
+    if path.is_dir():
+        raise ConfigError(f"{NETWORK_ENTRY} must name a MATPOWER case file (*.m). Got {network!r} instead, "
+                          f"which is a directory ({path}).")
+    if not path.is_file():
+        raise ConfigError(f"{NETWORK_ENTRY} must name an existing MATPOWER case file (*.m). Got {network!r} "
+                          f"instead: {path} does not exist.")
+    return path
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (hex)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_matpower(path: str | Path, name: str | None = None) -> PowerCase:
+    """Read a MATPOWER version-2 case file (``*.m``) with ``matpowercaseframes`` into a :class:`PowerCase`.
+
+    Built by :func:`case_from_matpower` (MATPOWER's order and bus numbers kept); ``name`` defaults to the file's
+    stem. Cached by content: the same bytes give the same immutable case.
+
+    Raises
+    ------
+    ConfigError
+        Naming the ``[model]`` ``network`` entry and the file: not a file, not a MATPOWER case (parse
+        failure, missing tables), or costs the model does not support (piecewise-linear, degree > 2).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{NETWORK_ENTRY} must name an existing MATPOWER case file (*.m). Got {str(path)!r} "
+                          "instead, which is not a file.")
+    try:
+        digest = file_sha256(path)
+    except OSError as exc:
+        raise ConfigError(f"{NETWORK_ENTRY}: cannot read the MATPOWER case file {str(path)!r} "
+                          f"({type(exc).__name__}: {exc.strerror or exc}).") from None
+    return _load_matpower(str(path), digest, name or path.stem)
+
+
+def _matpower_tables(path: str) -> dict[str, Any]:
+    """``baseMVA``, ``bus``, ``gen``, ``branch``, ``gencost`` of a MATPOWER file as floats (ConfigError if not one)."""
+    try:
+        from matpowercaseframes import CaseFrames
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise OptionalDependencyError(
+            "Reading MATPOWER case files needs matpowercaseframes: pip install 'cvxdp[power]'.") from exc
+    what = f"{NETWORK_ENTRY} must name a MATPOWER version-2 case file (*.m). Got {path!r} instead"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frames = CaseFrames(path)
+    except Exception as exc:  # the parser raises whatever its regular expressions or pandas meet
+        raise ConfigError(f"{what}: it could not be parsed ({type(exc).__name__}: {exc}).") from None
+    missing = [k for k in ("baseMVA", "bus", "gen", "branch") if not hasattr(frames, k)]
+    if missing:
+        raise ConfigError(f"{what}: it defines no mpc.{', mpc.'.join(missing)}.")
+    version = str(getattr(frames, "version", "2")).strip("'\" ")
+    if version != "2":
+        raise ConfigError(f"{what}: it is a version-{version} case (mpc.version = '2' is supported).")
+    try:
+        out: dict[str, Any] = {"baseMVA": float(frames.baseMVA)}
+        for key, cols in (("bus", 13), ("gen", 10), ("branch", 11), ("gencost", 4)):
+            if hasattr(frames, key):
+                table = np.asarray(frames.__getattribute__(key), dtype=float)
+                if table.ndim != 2 or table.shape[1] < cols or not np.all(np.isfinite(table[:, :cols])):
+                    raise ValueError(f"mpc.{key} must have at least {cols} finite columns, got shape {table.shape}")
+                out[key] = table
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what}: {exc}.") from None
+    return out
+
+
+@lru_cache(maxsize=8)
+def _load_matpower(path: str, digest: str, name: str) -> PowerCase:
+    mpc = _matpower_tables(path)
+    try:
+        return case_from_matpower(mpc, name=name)
+    except ConfigError as exc:
+        raise ConfigError(f"{NETWORK_ENTRY} ({path!r}): {exc}") from None
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"{NETWORK_ENTRY} ({path!r}): inconsistent MATPOWER data "
+                          f"({type(exc).__name__}: {exc}), e.g. a generator or branch at an unknown bus.") from None
+
+
+def load_network(network: str, base_dir: str | Path | None = None) -> PowerCase:
+    """The :class:`PowerCase` of a ``[model]`` ``network`` entry: a pandapower built-in name (:func:`load_case`),
+    a bundled PGLib-OPF name (:data:`BUNDLED_CASES`) or a MATPOWER case file path (relative to ``base_dir``,
+    default the current directory; :func:`load_matpower`)."""
+    path = resolve_network(network, base_dir)
+    return load_case(network) if path is None else load_matpower(path)
 
 
 def make_ybus(case: PowerCase) -> sp.csr_matrix:

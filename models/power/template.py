@@ -3,7 +3,12 @@
 ``[model]`` keys (case file)
 ----------------------------
 network : str, required
-    A pandapower built-in case, e.g. ``"case14"``, ``"case118"``, ``"case1354pegase"``.
+    A pandapower built-in case, e.g. ``"case14"``, ``"case118"``, ``"case1354pegase"``; a bundled PGLib-OPF
+    v23.07 case (``"pglib_opf_case14_ieee"``, ``"pglib_opf_case118_ieee"``, ``"pglib_opf_case300_ieee"``); or
+    the path of a MATPOWER version-2 case file (``*.m``), relative to the case file's directory unless
+    absolute. A file keeps MATPOWER's bus numbers (``zones`` lists them) and order. The file's content is part
+    of every run's and study cell's fingerprint (:func:`cvxdp.checkpoint.case_context` hashes a file that a
+    ``[model]`` string names), so a resumed run on an edited file is refused.
 zones : list of lists of int
     The partition, as MATPOWER (1-based) bus numbers. Exactly one of ``zones`` and ``auto_zones``.
 auto_zones : int >= 2
@@ -52,7 +57,7 @@ from cvxdp.errors import ConfigError
 
 from ..base import ModelInstance
 from .ac_check import ac_verdict, run_ac_check
-from .network import PowerCase, load_case
+from .network import PowerCase, load_network
 from .soc import OBJECTIVES, SocModel, solve_central
 from .zones import auto_zones, parse_zones, zone_of_bus
 
@@ -118,8 +123,8 @@ def _check_model(model: dict) -> dict[str, Any]:
         raise ConfigError("[model] of the power template needs a 'network' entry, e.g. network = \"case14\".")
     if not isinstance(model["network"], str):
         raise ConfigError(
-            f"The 'network' entry of [model] must be a str such as 'case14'. "
-            f"Got {model['network']!r} instead."
+            f"The 'network' entry of [model] must be a str such as 'case14', 'pglib_opf_case14_ieee' or a "
+            f"path to a MATPOWER case file (*.m). Got {model['network']!r} instead."
         )
     if ("zones" in model) == ("auto_zones" in model):
         raise ConfigError(
@@ -318,7 +323,7 @@ def settings(model: dict) -> dict[str, Any]:
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Build the zone agents of a case file's ``[model]`` table (see the module docstring)."""
     cfg = settings(model)
-    case = load_case(cfg["network"])
+    case = load_network(cfg["network"], base_dir)
     if cfg["load_scale"] != 1.0:
         case = case.with_loads(case.pd * cfg["load_scale"], case.qd * cfg["load_scale"])
     if cfg["zones"] is not None:
