@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -717,38 +718,147 @@ def _corrected_net(case: PowerCase) -> Any:
     return net
 
 
+@dataclass
+class _AcNet:
+    """A pandapower net for the AC check and how the case's generators, buses and branches map onto it."""
+
+    net: Any
+    gens: list[tuple[str, int]]        # (element table, index) per generator of the case
+    bus: np.ndarray                    # pandapower bus index per case bus position
+    branches: list[tuple[str, int]]    # (element table, index) per branch of the case
+
+
+#: The two ends of each pandapower branch table: (bus column, p column, q column), "from" side first.
+_BRANCH_ENDS = {
+    "line": (("from_bus", "p_from_mw", "q_from_mvar"), ("to_bus", "p_to_mw", "q_to_mvar")),
+    "impedance": (("from_bus", "p_from_mw", "q_from_mvar"), ("to_bus", "p_to_mw", "q_to_mvar")),
+    "trafo": (("hv_bus", "p_hv_mw", "q_hv_mvar"), ("lv_bus", "p_lv_mw", "q_lv_mvar")),
+}
+
+
+def _builtin_ac_net(case: PowerCase) -> _AcNet:
+    net = _corrected_net(case)
+    branches = [("line", int(i)) for i in net.line.index] + [("trafo", int(i)) for i in net.trafo.index]
+    return _AcNet(net, list(case.gen_element), np.arange(case.n_bus), branches)
+
+
+def _matpower_ac_net(case: PowerCase) -> _AcNet:
+    """pandapower's ``from_ppc`` net of the case's MATPOWER data, corrected to MATPOWER's admittances.
+
+    ``from_ppc`` turns a branch with a tap ratio or phase shift into a transformer whose magnetising
+    susceptance is always inductive and puts every tap on the high-voltage side. So the charging ``b`` of
+    such a branch is taken out of the branch and added as bus shunts exactly as MATPOWER places it
+    (``b / 2 / tap^2`` at the from bus, ``b / 2`` at the to bus), and the tap is moved back to MATPOWER's from
+    bus (``tap_side = "lv"``) where that bus is the lower-voltage one. The admittance matrix then equals
+    :func:`make_ybus` (checked on the bundled PGLib cases).
+    """
+    from pandapower.converter.pypower.from_ppc import from_ppc
+
+    mpc = case.matpower
+    assert mpc is not None
+    bus, gen, branch = (np.array(mpc[k], dtype=float) for k in ("bus", "gen", "branch"))
+    tap = branch[:, 8]
+    is_trafo = ((tap != 0) & (tap != 1)) | (branch[:, 9] != 0)
+    ratio = np.where(tap == 0, 1.0, tap)
+    for k in np.flatnonzero(is_trafo & (branch[:, 4] != 0)):
+        half = branch[k, 4] / 2.0 * case.base_mva
+        bus[case.f_bus[k], 5] += half / ratio[k] ** 2
+        bus[case.t_bus[k], 5] += half
+        branch[k, 4] = 0.0
+    ppc = {"version": "2", "baseMVA": case.base_mva, "bus": bus, "gen": gen, "branch": branch}
+    logging.getLogger("pandapower.converter.pypower.from_ppc").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = from_ppc(ppc, f_hz=50, check_costs=False)
+    lookups = net._from_ppc_lookups
+    gens = [(str(t), int(e)) for t, e in zip(lookups["gen"].element_type, lookups["gen"].element)]
+    branches = [(str(t), int(e)) for t, e in zip(lookups["branch"].element_type, lookups["branch"].element)]
+    # from_ppc puts the tap on the high-voltage bus; where MATPOWER's from (tap) bus is the lower-voltage one,
+    # move it there: a tap tau on the lv side with unchanged vk_percent is MATPOWER's branch (as _corrected_net)
+    kv = bus[:, 9]
+    for k in np.flatnonzero(is_trafo & (kv[case.t_bus] > kv[case.f_bus])):
+        net.trafo.at[branches[k][1], "tap_side"] = "lv"
+    return _AcNet(net, gens, net.bus.index.to_numpy()[np.arange(case.n_bus)], branches)
+
+
+def ac_network(case: PowerCase) -> _AcNet:
+    """The pandapower net the AC check of ``case`` runs on (see :func:`run_ac_power_flow`).
+
+    Raises
+    ------
+    ConfigError
+        For a case with neither pandapower elements nor MATPOWER data.
+    """
+    if case.gen_element:
+        return _builtin_ac_net(case)
+    if case.matpower is None:
+        raise ConfigError(f"The AC check of {case.name!r} needs a case from load_case() or load_network() (or "
+                          "case_from_matpower()): it has neither pandapower elements nor MATPOWER data.")
+    return _matpower_ac_net(case)
+
+
+def _split_q(case: PowerCase, gens: list[tuple[str, int]], q: np.ndarray) -> np.ndarray:
+    """Reactive output of buses with a static generator ("sgen", a second generator at a bus in ``from_ppc``)
+    shared among the bus's in-service generators in proportion to their reactive ranges (MATPOWER's rule)."""
+    q = q.copy()
+    on = np.asarray(case.gen_status, dtype=bool)
+    for b in {int(case.gen_bus[k]) for k, (kind, _) in enumerate(gens) if kind == "sgen"}:
+        idx = np.flatnonzero((case.gen_bus == b) & on)
+        total, span = float(q[idx].sum()), case.qmax[idx] - case.qmin[idx]
+        if np.all(np.isfinite(span)) and span.sum() > 0:
+            q[idx] = case.qmin[idx] + (total - case.qmin[idx].sum()) * span / span.sum()
+        else:
+            q[idx] = total / len(idx)
+    return q
+
+
 def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = None) -> AcFlow:
     """Fix generator set-points and run pandapower's AC power flow (``runpp``, pi transformer model).
 
     Parameters
     ----------
     case : PowerCase
-        As returned by :func:`load_case` (loads are taken from ``case.pd``/``case.qd``).
+        As returned by :func:`load_case` or :func:`load_network` (loads are taken from ``case.pd``/``case.qd``).
+        A built-in case runs on pandapower's own net (corrected, see the module docstring); a case from
+        MATPOWER data on the net of pandapower's ``from_ppc`` (see :func:`ac_network`), where a second generator
+        at a bus is a static generator with fixed ``pg`` and the bus's reactive output is shared as MATPOWER does.
     pg : ndarray (n_gen,)
         Active generation (p.u.); the reference generator's value is what the power flow balances.
     vm : ndarray (n_bus,), optional
         Voltage magnitudes (p.u.) whose values at generator buses become the voltage set-points;
         defaults to the case's set-points ``vg``.
 
-    Each start of :data:`AC_ATTEMPTS` is tried until one converges; if none does, the returned flow has
-    ``converged=False``, NaN arrays and a ``message`` naming every attempt and pandapower's error.
+    Each start of :data:`AC_ATTEMPTS` is tried until one converges; if none does (or the net cannot be
+    built from the case's data), the returned flow has ``converged=False``, NaN arrays and a ``message``
+    naming every attempt and pandapower's error.
     """
-    if not case.gen_element:
-        raise ConfigError(f"The AC check of {case.name!r} needs a case from load_case(): it runs pandapower's own "
-                          "network of the same name.")
     pandapower, _ = _pandapower()
-    net = _corrected_net(case)
     pg = np.asarray(pg, dtype=float)
+    try:
+        ac = ac_network(case)
+    except ConfigError:
+        raise
+    except Exception as exc:  # pandapower's converter on data it does not support
+        return _failed_flow(case, f"pandapower could not build a net from {case.name!r}'s MATPOWER data "
+                                  f"({type(exc).__name__}: {exc})")
+    net = ac.net
     # loads: replace by one load per bus carrying the case's (possibly scaled) demand
     net.load.drop(net.load.index, inplace=True)
-    if "sgen" in net and len(net.sgen):
+    if "sgen" in net and len(net.sgen) and not any(kind == "sgen" for kind, _ in ac.gens):
         net.sgen.drop(net.sgen.index, inplace=True)
+    elif "sgen" in net and len(net.sgen):  # keep the generators, drop negative loads (from_ppc makes them sgens)
+        gen_sgens = {idx for kind, idx in ac.gens if kind == "sgen"}
+        net.sgen.drop([i for i in net.sgen.index if int(i) not in gen_sgens], inplace=True)
     for i in range(case.n_bus):
         if case.pd[i] != 0 or case.qd[i] != 0:
             pandapower.create_load(
-                net, bus=i, p_mw=case.pd[i] * case.base_mva, q_mvar=case.qd[i] * case.base_mva
+                net, bus=int(ac.bus[i]), p_mw=case.pd[i] * case.base_mva, q_mvar=case.qd[i] * case.base_mva
             )
-    for k, (kind, idx) in enumerate(case.gen_element):
+    for k, (kind, idx) in enumerate(ac.gens):
+        if kind == "sgen":
+            net.sgen.at[idx, "p_mw"] = pg[k] * case.base_mva
+            net.sgen.at[idx, "q_mvar"] = 0.0
+            continue
         vset = float(vm[case.gen_bus[k]]) if vm is not None else float(case.vg[k])
         net[kind].at[idx, "vm_pu"] = vset
         if kind == "gen":
@@ -773,48 +883,45 @@ def run_ac_power_flow(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None = N
         converged = True
         break
     if not converged:
-        nan_b = np.full(case.n_bus, np.nan)
-        return AcFlow(
-            False,
-            nan_b,
-            nan_b,
-            np.full(case.n_gen, np.nan),
-            np.full(case.n_gen, np.nan),
-            np.full(case.n_branch, np.nan),
-            np.full(case.n_branch, np.nan),
-            message="pandapower's Newton-Raphson power flow did not converge (" + "; ".join(failures) + ")",
+        return _failed_flow(
+            case, "pandapower's Newton-Raphson power flow did not converge (" + "; ".join(failures) + ")"
         )
     p_out, q_out = np.zeros(case.n_gen), np.zeros(case.n_gen)
-    for k, (kind, idx) in enumerate(case.gen_element):
+    for k, (kind, idx) in enumerate(ac.gens):
         res = net[f"res_{kind}"]
         p_out[k] = res.at[idx, "p_mw"] / case.base_mva
         q_out[k] = res.at[idx, "q_mvar"] / case.base_mva
-    s_from = (
-        np.concatenate(
-            [
-                np.hypot(net.res_line.p_from_mw, net.res_line.q_from_mvar),
-                np.hypot(net.res_trafo.p_hv_mw, net.res_trafo.q_hv_mvar),
-            ]
-        )
-        / case.base_mva
-    )
-    s_to = (
-        np.concatenate(
-            [
-                np.hypot(net.res_line.p_to_mw, net.res_line.q_to_mvar),
-                np.hypot(net.res_trafo.p_lv_mw, net.res_trafo.q_lv_mvar),
-            ]
-        )
-        / case.base_mva
-    )
-    flip = np.asarray(case.corrected_tap, dtype=int)
-    s_from[flip], s_to[flip] = s_to[flip].copy(), s_from[flip].copy()
+    s_from, s_to = np.zeros(case.n_branch), np.zeros(case.n_branch)
+    for k, (kind, idx) in enumerate(ac.branches):
+        (bus_a, pa, qa), (_, pb, qb) = _BRANCH_ENDS[kind]
+        res = net[f"res_{kind}"]
+        sa = math.hypot(res.at[idx, pa], res.at[idx, qa]) / case.base_mva
+        sb = math.hypot(res.at[idx, pb], res.at[idx, qb]) / case.base_mva
+        # the element's first end is the case's from bus unless pandapower oriented it the other way
+        if int(net[kind].at[idx, bus_a]) == int(ac.bus[case.f_bus[k]]):
+            s_from[k], s_to[k] = sa, sb
+        else:
+            s_from[k], s_to[k] = sb, sa
     return AcFlow(
         True,
         net.res_bus.vm_pu.to_numpy(dtype=float),
         np.deg2rad(net.res_bus.va_degree.to_numpy(dtype=float)),
         p_out,
-        q_out,
+        _split_q(case, ac.gens, q_out),
         s_from,
         s_to,
+    )
+
+
+def _failed_flow(case: PowerCase, message: str) -> AcFlow:
+    nan_b = np.full(case.n_bus, np.nan)
+    return AcFlow(
+        False,
+        nan_b,
+        nan_b,
+        np.full(case.n_gen, np.nan),
+        np.full(case.n_gen, np.nan),
+        np.full(case.n_branch, np.nan),
+        np.full(case.n_branch, np.nan),
+        message=message,
     )
