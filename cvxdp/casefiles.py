@@ -6,6 +6,7 @@ commands that only list or read case files (``cvxdp cases``) start without the m
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,35 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["load_toml", "resolve_case_path", "shipped_cases_dir"]
+__all__ = ["load_toml", "resolve_case_path", "shipped_cases_dir", "shipped_networks"]
+
+#: Where the bundled templates package keeps the PGLib-OPF case files (found without importing the package).
+PGLIB_SUBDIR = ("power", "data", "pglib")
+PANDAPOWER_NETWORKS = (
+    "pandapower's built-in MATPOWER cases (case14, case30, case57, case118, case300, case1354pegase, "
+    "case2869pegase, ...): [model] network = NAME or --network NAME"
+)
 
 
 def shipped_cases_dir() -> Path | None:
     """The repository's ``cases/`` folder (next to the installed package), if present."""
     candidate = Path(__file__).resolve().parents[1] / "cases"
     return candidate if candidate.is_dir() else None
+
+
+def shipped_networks() -> list[dict[str, str]]:
+    """The networks the power template accepts by name: pandapower's built-ins (one summary entry) and the
+    bundled PGLib-OPF cases (one entry each), read from the templates package's folder without importing it."""
+    out = [{"name": "case*", "kind": "net", "path": "", "description": PANDAPOWER_NETWORKS}]
+    try:
+        spec = importlib.util.find_spec("cvxdp_models")
+    except (ImportError, ValueError):
+        spec = None
+    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+        for path in sorted(Path(root, *PGLIB_SUBDIR).glob("pglib_opf_*.m")):
+            out.append({"name": path.stem, "kind": "net", "path": str(path),
+                        "description": "PGLib-OPF v23.07, bundled (CC BY 4.0): [model] network = NAME or --network NAME"})
+    return out
 
 
 def resolve_case_path(name: str | Path) -> Path:

@@ -65,8 +65,8 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @friendly_errors
 def cases_cmd(as_json: bool) -> None:
-    """List the shipped cases and studies."""
-    from ..casefiles import load_toml, shipped_cases_dir
+    """List the shipped cases and studies, and the power networks known by name (pandapower, PGLib-OPF)."""
+    from ..casefiles import load_toml, shipped_cases_dir, shipped_networks
 
     folder = shipped_cases_dir()
     entries = []
@@ -75,6 +75,7 @@ def cases_cmd(as_json: bool) -> None:
         kind = "study" if "study" in raw else "case"
         desc = raw.get("case", raw.get("study", {})).get("description", "")
         entries.append({"name": path.stem, "kind": kind, "path": str(path), "description": desc})
+    entries += shipped_networks()
     human = "\n".join(f"{e['kind']:5s}  {e['name']:24s} {e['description']}" for e in entries) or "no shipped cases"
     click.echo(json.dumps({"cases": entries}) if as_json else human)  # plain strings: no numpy conversion
 

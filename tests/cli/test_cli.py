@@ -31,6 +31,15 @@ def test_cases_lists_shipped_cases():
     assert "toy" in {c["name"] for c in payload["cases"]}
 
 
+def test_cases_lists_the_networks_known_by_name():
+    payload = last_json(invoke("cases", "--json"))
+    nets = {c["name"]: c for c in payload["cases"] if c["kind"] == "net"}
+    assert {"pglib_opf_case14_ieee", "pglib_opf_case118_ieee", "pglib_opf_case300_ieee", "case*"} == set(nets)
+    assert Path(nets["pglib_opf_case14_ieee"]["path"]).is_file()
+    assert "pandapower" in nets["case*"]["description"] and "case1354pegase" in nets["case*"]["description"]
+    assert "pglib_opf_case300_ieee" in invoke("cases").output
+
+
 def test_run_prints_summary_and_saves_history(tmp_path):
     out = tmp_path / "hist"
 
