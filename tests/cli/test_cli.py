@@ -156,3 +156,14 @@ def test_run_writes_a_public_release_without_seed_or_private_values(tmp_path):
     again = invoke("run", str(CASES / "toy.toml"), "--mechanism", "ObjG", "--epsilon", "1.0", "--rounds", "5",
                    "--seed", "3", "--out", str(tmp_path / "other"), "--public", str(public), ok=False)
     assert "already holds a saved cvxdp result" in again.output
+
+
+def test_central_network_shortcut_takes_a_matpower_file_relative_to_the_current_directory(tmp_path, monkeypatch):
+    from cvxdp_models.power.network import PGLIB_DIR
+
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "my14.m").write_bytes((PGLIB_DIR / "pglib_opf_case14_ieee.m").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    payload = last_json(invoke("central", "--network", "g/my14.m", "--zones", "2", "--json"))
+    assert payload["case"] == "my14_2zones"  # named by the file, not by its path
+    assert payload["cost"] == pytest.approx(2175.70, abs=0.05) and payload["ac_converged"] is True

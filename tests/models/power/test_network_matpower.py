@@ -213,3 +213,30 @@ def test_edited_file_changes_the_fingerprint_and_a_resume_is_refused(tmp_path):
     assert changed == ["data file 'grid.m' ([model] network)"]
     with pytest.raises(CvxdpError, match="another configuration"):
         run_case(load_case(case_file), checkpoint=tmp_path / "out")
+
+
+@pytest.mark.slow
+def test_a_non_editable_build_ships_the_pglib_files(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py",
+                           "--build-lib", str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    shipped = {p.name for p in (tmp_path / "cvxdp_models" / "power" / "data" / "pglib").iterdir()}
+    assert shipped == {f"{name}.m" for name in BUNDLED_CASES} | {"README.md"}
+
+
+def test_ac_check_explains_a_net_pandapower_cannot_build(monkeypatch):
+    import cvxdp_models.power.network as network
+
+    def refuse(case):
+        raise ValueError("unsupported element")
+
+    monkeypatch.setattr(network, "_matpower_ac_net", refuse)
+    case = load_network("pglib_opf_case14_ieee")
+    flow = run_ac_power_flow(case, case.pmin, None)
+    assert not flow.converged and np.isnan(flow.vm).all()
+    assert "pandapower could not build a net from 'pglib_opf_case14_ieee'" in flow.message
+    assert "ValueError: unsupported element" in flow.message
