@@ -75,7 +75,10 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("target_delta", "float in (0, 1)", "derived", "delta at which RDP/PLD totals are reported"),
     ],
     "[model] power": [
-        ("network", "str", "required", "a pandapower case: case14, case118, case300, case1354pegase, ..."),
+        ("network", "str", "required",
+         "a pandapower case (case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF v23.07 case "
+         "(pglib_opf_case14_ieee, pglib_opf_case118_ieee, pglib_opf_case300_ieee) or a MATPOWER case file "
+         "(*.m, relative to the case file); its content is part of the run fingerprint"),
         ("zones", "list of lists of int", "-", "MATPOWER bus numbers per zone (exactly one of zones, "
          "auto_zones)"),
         ("auto_zones", "int >= 2", "-", "number of connected zones of an automatic partition"),

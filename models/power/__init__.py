@@ -1,12 +1,24 @@
 """Zone-decomposed SOC power flow (SPEC §6.1): network data, the SOC-WR model, zones and the template."""
 
 from .ac_check import ac_mismatch, run_ac_check
-from .network import PowerCase, available_cases, case_from_matpower, load_case, make_ybus, run_ac_power_flow
+from .network import (
+    BUNDLED_CASES,
+    PowerCase,
+    available_cases,
+    bundled_cases,
+    case_from_matpower,
+    load_case,
+    load_matpower,
+    load_network,
+    make_ybus,
+    run_ac_power_flow,
+)
 from .soc import SocLayout, SocModel, build_soc, solve_central
 from .template import ZoneModel, build, build_agents, load_sensitivity
 from .zones import auto_zones, parse_zones, validate_zones, zone_of_bus
 
 __all__ = [
+    "BUNDLED_CASES",
     "PowerCase",
     "SocLayout",
     "SocModel",
@@ -17,8 +29,11 @@ __all__ = [
     "build",
     "build_agents",
     "build_soc",
+    "bundled_cases",
     "case_from_matpower",
     "load_case",
+    "load_matpower",
+    "load_network",
     "load_sensitivity",
     "make_ybus",
     "parse_zones",

@@ -80,11 +80,14 @@ def test_pglib_case300_central_soc_cost_against_pglib_baseline():
 @pytest.mark.parametrize("name", BUNDLED_CASES)
 def test_ac_net_of_a_file_case_has_matpowers_admittances(name):
     import pandapower
+    from pandapower.auxiliary import LoadflowNotConverged
 
     case = load_network(name)
     ac = ac_network(case)
-    with pytest.raises(Exception):  # the file's own set-points need not give a converging flow (case300)
+    try:  # builds pandapower's internal admittance matrix; the file's own set-points need not converge (case300)
         pandapower.runpp(ac.net, trafo_model="pi", calculate_voltage_angles=True, numba=False, max_iteration=1)
+    except LoadflowNotConverged:
+        pass
     ybus = ac.net._ppc["internal"]["Ybus"].toarray()
     pos = ac.net._pd2ppc_lookups["bus"][ac.bus]
     expected = make_ybus(case).toarray()
