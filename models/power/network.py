@@ -563,7 +563,7 @@ def resolve_network(network: str, base_dir: str | Path | None = None) -> Path | 
                 f"path to a MATPOWER case file (*.m). Got {network!r} instead."
             )
         return None
-    path = Path(network).expanduser()
+    path = Path(network)  # no ~ expansion: the fingerprint (case_context) hashes the path as written
     if not path.is_absolute():
         path = Path(base_dir if base_dir is not None else Path.cwd()) / path
     path = path.resolve()
