@@ -26,6 +26,16 @@ AC_TOLERANCES = {
 }
 
 
+def _reference_generators(case: PowerCase) -> np.ndarray:
+    """Which generators the power flow balances: pandapower's ``ext_grid`` elements of a built-in case; for a
+    case from MATPOWER data, the first generator at each reference bus (``from_ppc``'s choice)."""
+    if case.gen_element:
+        return np.array([kind == "ext_grid" for kind, _ in case.gen_element], dtype=bool)
+    first = np.zeros(case.n_gen, dtype=bool)
+    first[np.unique(case.gen_bus, return_index=True)[1]] = True
+    return first & (case.bus_type[case.gen_bus] == 3)
+
+
 def explain_setpoints(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None) -> list[str]:
     """What in the set-points ``(pg, vm)`` can keep a power flow from converging (empty if nothing stands out).
 
@@ -49,7 +59,7 @@ def explain_setpoints(case: PowerCase, pg: np.ndarray, vm: np.ndarray | None) ->
             k = off[0]
             out.append(f"{len(off)} voltage set-points are outside their bus limits or not finite (e.g. bus "
                        f"{int(numbers[k])}: {v[k]:.4g} p.u., limits [{lo[k]:.3g}, {hi[k]:.3g}])")
-    ref = np.array([kind == "ext_grid" for kind, _ in case.gen_element], dtype=bool) & on
+    ref = _reference_generators(case) & on
     if ref.any() and np.all(np.isfinite(pg[on & ~ref])):
         need = float(np.sum(case.pd) + np.sum(case.gs) - np.sum(pg[on & ~ref]))
         lo, hi = float(np.sum(case.pmin[ref])), float(np.sum(case.pmax[ref]))

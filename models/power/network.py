@@ -59,6 +59,7 @@ __all__ = [
     "load_case",
     "load_matpower",
     "load_network",
+    "ac_network",
     "resolve_network",
     "case_from_matpower",
     "make_ybus",

@@ -243,3 +243,14 @@ def test_ac_check_explains_a_net_pandapower_cannot_build(monkeypatch):
     assert not flow.converged and np.isnan(flow.vm).all()
     assert "pandapower could not build a net from 'pglib_opf_case14_ieee'" in flow.message
     assert "ValueError: unsupported element" in flow.message
+
+
+def test_explains_a_reference_generator_of_a_file_case_pushed_past_its_limits():
+    from cvxdp_models.power.ac_check import explain_setpoints
+
+    case = load_network("pglib_opf_case14_ieee")
+    res = solve_central(case, "cost", penalty=None, cost_scale=1000.0)
+    assert explain_setpoints(case, res["pg"], res["vm"]) == []
+    heavy = case.with_loads(case.pd * 5, case.qd * 5)  # bus 1's generator would have to supply ~1200 MW
+    (hint,) = explain_setpoints(heavy, res["pg"], res["vm"])
+    assert "reference generator(s) must supply" in hint and "[0.0, 340.0] MW" in hint
