@@ -60,20 +60,35 @@ def bench_case(name: str, rounds: int) -> list[dict]:
     return rows
 
 
-#: PowerModelsADA's published SOCP ADMM iteration counts (docs/src/comparison.md; PGLib-OPF versions of the cases,
-#: its own 2- and 4-area partitions, alpha tuned per case by a decade sweep from 1e6 down; "-" = not published).
+#: PowerModelsADA's published SOCP ADMM iteration counts (docs/src/comparison.md), measured on PGLib-OPF's cases
+#: (bundled here) with its own partitions -- case14's 2 areas are its test/data/case14_2areas.csv, case300's 4
+#: areas are not published -- and alpha tuned per case by a decade sweep from 1e6 down.
 #: v0.1.1 stops on its ADMM mismatch ``calc_mismatch!(data, central=true)``: each copy minus the mean of the pair,
 #: i.e. half the pairwise difference; v0.1 (the table's first version) stopped on the pairwise difference itself.
-PMADA = {"case14 (2 areas)": 12, "case14 (3 zones)": None, "case118 (3 zones)": None, "case300 (4 auto zones)": 11}
-PMADA_V01 = {"case14 (2 areas)": 15, "case14 (3 zones)": None, "case118 (3 zones)": None,
-             "case300 (4 auto zones)": 25}
-#: the issue's targets for cvxdp with default settings
-TARGETS = {"case14 (2 areas)": 8, "case14 (3 zones)": None, "case118 (3 zones)": 6, "case300 (4 auto zones)": 11}
+#: Only the PGLib rows are on the same data; "pglib case14 (2 areas)" is also on the same partition.
+PMADA = {"pglib case14 (2 areas)": 12, "pglib case300 (4 auto zones)": 11}
+PMADA_V01 = {"pglib case14 (2 areas)": 15, "pglib case300 (4 auto zones)": 25}
+#: the issue's targets for cvxdp with default settings (set on pandapower's cases from PowerModelsADA's table)
+TARGETS = {"case14 (2 areas)": 8, "case118 (3 zones)": 6, "case300 (4 auto zones)": 11}
+#: PowerModelsADA's own partition of case14 (its test/data/case14_2areas.csv: buses 1-5 / 6-14)
+PMADA_CASE14_AREAS = [[1, 2, 3, 4, 5], list(range(6, 15))]
 ACCEPTANCE_CASES = {
-    "case14 (2 areas)": {"network": "case14", "zones": [[1, 2, 3, 4, 5], list(range(6, 15))]},
+    # pandapower's MATPOWER cases (quadratic costs, no thermal limits on case14/case118): the table
+    "case14 (2 areas)": {"network": "case14", "zones": PMADA_CASE14_AREAS},
     "case14 (3 zones)": {"network": "case14", "zones": CASE14_ZONES},  # the shipped partition
     "case118 (3 zones)": {"network": "case118", "zones": CASE118_ZONES},
     "case300 (4 auto zones)": {"network": "case300", "auto_zones": 4},
+    # PGLib-OPF v23.07 (bundled): the data of PowerModelsADA's published table (mostly linear costs, thermal limits)
+    "pglib case14 (2 areas)": {"network": "pglib_opf_case14_ieee", "zones": PMADA_CASE14_AREAS},
+    "pglib case118 (3 zones)": {"network": "pglib_opf_case118_ieee", "zones": CASE118_ZONES},
+    "pglib case300 (4 auto zones)": {"network": "pglib_opf_case300_ieee", "auto_zones": 4},
+}
+#: where each row's data and partition come from
+PROVENANCE = {
+    "case14 (2 areas)": ("pandapower", "PowerModelsADA's"), "case14 (3 zones)": ("pandapower", "shipped"),
+    "case118 (3 zones)": ("pandapower", "shipped"), "case300 (4 auto zones)": ("pandapower", "auto"),
+    "pglib case14 (2 areas)": ("PGLib", "PowerModelsADA's"), "pglib case118 (3 zones)": ("PGLib", "shipped"),
+    "pglib case300 (4 auto zones)": ("PGLib", "auto (PowerModelsADA's: unpublished)"),
 }
 #: the penalties PowerModelsADA's tuning tries (alpha = 1e6, 1e5, ... in $/h; cost_scale 1000 makes rho = alpha/1000)
 PEER_RHOS = (1000.0, 100.0, 10.0, 1.0, 0.1, 0.01)
@@ -131,11 +146,12 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
             last = h.iloc[-1]
             admm = algo.name == "admm"
             row = {
-                "case": label, "algorithm": algo.name,
-                "PowerModelsADA": PMADA[label] if admm and PMADA[label] else "-",
-                "target": TARGETS[label] if admm and TARGETS[label] else "-",
+                "case": label, "data": PROVENANCE[label][0], "partition": PROVENANCE[label][1],
+                "algorithm": algo.name,
+                "PowerModelsADA": PMADA.get(label, "-") if admm else "-",
+                "target": TARGETS.get(label, "-") if admm else "-",
                 "rounds": hit,
-                "PowerModelsADA v0.1 (pairwise)": PMADA_V01[label] if admm and PMADA_V01[label] else "-",
+                "PowerModelsADA v0.1 (pairwise)": PMADA_V01.get(label, "-") if admm else "-",
                 "rounds (pairwise)": pairwise,
                 "rounds (primal rule)": _first_hit(h, ref, 0.01, 0.01, "primal_residual"),
                 "rounds (1e-3)": tight,

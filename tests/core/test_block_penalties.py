@@ -122,7 +122,7 @@ def test_block_balance_moves_only_the_unbalanced_block():
     w_prev[:2] -= 1e-3  # block "1": small dual residual; block "10": none at all (skipped)
     shared = [np.array([1.5, 1.5, 1.0, 1.0]), np.array([0.5, 0.5, 1.0, 1.0])]  # block "1" disagrees
     duals = [np.ones(4), -np.ones(4)]
-    bb = BlockBalance(target=1.0, mu=3.0, max_step=10.0, adapt_rounds=5)
+    bb = BlockBalance(target=1.0, mu=3.0, max_step=10.0, adapt_rounds=5, warmup=0)
     out = bb.update(2, weights, declared, rho=1.0, w=w, w_prev=w_prev, shared=shared, duals=duals, gidx=gidx)
     assert out[0] == out[1] == pytest.approx(10.0)  # large primal residual: the weight grows (capped 10x)
     assert out[2:].tolist() == [10.0, 10.0]
@@ -139,10 +139,27 @@ def test_block_balance_keeps_each_weight_within_span_of_its_declared_value():
     shared = [np.array([1.5, 1.5, 1.0 + 1e-6, 1.0 + 1e-6]), np.array([0.5, 0.5, 1.0 - 1e-6, 1.0 - 1e-6])]
     duals = [np.ones(4), -np.ones(4)]
     kwargs = dict(rho=1.0, w=w, w_prev=w_prev, shared=shared, duals=duals, gidx=gidx)
-    free = BlockBalance(target=1.0, span=100.0).update(2, declared.copy(), declared, **kwargs)
+    free = BlockBalance(target=1.0, span=100.0, warmup=0).update(2, declared.copy(), declared, **kwargs)
     assert free.tolist() == pytest.approx([10.0, 10.0, 1.0, 1.0])  # 10x up and 10x down
-    bounded = BlockBalance(target=1.0, span=2.0).update(2, declared.copy(), declared, **kwargs)
+    bounded = BlockBalance(target=1.0, span=2.0, warmup=0).update(2, declared.copy(), declared, **kwargs)
     assert bounded.tolist() == pytest.approx([2.0, 2.0, 5.0, 5.0])  # within [declared / 2, declared * 2]
+
+
+def test_block_balance_only_lowers_weights_before_warmup():
+    declared = np.array([1.0, 1.0, 10.0, 10.0])
+    gidx = [np.arange(4), np.arange(4)]
+    w, w_prev = np.ones(4), np.ones(4)
+    w_prev[:2] -= 1e-3
+    w_prev[2:] -= 1.0  # block "1" asks for a larger weight, block "10" for a smaller one (as above)
+    shared = [np.array([1.5, 1.5, 1.0 + 1e-6, 1.0 + 1e-6]), np.array([0.5, 0.5, 1.0 - 1e-6, 1.0 - 1e-6])]
+    duals = [np.ones(4), -np.ones(4)]
+    kwargs = dict(rho=1.0, w=w, w_prev=w_prev, shared=shared, duals=duals, gidx=gidx)
+    bb = BlockBalance(target=1.0, warmup=5)
+    early = bb.update(4, declared.copy(), declared, **kwargs)
+    assert early.tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0])  # the lowering goes through, the raise waits
+    on_time = bb.update(5, declared.copy(), declared, **kwargs)
+    assert on_time.tolist() == pytest.approx([10.0, 10.0, 1.0, 1.0])
+    assert BlockBalance().warmup == 10  # exact ADMM's default
 
 
 def test_block_balance_parameters_are_validated():
@@ -150,6 +167,8 @@ def test_block_balance_parameters_are_validated():
         BlockBalance(mu=0.5)
     with pytest.raises(InvalidParameterError, match="'span' parameter of BlockBalance"):
         BlockBalance(span=0.5)
+    with pytest.raises(InvalidParameterError, match="'warmup' parameter of BlockBalance"):
+        BlockBalance(warmup=-1)
 
 
 def test_prox_step_with_one_penalty_per_coordinate_matches_cvxpy():
