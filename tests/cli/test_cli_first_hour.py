@@ -116,3 +116,12 @@ def test_history_has_an_eps_pld_column(tmp_path):
     assert "eps_pld" in hist.columns
     assert hist["eps_pld"].iloc[-1] == pytest.approx(payload["privacy"]["pld"])
     assert hist["eps_pld"].iloc[:-1].isna().all()
+
+
+def test_shipped_powermodelsada_comparison_case_stops_on_its_rule(tmp_path):
+    """cases/pglib14_2areas.toml: PGLib's case14 in PowerModelsADA's 2 areas, stopped by tol_mismatch (its rule)."""
+    payload = last_json(invoke("run", CASES / "pglib14_2areas.toml", "--out", tmp_path / "r", "--json"))
+    assert payload["stop_reason"] == "tolerance" and payload["rounds"] < 100
+    assert abs(payload["relative_gap"]) < 0.01  # PowerModelsADA's cost criterion holds where its mismatch rule stops
+    history = cvxdp.load_result(tmp_path / "r").history
+    assert 0.5 * history["mismatch"].iloc[-1] < 0.01 <= 0.5 * history["mismatch"].iloc[-2]
