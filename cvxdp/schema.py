@@ -26,7 +26,7 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "needs the model's declared bound); madmm/radmm/mradmm: each node's penalty eta_i(1)"),
         ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
         ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),
-        ("relaxation", "float in (0, 2)", "1.6", "admm: over-relaxation of each agent's target (1.0: plain ADMM)"),
+        ("relaxation", "\"auto\" or float in (0, 2)", "auto", "admm: over-relaxation of each agent's target (1.0: plain ADMM; auto: 1.3 for 15 rounds, then 1.6)"),
         ("tol_primal", "float > 0", "none", "stop when the primal residual falls below it (with tol_dual)"),
         ("tol_dual", "float > 0", "none", "stop when the dual residual falls below it (with tol_primal)"),
         ("tol_mismatch", "float > 0", "none", "ladmm/admm: stop when the copies' mismatch falls below it "

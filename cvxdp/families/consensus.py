@@ -214,7 +214,8 @@ class ConsensusFamily(Family):
                                               accountant=self.accountant)
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
-        targets = relaxed_targets(w, state.ez, self.gidx, getattr(alg, "relaxation", 1.0))
+        relaxation = alg.relaxation_at(t) if hasattr(alg, "relaxation_at") else 1.0
+        targets = relaxed_targets(w, state.ez, self.gidx, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement)
                     for bw, r, plan, e in zip(targets, rhos, plans, etas)]

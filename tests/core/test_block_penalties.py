@@ -52,10 +52,29 @@ def test_relaxed_targets_mix_the_consensus_with_the_previous_copy():
     assert np.allclose(over[1], [1.5 * 2.0 - 0.5 * 4.0])
 
 
-@pytest.mark.parametrize("bad", [0.0, 2.0, -1.0, float("nan"), "1.6"])
+@pytest.mark.parametrize("bad", [0.0, 2.0, -1.0, float("nan")])
 def test_relaxation_outside_zero_two_is_refused(bad):
     with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be a float in"):
         cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(relaxation=bad, rounds=2), seed=0)
+
+
+@pytest.mark.parametrize("bad", ["1.6", "fast"])
+def test_relaxation_string_other_than_auto_is_refused(bad):
+    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be \"auto\" or a float in"):
+        cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(relaxation=bad, rounds=2), seed=0)
+
+
+def test_auto_relaxation_is_milder_during_the_warmup():
+    auto = cvxdp.ADMM()
+    assert auto.relaxation == "auto" and auto.describe()["relaxation"] == "auto"
+    n = auto.warmup_rounds
+    assert [auto.relaxation_at(t) for t in (1, n, n + 1, 100)] == [1.3, 1.3, 1.6, 1.6]
+    assert cvxdp.ADMM(relaxation=1.2).relaxation_at(1) == cvxdp.ADMM(relaxation=1.2).relaxation_at(n + 1) == 1.2
+    # the engine reads it round by round: during the warm-up "auto" runs exactly as a constant 1.3
+    runs = {a: cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(rho=1.0, relaxation=a, rounds=4), seed=0).history
+            for a in ("auto", 1.3, 1.6)}
+    assert np.array_equal(runs["auto"]["objective"].to_numpy(), runs[1.3]["objective"].to_numpy())
+    assert not np.allclose(runs["auto"]["objective"].to_numpy(), runs[1.6]["objective"].to_numpy())
 
 
 @pytest.mark.parametrize("relaxation", [1.0, 1.6])
@@ -159,7 +178,7 @@ def test_block_balance_only_lowers_weights_before_warmup():
     assert early.tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0])  # the lowering goes through, the raise waits
     on_time = bb.update(5, declared.copy(), declared, **kwargs)
     assert on_time.tolist() == pytest.approx([10.0, 10.0, 1.0, 1.0])
-    assert BlockBalance().warmup == 10  # exact ADMM's default
+    assert BlockBalance().warmup == 15 == cvxdp.ADMM.warmup_rounds  # exact ADMM's defaults share the warm-up
 
 
 def test_block_balance_parameters_are_validated():
@@ -195,5 +214,7 @@ def test_case_files_set_the_relaxation():
 
     algorithm = make_algorithm({"name": "admm", "relaxation": 1.2})
     assert algorithm.relaxation == 1.2
+    assert make_algorithm({"name": "admm", "relaxation": "auto"}).relaxation_at(1) == 1.3
+    assert make_algorithm({"name": "admm"}).relaxation == "auto"
     with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM"):
         cvxdp.solve(_agents(), algorithm=make_algorithm({"name": "admm", "relaxation": 3.0, "rounds": 2}), seed=0)

@@ -117,11 +117,11 @@ def _first_hit(history, ref: float, rel: float, tol: float, factor: float = 1.0)
 def test_default_admm_beats_powermodelsada_on_case14_in_two_areas():
     """Issue 12: defaults (rho="auto" with the template's per-block weights, over-relaxation), PowerModelsADA's
     stopping rule (its ADMM mismatch, half the copies' pairwise mismatch, < 0.01; objective within 1 %): within
-    its published 12 iterations."""
+    the issue's target of 8 rounds (PowerModelsADA's published table: 12; measured: 5)."""
     inst = build({"network": "case14", "zones": [[1, 2, 3, 4, 5], list(range(6, 15))], "objective": "cost"},
                  base_dir=HERE)
     ref = inst.central(ac_check=False)["objective"]
-    result = cvxdp.solve(inst.agents, algorithm=cvxdp.ADMM(rounds=12), seed=0)
+    result = cvxdp.solve(inst.agents, algorithm=cvxdp.ADMM(rounds=8), seed=0)
     assert _first_hit(result.history, ref, 0.01, 0.01, factor=0.5) is not None
     assert set(result.config["rho_blocks"]) == {"1", "100"}  # the voltage block and the flow block
 
