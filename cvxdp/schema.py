@@ -81,7 +81,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "(*.m, relative to the case file); its content is part of the run fingerprint"),
         ("zones", "list of lists of int", "-", "MATPOWER bus numbers per zone (exactly one of zones, "
          "auto_zones)"),
-        ("auto_zones", "int >= 2", "-", "number of connected zones of an automatic partition"),
+        ("auto_zones", "int >= 2", "-",
+         "number of connected zones of an automatic partition (it cuts the branches of least total admittance)"),
         ("objective", "str", "balance", "balance (sum of squared P/Q balance deviations, p.u.^2, paper eq. "
          "28) | cost (generation cost / cost_scale, k$/h)"),
         ("alpha", "float > 0", "0.1", "alpha-adjacent loads: one bus's P and Q load differ by <= alpha p.u."),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -10,7 +12,14 @@ pytest.importorskip("pandapower")
 
 from cvxdp.errors import ConfigError  # noqa: E402
 from cvxdp_models.power.network import load_case  # noqa: E402
-from cvxdp_models.power.zones import auto_zones, bus_graph, parse_zones, zone_of_bus  # noqa: E402
+from cvxdp_models.power.zones import (  # noqa: E402
+    auto_zones,
+    branch_strength,
+    bus_graph,
+    cut_strength,
+    parse_zones,
+    zone_of_bus,
+)
 
 CASE14_ZONES = [[1, 2, 3, 4, 5], [6, 10, 11, 12, 13], [7, 8, 9, 14]]
 CASE118_ZONES = [
@@ -121,3 +130,53 @@ def test_auto_zones_large_case_gives_k_zones_covering_every_bus():
     assert sorted(int(b) for z in zones for b in z) == list(range(len(case.bus_number)))
     graph = bus_graph(case)
     assert all(nx.is_connected(graph.subgraph(int(b) for b in z)) for z in zones)
+
+
+def test_branch_strength_is_admittance_summed_over_parallel_branches(case14):
+    graph = branch_strength(case14)
+    on = case14.branch_status
+    expected: dict[tuple[int, int], float] = {}
+    for f, t, r, x in zip(case14.f_bus[on], case14.t_bus[on], case14.r[on], case14.x[on]):
+        key = (min(int(f), int(t)), max(int(f), int(t)))
+        expected[key] = expected.get(key, 0.0) + 1.0 / np.hypot(r, x)
+    assert {(min(u, v), max(u, v)): d["strength"] for u, v, d in graph.edges(data=True)} == pytest.approx(
+        expected
+    )
+
+
+def test_branch_strength_zero_impedance_is_ten_times_the_strongest(case14):
+    r, x = case14.r.copy(), case14.x.copy()
+    r[0] = x[0] = 0.0
+    graph = branch_strength(dataclasses.replace(case14, r=r, x=x))
+    finite = [
+        d["strength"]
+        for u, v, d in graph.edges(data=True)
+        if {u, v} != {int(case14.f_bus[0]), int(case14.t_bus[0])}
+    ]
+    assert graph[int(case14.f_bus[0])][int(case14.t_bus[0])]["strength"] == pytest.approx(10 * max(finite))
+
+
+def test_auto_zones_cut_weak_branches_not_strong_ones(case14):
+    # make the branches the partition cuts today the strongest of the network: the new partition avoids them
+    zones = auto_zones(case14, 3)
+    owner = zone_of_bus(case14, zones)
+    cut = np.flatnonzero(case14.branch_status & (owner[case14.f_bus] != owner[case14.t_bus]))
+    r, x = case14.r.copy(), case14.x.copy()
+    r[cut], x[cut] = r[cut] / 1000, x[cut] / 1000
+    strong = dataclasses.replace(case14, r=r, x=x)
+    again = auto_zones(strong, 3)
+    owner2 = zone_of_bus(strong, again)
+    assert not np.any(owner2[case14.f_bus[cut]] != owner2[case14.t_bus[cut]])
+    graph = branch_strength(strong)
+    assert cut_strength(graph, again) < cut_strength(graph, zones)
+
+
+@pytest.mark.parametrize("name,k", [("case118", 3), ("case300", 4)])
+def test_auto_zones_cut_no_more_admittance_than_unweighted_modularity(name, k):
+    case = load_case(name)
+    graph = branch_strength(case)
+    greedy = nx.algorithms.community.greedy_modularity_communities(bus_graph(case), cutoff=k, best_n=k)
+    zones = auto_zones(case, k)
+    n = graph.number_of_nodes()
+    assert all(n / (3 * k) <= len(z) <= 3 * n / k for z in zones)
+    assert cut_strength(graph, zones) <= cut_strength(graph, [set(c) for c in greedy])
