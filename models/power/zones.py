@@ -126,6 +126,8 @@ def _split(graph: nx.Graph, zone: set[int]) -> tuple[set[int], set[int]]:
 #: Louvain resolutions and seeds :func:`auto_zones` tries (fixed, so the partition is deterministic)
 LOUVAIN_RESOLUTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
 LOUVAIN_SEEDS = tuple(range(6))
+#: :func:`auto_zones` keeps zones of ``n / (BALANCE k)`` to ``BALANCE n / k`` buses when it can
+BALANCE = 3.0
 
 
 def branch_strength(case: PowerCase) -> nx.Graph:
@@ -196,7 +198,7 @@ def auto_zones(case: PowerCase, k: int) -> list[np.ndarray]:
     :data:`LOUVAIN_SEEDS`, plus the unweighted greedy modularity communities (Clauset-Newman-Moore); each is
     made connected and brought to exactly ``k`` zones (:func:`_exactly`; a Louvain result with fewer than ``k``
     communities is dropped). Among the candidates whose zones all
-    have between ``n / (3 k)`` and ``3 n / k`` buses (all of them if none has), the one whose cut branches have the least
+    have between ``n / (3 k)`` and ``3 n / k`` buses (:data:`BALANCE` = 3) (all of them if none has), the one whose cut branches have the least
     total admittance is kept (ties: fewer cut branches, then the bus lists).
 
     Why admittance: a cut branch's flows are shared between two zones, and in the SOC model they are the
@@ -234,7 +236,9 @@ def auto_zones(case: PowerCase, k: int) -> list[np.ndarray]:
                 seen.add(key)
                 candidates.append(zones)
     balanced = [
-        c for c in candidates if min(len(z) for z in c) >= n / (3 * k) and max(len(z) for z in c) <= 3 * n / k
+        c
+        for c in candidates
+        if min(len(z) for z in c) >= n / (BALANCE * k) and max(len(z) for z in c) <= BALANCE * n / k
     ] or candidates
 
     def score(zones: list[set[int]]) -> tuple:
