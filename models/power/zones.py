@@ -197,8 +197,8 @@ def auto_zones(case: PowerCase, k: int) -> list[np.ndarray]:
     (:func:`branch_strength`), for the fixed resolutions :data:`LOUVAIN_RESOLUTIONS` and seeds
     :data:`LOUVAIN_SEEDS`, plus the unweighted greedy modularity communities (Clauset-Newman-Moore); each is
     made connected and brought to exactly ``k`` zones (:func:`_exactly`; a Louvain result with fewer than ``k``
-    communities is dropped). Among the candidates whose zones all
-    have between ``n / (3 k)`` and ``3 n / k`` buses (:data:`BALANCE` = 3) (all of them if none has), the one whose cut branches have the least
+    communities is dropped). Among the candidates whose zones all have between ``n / (3 k)`` and ``3 n / k``
+    buses (:data:`BALANCE` = 3; all of them if none has), the one whose cut branches have the least
     total admittance is kept (ties: fewer cut branches, then the bus lists).
 
     Why admittance: a cut branch's flows are shared between two zones, and in the SOC model they are the
