@@ -59,7 +59,7 @@ from ..base import ModelInstance
 from .ac_check import ac_verdict, run_ac_check
 from .network import PowerCase, load_network
 from .soc import OBJECTIVES, SocModel, solve_central
-from .zones import auto_zones, parse_zones, zone_of_bus
+from .zones import PARTITIONER, auto_zones, parse_zones, zone_of_bus
 
 __all__ = ["build", "build_agents", "load_sensitivity", "settings", "ZoneModel", "MODEL_KEYS"]
 
@@ -151,6 +151,9 @@ def _check_model(model: dict) -> dict[str, Any]:
         "network": model["network"],
         "zones": zones,
         "auto_zones": auto,
+        # which partitioner turns auto_zones into zones: part of every fingerprint, so a run or study cell made
+        # with another partitioner is refused, not silently resumed or reused
+        "partitioner": PARTITIONER if auto is not None else None,
         "objective": objective,
         "alpha": _float(model, "alpha", 0.1),
         "penalty": _float(model, "penalty", DEFAULT_PENALTY[objective], zero_ok=objective == "cost"),

@@ -194,3 +194,20 @@ def test_central_reports_progress():
     assert "SOC model with" in lines[0] and "over 14 buses" in lines[0]
     assert "solving with CLARABEL (at most 200 iterations, 60 s)" in lines[1]
     assert "CLARABEL status 'optimal'" in lines[2]
+
+
+def test_the_partitioner_is_part_of_the_fingerprint(monkeypatch):
+    """Automatic zones depend on the partitioner: a run or study cell made with another one is refused."""
+    import cvxdp_models.power.template as template
+    from cvxdp.runs import power_case, settings_context
+    from cvxdp_models.power.zones import PARTITIONER
+
+    assert template.settings({"network": "case14", "auto_zones": 3})["partitioner"] == PARTITIONER
+    assert template.settings({"network": "case14", "zones": [[1, 2, 3, 4, 5], list(range(6, 15))]})[
+        "partitioner"] is None
+    case = power_case("case14", 3)
+    before, _ = settings_context(case)
+    monkeypatch.setattr(template, "PARTITIONER", "another-partitioner")
+    after, _ = settings_context(case)
+    changed = [k for k in before if before[k] != after.get(k)]
+    assert changed and all("partitioner" in k for k in changed)
