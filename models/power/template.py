@@ -147,13 +147,14 @@ def _check_model(model: dict) -> dict[str, Any]:
         raise ConfigError(
             f"The 'zones' entry of [model] must list at least 2 zones. Got {len(zones)} instead."
         )
+    # which partitioner turns auto_zones into zones: part of the fingerprint of runs with automatic zones, so a
+    # run or study cell made with another partitioner is refused, not silently resumed or reused
+    partitioner = {} if auto is None else {"partitioner": PARTITIONER}
     return {
         "network": model["network"],
         "zones": zones,
         "auto_zones": auto,
-        # which partitioner turns auto_zones into zones: part of every fingerprint, so a run or study cell made
-        # with another partitioner is refused, not silently resumed or reused
-        "partitioner": PARTITIONER if auto is not None else None,
+        **partitioner,
         "objective": objective,
         "alpha": _float(model, "alpha", 0.1),
         "penalty": _float(model, "penalty", DEFAULT_PENALTY[objective], zero_ok=objective == "cost"),
