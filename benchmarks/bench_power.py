@@ -119,6 +119,16 @@ def peer_sweep(agents, ref: float, rounds: int) -> tuple[int | None, float | Non
     return best
 
 
+def partition_cut(model: dict, info: dict) -> tuple[int, float]:
+    """How many branches a row's partition cuts and their total admittance (the automatic partitioner's
+    criterion, :func:`cvxdp_models.power.zones.cut_strength`)."""
+    from cvxdp_models.power.network import load_network
+    from cvxdp_models.power.zones import branch_strength, cut_strength, parse_zones
+
+    case = load_network(model["network"])
+    return len(info["cut_lines"]), cut_strength(branch_strength(case), parse_zones(case, info["zones"]))
+
+
 def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) -> list[dict]:
     """The issue's acceptance table: default settings, cost objective, PowerModelsADA's stopping rule
     (its ADMM mismatch < 0.01 and relative objective error < 1 %, beside the stricter pairwise rule of its
@@ -130,6 +140,7 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
     for label, model in ACCEPTANCE_CASES.items():
         inst = build(dict(model, objective="cost"), base_dir=".")
         ref = inst.central(ac_check=False)["objective"]
+        cut_lines, cut_y = partition_cut(model, inst.info)
         algorithms = [cvxdp.ADMM(rounds=rounds)]
         if ladmm_rounds > 0:  # --ladmm-rounds 0: exact ADMM only
             algorithms.append(cvxdp.LinearizedADMM(rounds=ladmm_rounds, tol_primal=1e-5, tol_dual=1e-5))
@@ -147,7 +158,7 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
             admm = algo.name == "admm"
             row = {
                 "case": label, "data": PROVENANCE[label][0], "partition": PROVENANCE[label][1],
-                "algorithm": algo.name,
+                "cut lines": cut_lines, "cut |y| (p.u.)": cut_y, "algorithm": algo.name,
                 "PowerModelsADA": PMADA.get(label, "-") if admm else "-",
                 "target": TARGETS.get(label, "-") if admm else "-",
                 "rounds": hit,
