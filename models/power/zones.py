@@ -123,9 +123,10 @@ def _split(graph: nx.Graph, zone: set[int]) -> tuple[set[int], set[int]]:
     return part, rest
 
 
-#: names :func:`auto_zones`' method; the power template's resolved settings carry it, so runs and study cells
-#: made with another partitioner are refused on resume (the unweighted greedy partitioner before this one)
-PARTITIONER = "louvain-admittance-1"
+#: names :func:`auto_zones`' method and the networkx release that runs it (Louvain's output for a fixed seed may
+#: change between releases); the power template's resolved settings carry it, so runs and study cells made with
+#: another partitioner are refused on resume (the unweighted greedy partitioner before this one)
+PARTITIONER = f"louvain-admittance-1 (networkx {nx.__version__})"
 
 #: Louvain resolutions and seeds :func:`auto_zones` tries (fixed, so the partition is deterministic)
 LOUVAIN_RESOLUTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
