@@ -15,7 +15,7 @@ from .network import (
 )
 from .soc import SocLayout, SocModel, build_soc, solve_central
 from .template import ZoneModel, build, build_agents, load_sensitivity
-from .zones import auto_zones, parse_zones, validate_zones, zone_of_bus
+from .zones import auto_zones, clear_auto_zones_cache, parse_zones, validate_zones, zone_of_bus
 
 __all__ = [
     "BUNDLED_CASES",
@@ -29,6 +29,7 @@ __all__ = [
     "build",
     "build_agents",
     "build_soc",
+    "clear_auto_zones_cache",
     "bundled_cases",
     "case_from_matpower",
     "load_case",

@@ -6,6 +6,8 @@ one zone, and every zone is non-empty and connected through in-service branches 
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from numbers import Integral
 
@@ -23,6 +25,7 @@ __all__ = [
     "parse_zones",
     "validate_zones",
     "auto_zones",
+    "clear_auto_zones_cache",
     "zone_of_bus",
 ]
 
@@ -133,6 +136,32 @@ LOUVAIN_RESOLUTIONS = (0.05, 0.1, 0.2, 0.5, 1.0)
 LOUVAIN_SEEDS = tuple(range(6))
 #: :func:`auto_zones` keeps zones of ``n / (BALANCE k)`` to ``BALANCE n / k`` buses when it can
 BALANCE = 3.0
+#: how many partitions :func:`auto_zones` keeps per process (least recently used dropped first)
+CACHE_SIZE = 16
+_CACHE: OrderedDict[tuple[str, int], list[np.ndarray]] = OrderedDict()
+
+
+def _network_key(case: PowerCase) -> str:
+    """Digest of everything :func:`auto_zones` reads: the bus types, the branches' end buses, status and
+    impedance (and the partitioner's version). Two cases with equal digests get the same partition."""
+    h = hashlib.sha256(PARTITIONER.encode())
+    for array, dtype in (
+        (case.bus_type, np.int64),
+        (case.branch_status, np.bool_),
+        (case.f_bus, np.int64),
+        (case.t_bus, np.int64),
+        (case.r, np.float64),
+        (case.x, np.float64),
+    ):
+        a = np.ascontiguousarray(array, dtype=dtype)
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def clear_auto_zones_cache() -> None:
+    """Forget the partitions :func:`auto_zones` has kept in this process."""
+    _CACHE.clear()
 
 
 def branch_strength(case: PowerCase) -> nx.Graph:
@@ -213,9 +242,26 @@ def auto_zones(case: PowerCase, k: int) -> list[np.ndarray]:
     bench_large_cases.py admm): case300 in 4 zones 18 -> 16, PGLib's case300 55 -> 35, case1354pegase in 8
     zones 45 -> 31, case2869pegase in 16 zones 58 -> 36. Uses network data only (branch impedances), no load
     or cost; about 6 s on case2869pegase (the greedy partition alone: 0.5 s).
+
+    The result is kept per process, keyed on a digest of the branch data and ``k`` (:data:`CACHE_SIZE`
+    partitions; :func:`clear_auto_zones_cache`), so building the same network again (a study's cells, a
+    benchmark, a notebook) does not partition it again. Callers get their own copies of the arrays.
     """
     if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
         raise ConfigError(f"The 'auto_zones' entry of [model] must be an int in [1, inf). Got {k!r} instead.")
+    key = (_network_key(case), int(k))
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return [zone.copy() for zone in _CACHE[key]]
+    out = _partition(case, int(k))
+    _CACHE[key] = [zone.copy() for zone in out]
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return out
+
+
+def _partition(case: PowerCase, k: int) -> list[np.ndarray]:
+    """:func:`auto_zones` without its cache."""
     graph = branch_strength(case)
     n = graph.number_of_nodes()
     if k > n:

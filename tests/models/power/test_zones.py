@@ -11,11 +11,13 @@ import pytest
 pytest.importorskip("pandapower")
 
 from cvxdp.errors import ConfigError  # noqa: E402
+from cvxdp_models.power import zones as zones_module  # noqa: E402
 from cvxdp_models.power.network import load_case  # noqa: E402
 from cvxdp_models.power.zones import (  # noqa: E402
     auto_zones,
     branch_strength,
     bus_graph,
+    clear_auto_zones_cache,
     cut_strength,
     parse_zones,
     zone_of_bus,
@@ -102,6 +104,7 @@ def test_auto_zones_exact_connected_deterministic(name, ks):
         assert len(zones) == k
         assert sorted(np.concatenate(zones).tolist()) == sorted(graph.nodes)
         assert all(nx.is_connected(graph.subgraph(z.tolist())) for z in zones)
+        clear_auto_zones_cache()  # partition again, not a cache hit
         again = auto_zones(case, k)
         assert all(np.array_equal(a, b) for a, b in zip(zones, again))
 
@@ -180,3 +183,32 @@ def test_auto_zones_cut_no_more_admittance_than_unweighted_modularity(name, k):
     n = graph.number_of_nodes()
     assert all(n / (3 * k) <= len(z) <= 3 * n / k for z in zones)  # BALANCE = 3
     assert cut_strength(graph, zones) <= cut_strength(graph, [set(c) for c in greedy])
+
+
+def test_auto_zones_partitions_a_network_once_per_process(case14, monkeypatch):
+    clear_auto_zones_cache()
+    calls = []
+    partition = zones_module._partition
+    monkeypatch.setattr(zones_module, "_partition", lambda case, k: calls.append(k) or partition(case, k))
+    first = auto_zones(case14, 3)
+    first[0][:] = -1  # the caller's copy: mutating it does not touch the kept partition
+    second = auto_zones(dataclasses.replace(case14), 3)  # an equal network, another object
+    assert calls == [3]
+    assert -1 not in np.concatenate(second)
+    assert sorted(np.concatenate(second).tolist()) == list(range(14))
+    auto_zones(case14, 2)  # another k
+    r = case14.r.copy()
+    r[0] *= 2
+    auto_zones(dataclasses.replace(case14, r=r), 3)  # another impedance
+    assert calls == [3, 2, 3]
+    clear_auto_zones_cache()
+    auto_zones(case14, 3)
+    assert calls == [3, 2, 3, 3]
+
+
+def test_auto_zones_cache_is_bounded(case14, monkeypatch):
+    clear_auto_zones_cache()
+    monkeypatch.setattr(zones_module, "CACHE_SIZE", 2)
+    for k in (2, 3, 4):
+        auto_zones(case14, k)
+    assert [k for _, k in zones_module._CACHE] == [3, 4]
