@@ -44,6 +44,17 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _unjson_infinities(obj: Any) -> Any:
+    """Inverse of :func:`_jsonable` for infinities: the strings "inf"/"-inf" back to floats (privacy totals)."""
+    if isinstance(obj, dict):
+        return {k: _unjson_infinities(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_unjson_infinities(v) for v in obj]
+    if obj in ("inf", "-inf"):
+        return float(obj)
+    return obj
+
+
 @dataclass
 class Result:
     """What :func:`cvxdp.solve` returns.
@@ -241,6 +252,6 @@ def load_result(path: str | Path) -> Result:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise _corrupt(path, RESULT_FILE, f"has an unreadable ledger ({type(exc).__name__}: {exc})") from None
     return Result(history=tables["history.csv"], agent_history=tables["agent_history.csv"],
-                  solution=solution, local=local, privacy=meta["privacy"], config=meta["config"],
+                  solution=solution, local=local, privacy=_unjson_infinities(meta["privacy"]), config=meta["config"],
                   stop_reason=meta["stop_reason"], ledger=ledger,
                   solution_violation=meta.get("solution_violation"))

@@ -253,7 +253,8 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
 
 
 def _number(value: Any) -> Any:
-    """A privacy total as a number: a reloaded result writes +-inf as the strings "inf"/"-inf"."""
+    """A privacy total as a number (results saved by cvxdp reload +-inf as floats; the string form is what the
+    JSON file holds)."""
     return float(value) if isinstance(value, str) else value
 
 

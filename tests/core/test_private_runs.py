@@ -91,6 +91,21 @@ def test_result_save_and_load_round_trip(tmp_path):
                                            "eps_basic", "eps_rdp", "wall_time", "solver_time"}
 
 
+def test_infinite_privacy_totals_reload_as_floats(tmp_path):
+    # JSON has no infinity: the file holds the string "inf", the reloaded result the float again
+    agents = boundary_agents()
+    result = cvxdp.solve(agents, algorithm=ALGO, privacy=cvxdp.OutputPerturbation("laplace", epsilon=1.0), seed=2)
+    result.privacy["worst"]["rdp"] = float("inf")
+    result.privacy["worst"]["basic"] = [float("-inf"), 0.0]
+
+    loaded = cvxdp.load_result(result.save(tmp_path / "run"))
+
+    assert loaded.privacy["worst"]["rdp"] == float("inf")
+    assert loaded.privacy["worst"]["basic"] == [float("-inf"), 0.0]
+    assert loaded.privacy["worst"]["agent"] == result.privacy["worst"]["agent"]
+    assert loaded.privacy == result.privacy
+
+
 def test_authors_step_schedule_takes_epsilon_from_the_mechanism():
     agents = boundary_agents()
     eta = cvxdp.schedules.StepSchedule(c1=2.0, c2=0.5, period=5)  # c1 * 1.2**floor(t/5) + c2/eps
