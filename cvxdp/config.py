@@ -137,8 +137,11 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
                       f"Got {name!r} instead.")
 
 
-def make_backend(table: dict[str, Any]) -> Backend:
-    """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address``."""
+def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend:
+    """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address``.
+
+    ``keep_actors`` (Ray only) keeps the Ray instance and its actors from one run to the next on the returned
+    backend (:class:`StudyBackends`); its ``shutdown()`` ends them."""
     name = table.get("backend", "serial")
     if name not in BACKENDS:
         raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "
@@ -150,9 +153,47 @@ def make_backend(table: dict[str, Any]) -> Backend:
             raise ConfigError(f"[run] {', '.join(given)} apply to backend = \"ray\"; the backend is {name!r}.")
         return get_backend(name)
     try:
-        return get_backend(name, **{k: v for k, v in options.items() if v is not None})
+        return get_backend(name, keep_actors=keep_actors, **{k: v for k, v in options.items() if v is not None})
     except CvxdpError as exc:
         raise ConfigError(f"[run]: {exc}") from None
+
+
+class StudyBackends:
+    """The backends of a study's cells: one per placement, so that a Ray study starts Ray and its worker
+    processes once, not in every cell (the actors are emptied between cells and every node is built afresh from
+    its spec, so the numbers are those of a fresh backend). A context manager: leaving it shuts down what it
+    started.
+
+    Examples
+    --------
+    >>> with StudyBackends() as backends:  # doctest: +SKIP
+    ...     for case in cells:
+    ...         run_case(case, backend=backends(case.run))
+    """
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple, Backend] = {}
+
+    def __call__(self, table: dict[str, Any]) -> Backend:
+        """The backend of a cell's [run] table (a new serial backend, or the study's kept Ray backend)."""
+        if table.get("backend", "serial") != "ray":
+            return make_backend(table)
+        key = (table.get("ray_cpus"), table.get("ray_address"))
+        if key not in self._kept:
+            self._kept[key] = make_backend(table, keep_actors=True)
+        return self._kept[key]
+
+    def close(self) -> None:
+        """Shut down every kept backend (its actors, and the Ray instance it started)."""
+        kept, self._kept = list(self._kept.values()), {}
+        for backend in kept:
+            backend.shutdown()
+
+    def __enter__(self) -> StudyBackends:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def make_privacy(table: dict[str, Any]) -> Any:

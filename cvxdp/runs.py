@@ -102,11 +102,12 @@ class CaseRun:
 
 
 def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkpoint: Any = None,
-             checkpoint_every: int = 5) -> CaseRun:
+             checkpoint_every: int = 5, backend: Any = None) -> CaseRun:
     """Run ``case`` once and return its result and a flat summary (final metrics + template metrics).
 
     With ``checkpoint`` (a directory) the run checkpoints every ``checkpoint_every`` rounds and resumes
-    from a checkpoint of the same run found there.
+    from a checkpoint of the same run found there. ``backend``: where it runs (default: the one the case's
+    [run] table names; a study passes its kept one, :class:`cvxdp.config.StudyBackends`).
     """
     instance = build_instance(case) if instance is None else instance
     if checkpoint is not None and not isinstance(checkpoint, CheckpointTarget):
@@ -117,7 +118,8 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
         budget = (run["budget_epsilon"], run.get("budget_delta", 0.0))
     start = time.perf_counter()
     result = solve(instance.agents, algorithm=make_algorithm(case.algorithm), privacy=make_privacy(case.privacy),
-                   accountant=run.get("accountant", "pld"), budget=budget, backend=make_backend(run),
+                   accountant=run.get("accountant", "pld"), budget=budget,
+                   backend=make_backend(run) if backend is None else backend,
                    seed=run.get("seed"), target_delta=run.get("target_delta"), progress=progress,
                    checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                    # a case run is the data owner's simulation: private evaluation is asked for on every backend,

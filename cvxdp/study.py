@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .config import MECHANISMS, load_case, read_study_file
+from .config import MECHANISMS, StudyBackends, load_case, read_study_file
 from .errors import ConfigError, StepSizeWarning
 from .outdir import locks_output
 from .results import _jsonable
@@ -176,35 +176,36 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     # template without a settings hook)
     context, instance = settings_context(base)
     bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
-    for cell in bar:
-        bar.set_postfix_str(cell.key)
-        case = _cell_case(study, base, cell, rounds)
+    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
+        for cell in bar:
+            bar.set_postfix_str(cell.key)
+            case = _cell_case(study, base, cell, rounds)
 
-        def compute(cell_dir: Path, case=case) -> tuple:
-            nonlocal instance
-            if instance is None:
-                instance = build_instance(base)
-            with warnings.catch_warnings(record=True) as caught:  # step-size advice: once per study, not per run
-                warnings.simplefilter("always")
-                outcome = run_case(case, instance=instance, checkpoint=cell_dir)
-            for w in caught:
-                if issubclass(w.category, StepSizeWarning):
-                    step_advice[str(w.message)] = step_advice.get(str(w.message), 0) + 1
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            return outcome.result, outcome.summary
+            def compute(cell_dir: Path, case=case) -> tuple:
+                nonlocal instance
+                if instance is None:
+                    instance = build_instance(base)
+                with warnings.catch_warnings(record=True) as caught:  # step-size advice: once per study, not per run
+                    warnings.simplefilter("always")
+                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+                for w in caught:
+                    if issubclass(w.category, StepSizeWarning):
+                        step_advice[str(w.message)] = step_advice.get(str(w.message), 0) + 1
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                return outcome.result, outcome.summary
 
-        result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
-        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
-                     "local_updates": cell.local_updates, "seed": cell.seed}
-        priv = summary.pop("privacy", None) or {}
-        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
-        basic = priv.get("basic")
-        rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
-                     "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
-                     "eps_pld": priv.get("pld")})
-        histories.append(result.history.assign(**cell_cols))
-        ledgers[cell.key] = result.privacy
+            result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
+            cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                         "local_updates": cell.local_updates, "seed": cell.seed}
+            priv = summary.pop("privacy", None) or {}
+            flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+            basic = priv.get("basic")
+            rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                         "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
+                         "eps_pld": priv.get("pld")})
+            histories.append(result.history.assign(**cell_cols))
+            ledgers[cell.key] = result.privacy
     bar.close()
     _report_step_advice(step_advice)
     results = pd.DataFrame(rows)

@@ -252,7 +252,7 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     dict
         ``{"study", "out", "runs", "computed", "reused", "files", "comparisons"}``.
     """
-    from .config import load_case
+    from .config import StudyBackends, load_case
     from .results import _jsonable
     from .runs import build_instance, run_case, settings_context
     from .study_cells import CellRunner, cell_config
@@ -279,29 +279,30 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     runner = CellRunner(out, what="graph study")
     context, _ = settings_context(base, instance)
     bar = tqdm(jobs, disable=not progress, desc=f"study {study.name}", unit="run")
-    for setting, seed in bar:
-        case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
+    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
+        for setting, seed in bar:
+            case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
 
-        def compute(cell_dir: Path, case=case) -> tuple:
-            outcome = run_case(case, instance=instance, checkpoint=cell_dir)
-            return outcome.result, outcome.summary
+            def compute(cell_dir: Path, case=case) -> tuple:
+                outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+                return outcome.result, outcome.summary
 
-        result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)
-        priv = result.privacy or {}
-        worst = priv.get("worst", {}) if setting.private else {}
-        test_error = instance.test_error(np.asarray(result.solution["f"])) if hasattr(instance, "test_error") \
-            else summary.get("test_error")
-        hist = result.history
-        rows.append({"setting": setting.label, "seed": seed, "algorithm": setting.algorithm["name"],
-                     "private": setting.private, "alpha": alphas.get(setting.label, setting.privacy.get("alpha")),
-                     "iterations": int(len(hist)), study.metric: float(hist[study.metric].iloc[-1]),
-                     "test_error": test_error, "max_deviation": float(hist["max_deviation"].iloc[-1]),
-                     "bound": priv.get("paper_bound") if setting.private else None,
-                     "eps_rdp": worst.get("rdp"), "eps_pld": worst.get("pld"),
-                     "wall_time": float(hist["wall_time"].sum())})
-        cols = ["round", "iteration", study.metric, "objective", "max_deviation", "noise_magnitude"] + \
-            (["bound_P"] if "bound_P" in hist else [])
-        histories.append(hist[[c for c in cols if c in hist]].assign(setting=setting.label, seed=seed))
+            result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)
+            priv = result.privacy or {}
+            worst = priv.get("worst", {}) if setting.private else {}
+            test_error = instance.test_error(np.asarray(result.solution["f"])) if hasattr(instance, "test_error") \
+                else summary.get("test_error")
+            hist = result.history
+            rows.append({"setting": setting.label, "seed": seed, "algorithm": setting.algorithm["name"],
+                         "private": setting.private, "alpha": alphas.get(setting.label, setting.privacy.get("alpha")),
+                         "iterations": int(len(hist)), study.metric: float(hist[study.metric].iloc[-1]),
+                         "test_error": test_error, "max_deviation": float(hist["max_deviation"].iloc[-1]),
+                         "bound": priv.get("paper_bound") if setting.private else None,
+                         "eps_rdp": worst.get("rdp"), "eps_pld": worst.get("pld"),
+                         "wall_time": float(hist["wall_time"].sum())})
+            cols = ["round", "iteration", study.metric, "objective", "max_deviation", "noise_magnitude"] + \
+                (["bound_P"] if "bound_P" in hist else [])
+            histories.append(hist[[c for c in cols if c in hist]].assign(setting=setting.label, seed=seed))
     bar.close()
     runs_df = pd.DataFrame(rows)
     history = pd.concat(histories, ignore_index=True)

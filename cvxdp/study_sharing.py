@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .config import load_case, load_toml, make_backend, read_study_file
+from .config import StudyBackends, load_case, load_toml, read_study_file
 from .errors import ConfigError
 from .outdir import locks_output
 from .results import _jsonable
@@ -188,57 +188,58 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     rows, histories = [], []
     runner = CellRunner(out, what="sharing study")
     context, _ = settings_context(case, instance)
-    for sigma in study["noise_levels"]:
-        seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
-        for seed in seeds:
-            # the paper's Fig. 3: Lemma 1 claims (a paper preset, recorded as such in every ledger)
-            privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper", calibration="classic",
-                                      assumptions="record") if sigma > 0 else None
-            alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
-            config = {"case": cell_config(case), "algorithm": alg.describe(),
-                      "privacy": privacy.describe() if privacy is not None else None, "seed": int(seed),
-                      "accountant": study["accountant"]}
+    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
+        for sigma in study["noise_levels"]:
+            seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
+            for seed in seeds:
+                # the paper's Fig. 3: Lemma 1 claims (a paper preset, recorded as such in every ledger)
+                privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper", calibration="classic",
+                                          assumptions="record") if sigma > 0 else None
+                alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
+                config = {"case": cell_config(case), "algorithm": alg.describe(),
+                          "privacy": privacy.describe() if privacy is not None else None, "seed": int(seed),
+                          "accountant": study["accountant"]}
 
-            def compute(cell_dir: Path, alg=alg, privacy=privacy, seed=seed) -> tuple:
-                t0 = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
-                    # the study's objective and test loss are labelled private evaluation: asked for on any backend
-                    res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=int(seed),
-                                accountant=study["accountant"], checkpoint=cell_dir,
-                                backend=make_backend(placement), evaluate=True)
-                return res, {"seconds": time.perf_counter() - t0}
+                def compute(cell_dir: Path, alg=alg, privacy=privacy, seed=seed) -> tuple:
+                    t0 = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
+                        # the study's objective and test loss are labelled private evaluation: asked for on any backend
+                        res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=int(seed),
+                                    accountant=study["accountant"], checkpoint=cell_dir,
+                                    backend=backends(placement), evaluate=True)
+                    return res, {"seconds": time.perf_counter() - t0}
 
-            res, cell_summary = runner.run(f"noise{sigma:g}_seed{int(seed)}", config, compute, context=context)
-            h = res.history.assign(noise=sigma, seed=int(seed))
-            histories.append(h)
-            row: dict[str, Any] = {
-                "noise": sigma, "seed": int(seed), "epochs": int(len(h)),
-                "final_objective": float(h["objective"].iloc[-1]),
-                "final_test_logloss": float(h["test_logloss"].iloc[-1]),
-                "best_test_logloss": float(h["test_logloss"].min()),
-                "final_test_error": float(h["test_error"].iloc[-1]),
-                "epochs_to_gap": epochs_to_gap(h["objective"].values, f_star, study["gap_tol"]),
-                "epochs_to_settle": settle_epoch(h["test_logloss"].values, study["settle_tol"]),
-                "epochs_to_baseline": first_below(h["test_logloss"].values,
-                                                  (1 + study["settle_tol"]) * baselines["all_features"]["test_logloss"]),
-                "seconds": cell_summary["seconds"]}
-            if privacy is not None:
-                mech = res.privacy["mechanism"]["parties"]
-                first = vdata.names[0]
-                C = mech[first]["sensitivity"]
-                row.update(sensitivity_C=C, eps_step_theorem1=theorem1_epsilon(C, sigma, study["delta"]),
-                           eps_step_claim=_number(mech[first]["eps_step"]),
-                           eps_total_corollary1=_number(res.privacy["corollary1"]["worst"][0]),
-                           eps_total_basic=_number(res.privacy["worst"]["basic"][0]),
-                           eps_total_rdp=_number(res.privacy["worst"]["rdp"]),
-                           eps_total_pld=_number(res.privacy["worst"]["pld"]),
-                           target_delta=res.privacy["target_delta"],
-                           assumption_1_1_held=res.privacy["assumption_1_1"]["held"])
-            rows.append(row)
-            if progress:
-                print(f"noise {sigma:g} seed {seed}: test log-loss {row['final_test_logloss']:.4f} "
-                      f"({row['seconds']:.1f} s)", flush=True)
+                res, cell_summary = runner.run(f"noise{sigma:g}_seed{int(seed)}", config, compute, context=context)
+                h = res.history.assign(noise=sigma, seed=int(seed))
+                histories.append(h)
+                row: dict[str, Any] = {
+                    "noise": sigma, "seed": int(seed), "epochs": int(len(h)),
+                    "final_objective": float(h["objective"].iloc[-1]),
+                    "final_test_logloss": float(h["test_logloss"].iloc[-1]),
+                    "best_test_logloss": float(h["test_logloss"].min()),
+                    "final_test_error": float(h["test_error"].iloc[-1]),
+                    "epochs_to_gap": epochs_to_gap(h["objective"].values, f_star, study["gap_tol"]),
+                    "epochs_to_settle": settle_epoch(h["test_logloss"].values, study["settle_tol"]),
+                    "epochs_to_baseline": first_below(h["test_logloss"].values,
+                                                      (1 + study["settle_tol"]) * baselines["all_features"]["test_logloss"]),
+                    "seconds": cell_summary["seconds"]}
+                if privacy is not None:
+                    mech = res.privacy["mechanism"]["parties"]
+                    first = vdata.names[0]
+                    C = mech[first]["sensitivity"]
+                    row.update(sensitivity_C=C, eps_step_theorem1=theorem1_epsilon(C, sigma, study["delta"]),
+                               eps_step_claim=_number(mech[first]["eps_step"]),
+                               eps_total_corollary1=_number(res.privacy["corollary1"]["worst"][0]),
+                               eps_total_basic=_number(res.privacy["worst"]["basic"][0]),
+                               eps_total_rdp=_number(res.privacy["worst"]["rdp"]),
+                               eps_total_pld=_number(res.privacy["worst"]["pld"]),
+                               target_delta=res.privacy["target_delta"],
+                               assumption_1_1_held=res.privacy["assumption_1_1"]["held"])
+                rows.append(row)
+                if progress:
+                    print(f"noise {sigma:g} seed {seed}: test log-loss {row['final_test_logloss']:.4f} "
+                          f"({row['seconds']:.1f} s)", flush=True)
     results = pd.DataFrame(rows)
     history = pd.concat(histories, ignore_index=True)
     summary = summarize(results, baselines)

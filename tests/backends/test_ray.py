@@ -247,3 +247,39 @@ def test_cli_study_backend_ray(tmp_path):
                                      "--rounds", "2", "--seed", "0", "--backend", "ray", "--no-progress", "--json"])
     assert graph.exit_code == 0, graph.output
     assert json.loads((tmp_path / "g" / "result.json").read_text())["config"]["backend"] == "RayBackend"
+
+
+def test_study_cells_share_one_ray_instance_and_its_actors(tmp_path, monkeypatch):
+    # a Ray study starts Ray and its worker processes once (cvxdp.config.StudyBackends), not in every cell, and
+    # gives the numbers of a serial study
+    from cvxdp.backends.ray import RayBackend
+    from cvxdp.study import run_study
+
+    made, idle_at_start = [], []
+    init, start = RayBackend.__init__, RayBackend.start
+
+    def spy_init(self, **options):
+        made.append((self, options))
+        init(self, **options)
+
+    def spy_start(self, specs):
+        idle_at_start.append(len(self._idle))
+        start(self, specs)
+
+    monkeypatch.setattr(RayBackend, "__init__", spy_init)
+    monkeypatch.setattr(RayBackend, "start", spy_start)
+    (tmp_path / "toy.toml").write_text((CASES / "toy.toml").read_text())
+    study = tmp_path / "study.toml"
+    study.write_text('[study]\ncase = "toy.toml"\nmechanisms = ["ObjG"]\nepsilons = [1.0, 2.0, 4.0]\nrounds = 3\n'
+                     'baseline = false\n')
+
+    run_study(study, tmp_path / "ray", progress=False, run={"backend": "ray"})
+    run_study(study, tmp_path / "serial", progress=False)
+
+    assert len(made) == 1 and made[0][1]["keep_actors"] is True
+    assert idle_at_start[0] == 0 and len(idle_at_start) == 3 and all(n > 0 for n in idle_at_start[1:])
+    backend = made[0][0]
+    assert backend.actors == [] and backend._idle == []  # the study's end shut them down
+    ray_rows, serial_rows = (pd.read_csv(tmp_path / d / "results.csv") for d in ("ray", "serial"))
+    cols = ["cell", "objective", "consensus_residual", "eps_rdp"]
+    pd.testing.assert_frame_equal(ray_rows[cols], serial_rows[cols])
