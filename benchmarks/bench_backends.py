@@ -7,7 +7,9 @@ Every row builds the power agents the way ``cvxdp run --network NAME --zones N``
 objective, non-private LinearizedADMM with rho = eta = 1, ``evaluate=False``: only released values, the same
 work on both backends) and runs them once on the serial backend and once on
 a ``RayBackend`` (``--cpus`` actors on a local Ray instance started before the runs, so its own start is
-reported apart). Per round: the engine's ``wall_time`` of rounds 2..T (round 1 is the warm-up); start-up:
+reported apart), then once more on Ray with the nodes in blocks of equal counts (the layout before the blocks were
+balanced by each node's public work estimate, its number of variables): "balanced_vs_equal" is that run's time
+per round over the balanced one's. Per round: the engine's ``wall_time`` of rounds 2..T (round 1 is the warm-up); start-up:
 from calling ``solve`` to the start of round 1 (node construction: compilation, checks, initial point; for
 Ray also the actors' processes and shipping the agents). Both runs use the same seed and must agree bit for
 bit (checked). The ratio serial/Ray of the time per round is the speed-up. On case14 a third run puts all
@@ -29,6 +31,11 @@ import pandas as pd
 
 import cvxdp
 from cvxdp.backends.ray import RayBackend
+
+try:
+    import ray
+except ImportError:  # the script needs the ray extra
+    ray = None
 from cvxdp.runs import build_instance, power_case
 
 CASES = {"case2869pegase": 16, "case1354pegase": 8, "case14": 3}
@@ -56,9 +63,13 @@ def bench(name: str, zones: int, rounds: int, one_actor: bool) -> dict:
     agents = build_instance(power_case(name, zones, objective="balance")).agents
     build_s = time.perf_counter() - start
     serial, serial_start = timed_solve(agents, "serial", rounds)
-    remote, ray_start = timed_solve(agents, RayBackend(), rounds)  # one actor per CPU, contiguous blocks
+    remote, ray_start = timed_solve(agents, RayBackend(), rounds)  # one actor per CPU, blocks balanced by work
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    # the layout before work balancing: blocks of equal counts (as many actors)
+    equal, _ = timed_solve(agents, RayBackend(nodes_per_actor=-(-len(agents) // cpus)), rounds)
     per_serial = float(serial.history["wall_time"].iloc[1:].mean())
     per_ray = float(remote.history["wall_time"].iloc[1:].mean())
+    per_equal = float(equal.history["wall_time"].iloc[1:].mean())
     overhead = {}
     if one_actor:  # all nodes on one actor: no parallelism, so the difference is Ray's cost per round
         single, _ = timed_solve(agents, RayBackend(nodes_per_actor=len(agents)), rounds)
@@ -66,8 +77,9 @@ def bench(name: str, zones: int, rounds: int, one_actor: bool) -> dict:
         overhead = {"ray_1actor_ms/round": 1e3 * per_single, "ray_overhead_ms/round": 1e3 * (per_single - per_serial)}
     return {"case": name, "zones": len(agents), "vars": sum(a.layout.size for a in agents), "build_s": build_s,
             "serial_startup_s": serial_start, "ray_startup_s": ray_start, "serial_ms/round": 1e3 * per_serial,
-            "ray_ms/round": 1e3 * per_ray, "speed-up": per_serial / per_ray, **overhead,
-            "bit-identical": same_numbers(serial, remote)}
+            "ray_ms/round": 1e3 * per_ray, "speed-up": per_serial / per_ray,
+            "ray_equal_counts_ms/round": 1e3 * per_equal, "balanced_vs_equal": per_equal / per_ray, **overhead,
+            "bit-identical": same_numbers(serial, remote) and same_numbers(serial, equal)}
 
 
 def main() -> None:
@@ -77,8 +89,6 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray instance (= actors)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", UserWarning)  # "did not reach consensus": a handful of rounds is the point
-
-    import ray
 
     print("load before:", os.popen("uptime").read().strip())
     start = time.perf_counter()

@@ -26,11 +26,60 @@ class NodeSpec:
         A class or factory function returning the node object.
     args : tuple
         Its positional arguments (the agent, the algorithm, the node's SeedSequence, solvers, ...).
+    work : float, default 1.0
+        A public estimate of the node's work per round, relative to the other nodes (the families give the
+        agent's number of variables: a shape, not data). A backend that places several nodes per worker
+        balances the workers by it (:func:`balanced_blocks`); it never changes the numbers.
     """
 
     name: str
     build: Callable[..., Any]
     args: tuple = ()
+    work: float = 1.0
+
+
+def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
+    """Split node positions ``0..n-1`` into ``min(k, n)`` contiguous, non-empty blocks (in node order) whose
+    largest total ``work`` is as small as contiguous blocks allow (bisection on the capacity, greedy fill).
+    Equal work gives blocks whose sizes differ by at most one, the larger first."""
+    n = len(work)
+    if n == 0:
+        return []
+    k = min(k, n)
+    if len(set(work)) == 1:
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        starts = [sum(sizes[:i]) for i in range(k)]
+        return [list(range(a, a + size)) for a, size in zip(starts, sizes)]
+
+    def fill(capacity: float) -> list[list[int]]:
+        blocks, current, total = [], [], 0.0
+        for i, w in enumerate(work):
+            if current and total + w > capacity:
+                blocks.append(current)
+                current, total = [], 0.0
+            current.append(i)
+            total += w
+        return [*blocks, current]
+
+    low, high = max(work), float(sum(work))
+    for _ in range(60):
+        middle = (low + high) / 2
+        if len(fill(middle)) <= k:
+            high = middle
+        else:
+            low = middle
+    blocks = fill(high)
+    while len(blocks) < k:  # more workers than blocks: split the heaviest block of several nodes at its middle
+        j = max((b for b in range(len(blocks)) if len(blocks[b]) > 1),
+                key=lambda b: sum(work[i] for i in blocks[b]))
+        block, half, total = blocks[j], sum(work[i] for i in blocks[j]) / 2, 0.0
+        cut = 1
+        for cut in range(1, len(block)):
+            total += work[block[cut - 1]]
+            if total >= half:
+                break
+        blocks[j:j + 1] = [block[:cut], block[cut:]]
+    return blocks
 
 
 class Backend(ABC):

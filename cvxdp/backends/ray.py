@@ -19,11 +19,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from .._validation import check_int, fail
 from ..errors import BackendError, OptionalDependencyError
-from .base import Backend, NodeSpec
+from .base import Backend, NodeSpec, balanced_blocks
 
 try:  # Ray's own (vendored) cloudpickle: present wherever Ray is
     from ray import cloudpickle
@@ -122,7 +120,9 @@ class RayBackend(Backend):
         new local instance (or the Ray this process already initialised).
     nodes_per_actor : int, optional
         Nodes per actor (contiguous blocks, in node order). Default: one actor per CPU of the cluster (at most
-        one per node), the nodes split into equal contiguous blocks.
+        one per node), the nodes split into contiguous blocks of about equal work (each node's public
+        :attr:`~cvxdp.backends.NodeSpec.work`, the agent's number of variables; equal counts when the work is
+        equal).
     keep_actors : bool, default False
         Keep the actors (emptied of their nodes) when a run ends and reuse them for the next run on this
         backend instance, which then skips the start of the worker processes (seconds each; useful for many
@@ -171,15 +171,16 @@ class RayBackend(Backend):
             raise BackendError(f"Could not {where}: {type(exc).__name__}: {exc}") from None
         self._started_ray = True
 
-    def _layout(self, n: int) -> list[list[int]]:
-        """Contiguous blocks of node positions, one per actor."""
+    def _layout(self, n: int, work: Sequence[float] | None = None) -> list[list[int]]:
+        """Contiguous blocks of node positions, one per actor: ``nodes_per_actor`` each, or one block per CPU
+        balanced by the nodes' public ``work`` estimates (:func:`~cvxdp.backends.base.balanced_blocks`)."""
         if n == 0:
             return []
         if self.nodes_per_actor is not None:
             size = self.nodes_per_actor
             return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
         cpus = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-        return [b.tolist() for b in np.array_split(np.arange(n), min(n, cpus))]
+        return balanced_blocks([1.0] * n if work is None else list(work), cpus)
 
     def start(self, specs: Sequence[NodeSpec]) -> None:
         self.close()
@@ -188,7 +189,7 @@ class RayBackend(Backend):
             self._idle = []
         self._ensure_ray()
         self.names = [s.name for s in specs]
-        self.blocks = self._layout(len(specs))
+        self.blocks = self._layout(len(specs), [s.work for s in specs])
         reuse, extra = self._idle[:len(self.blocks)], self._idle[len(self.blocks):]
         self._idle = []
         self._kill(extra)

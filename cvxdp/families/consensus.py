@@ -179,7 +179,8 @@ class ConsensusFamily(Family):
     def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
         from ..worker import AgentWorker
 
-        return [NodeSpec(a.name, AgentWorker, (a, self.algorithm, s, self.solvers))
+        # work: the agent's number of variables (a shape, public), for backends that balance nodes per worker
+        return [NodeSpec(a.name, AgentWorker, (a, self.algorithm, s, self.solvers), work=float(a.layout.size))
                 for a, s in zip(self.agents, seeds)]
 
     def start(self, backend: Backend) -> ConsensusState:

@@ -252,7 +252,8 @@ class GraphFamily(Family):
 
     def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
         private = self.privacy is not None
-        return [NodeSpec(a.name, GraphNode, (a, self.algorithm, int(v), s, self.solvers, private))
+        return [NodeSpec(a.name, GraphNode, (a, self.algorithm, int(v), s, self.solvers, private),
+                         work=float(a.layout.size))  # the agent's number of variables (public), as in consensus
                 for a, v, s in zip(self.agents, self.V, seeds)]
 
     def start(self, backend: Backend) -> GraphState:

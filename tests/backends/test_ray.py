@@ -108,6 +108,7 @@ def test_blocks_are_contiguous_and_in_node_order():
     assert RayBackend(nodes_per_actor=2)._layout(5) == [[0, 1], [2, 3], [4]]
     assert RayBackend()._layout(5) == [[0, 1, 2], [3, 4]]  # this module's Ray has 2 CPUs
     assert RayBackend()._layout(1) == [[0]]
+    assert RayBackend()._layout(4, [5.0, 1.0, 1.0, 1.0]) == [[0], [1, 2, 3]]  # balanced by public work
 
 
 class CrashOnce:

@@ -164,11 +164,41 @@ def test_a_failed_clarabel_solve_is_retried_and_recorded(monkeypatch):
     agent = soc_agent()
     v, c = _point(agent)
     reference, _ = compile_projection(agent).project(v, c)
-    # a primal residual above LOOSE_PRIMAL: not accepted, retried on a fresh, more regularized solver
+    # a primal residual above LOOSE_PRIMAL: not accepted, retried on a fresh solver set up with the actual q
     _degrade_first_solves(monkeypatch, 1, clarabel.SolverStatus.InsufficientProgress, r_prim=1e-3)
     u, report = compile_projection(soc_agent()).project(v, c)
     assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:InsufficientProgress"]
     np.testing.assert_allclose(u, reference, atol=2e-5)  # both at a gap <= 1e-10: sqrt(2 gap / min c) apart
+
+
+def test_the_first_retry_is_the_same_settings_set_up_with_the_actual_q(monkeypatch):
+    # the live solver was set up with q = 0 (its equilibration is that of q = 0); the first retry keeps the
+    # settings, sets up with the round's q, and has at least 500 iterations; the robust settings come after
+    import clarabel
+
+    agent = soc_agent()
+    v, c = _point(agent)
+    proj = compile_projection(agent)
+    proj.project(v, c)  # the live solver exists
+    made = []
+    real = clarabel.DefaultSolver
+
+    def spy(P, q, A, b, cones, settings):
+        made.append((np.asarray(q).copy(), settings))
+        return real(P, q, A, b, cones, settings)
+
+    _degrade_first_solves(monkeypatch, 1, clarabel.SolverStatus.NumericalError, r_prim=1.0)
+    degraded = clarabel.DefaultSolver
+    monkeypatch.setattr(clarabel, "DefaultSolver", lambda *args: (spy(*args), degraded(*args))[1])
+    proj._live._solver = None  # set up again, through the spy
+    u, report = proj.project(v + 1.0, c)
+    assert report.solver == "CLARABEL(retry)" and report.fallbacks == ["CLARABEL:NumericalError"]
+    (setup_q, live), (retry_q, first_retry) = made
+    assert not np.any(setup_q) and np.any(retry_q)
+    assert first_retry.max_iter >= 500
+    for name in ("equilibrate_enable", "iterative_refinement_max_iter", "static_regularization_constant",
+                 "tol_gap_rel", "presolve_enable"):
+        assert getattr(first_retry, name) == getattr(live, name), name
 
 
 def test_the_second_retry_records_both_failures(monkeypatch):
