@@ -408,7 +408,16 @@ def _register_optional() -> None:
 _register_optional()
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """A warning on the command line: its category and message, without Python's file, line and source line."""
+    print(f"warning ({category.__name__}): {message}", file=file if file is not None else sys.stderr)
+
+
 def main() -> None:
+    """The ``cvxdp`` console script (``python -m cvxdp.cli.main`` too)."""
+    import warnings
+
+    warnings.showwarning = _show_warning
     cli()
 
 

@@ -125,3 +125,16 @@ def test_shipped_powermodelsada_comparison_case_stops_on_its_rule(tmp_path):
     assert abs(payload["relative_gap"]) < 0.01  # PowerModelsADA's cost criterion holds where its mismatch rule stops
     history = cvxdp.load_result(tmp_path / "r").history
     assert 0.5 * history["mismatch"].iloc[-1] < 0.01 <= 0.5 * history["mismatch"].iloc[-2]
+
+
+def test_the_console_script_prints_warnings_without_python_source_lines(tmp_path):
+    # `cvxdp ...` (python -m cvxdp.cli.main): a warning is its category and message, not Python's file:line plus
+    # the source line of the call inside cvxdp
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "cvxdp.cli.main", "run", "--network", "case14", "--zones", "3",
+                           "--rounds", "2", "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning (StepSizeWarning): eta for agent 'zone1' (1) looks below" in proc.stderr
+    assert "result = solve(" not in proc.stderr and ".py:" not in proc.stderr
