@@ -229,11 +229,11 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
                     first = vdata.names[0]
                     C = mech[first]["sensitivity"]
                     row.update(sensitivity_C=C, eps_step_theorem1=theorem1_epsilon(C, sigma, study["delta"]),
-                               eps_step_claim=_number(mech[first]["eps_step"]),
-                               eps_total_corollary1=_number(res.privacy["corollary1"]["worst"][0]),
-                               eps_total_basic=_number(res.privacy["worst"]["basic"][0]),
-                               eps_total_rdp=_number(res.privacy["worst"]["rdp"]),
-                               eps_total_pld=_number(res.privacy["worst"]["pld"]),
+                               eps_step_claim=mech[first]["eps_step"],
+                               eps_total_corollary1=res.privacy["corollary1"]["worst"][0],
+                               eps_total_basic=res.privacy["worst"]["basic"][0],
+                               eps_total_rdp=res.privacy["worst"]["rdp"],
+                               eps_total_pld=res.privacy["worst"]["pld"],
                                target_delta=res.privacy["target_delta"],
                                assumption_1_1_held=res.privacy["assumption_1_1"]["held"])
                 rows.append(row)
@@ -251,12 +251,6 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     files.append(write_sharing_report(study, results, summary, base_info, out, seconds=time.perf_counter() - start_all))
     return {"study": study["name"], "out": str(out), "runs": int(len(results)), "computed": runner.computed,
             "reused": runner.reused, "files": files, "summary": _jsonable(summary.to_dict(orient="records"))}
-
-
-def _number(value: Any) -> Any:
-    """A privacy total as a number (results saved by cvxdp reload +-inf as floats; the string form is what the
-    JSON file holds)."""
-    return float(value) if isinstance(value, str) else value
 
 
 def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame:
