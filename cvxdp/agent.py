@@ -155,8 +155,9 @@ class Agent:
         ``value(u) -> float``: a fast evaluation of the objective at flat ``u`` for the per-round metrics
         (must equal CVXPY's value of ``objective``). Defaults to evaluating the CVXPY expression.
     lipschitz : float, optional
-        A public bound ``L`` on the Lipschitz constant of the objective's gradient on ``W`` (valid for every
-        neighbouring data set). ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
+        A public bound ``L`` on the objective's curvature over ``W``: ``f(u) <= f(v) + <grad f(v), u - v> +
+        L/2 ||u - v||^2`` for ``u, v`` in ``W`` (a Lipschitz constant of the gradient on ``W`` is one), valid for
+        every neighbouring data set. ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
         with eta="auto" requires it (a non-private run estimates it from the data when it is missing).
     rho_scale : mapping str -> float or array, optional
         Public starting weights of the penalty per shared key (default 1). Exact :class:`~cvxdp.ADMM` with

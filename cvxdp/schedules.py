@@ -235,12 +235,15 @@ class BlockBalance:
 @dataclass(frozen=True)
 class AutoEta:
     """eta chosen per agent from its gradient Lipschitz constant: ``eta_p = factor * L_p`` (the default
-    ``eta="auto"``). A marker: :func:`cvxdp.solve` resolves it (see :mod:`cvxdp.step_sizes`)."""
+    ``eta="auto"``). ``factor=None`` (default) takes it from the agent's objective: 1 in general (the linearization
+    majorizes ``f_p``), 0.55 when ``f_p`` is quadratic (``eta_p > L_p / 2`` suffices; see
+    :mod:`cvxdp.step_sizes`). A marker: :func:`cvxdp.solve` resolves it."""
 
-    factor: float = 1.0
+    factor: float | None = None
 
     def __post_init__(self) -> None:
-        check_float(self.factor, "factor", "AutoEta", 0.0, math.inf)
+        if self.factor is not None:
+            check_float(self.factor, "factor", "AutoEta", 0.0, math.inf)
 
     def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
         raise ValueError("AutoEta is resolved per agent inside cvxdp.solve (eta_p = factor * L_p).")

@@ -22,8 +22,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "penalty rho^t (ladmm, admm, sharing); \"auto\" adapts it to the released residuals; a table "
          "{kind = constant|linear|geometric|step|residual_balancing|adaptive, ...} is a schedule"),
         ("eta", "\"auto\", float, list or schedule table", "\"auto\" (ladmm); 0.5 / 1.0 (graph)",
-         "ladmm: proximal weight eta^t (\"auto\": per agent, its gradient Lipschitz constant; a private run "
-         "needs the model's declared bound); madmm/radmm/mradmm: each node's penalty eta_i(1)"),
+         "ladmm: proximal weight eta^t (\"auto\": per agent, its curvature bound L_p, 0.55 L_p for a quadratic "
+         "objective in a non-private run; a private run needs the model's declared bound); madmm/radmm/mradmm: "
+         "each node's penalty eta_i(1)"),
         ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
         ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),
         ("relaxation", "\"auto\" or float in (0, 2)", "auto", "admm: over-relaxation of each agent's target (1.0: plain ADMM; auto: 1.3 for 15 rounds, then 1.6)"),

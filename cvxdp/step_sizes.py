@@ -5,8 +5,14 @@
   a private run. A non-private run uses the declared bound when there is one, else estimates ``L_p`` from the
   data by power iteration on gradient differences (exact for quadratic objectives; the local curvature at the
   starting point otherwise).
-* :func:`auto_etas` — ``eta_p = factor * L_p`` (LADMM's linearization majorizes ``f_p`` when
-  ``eta_p >= L_p``; SPEC §2), floored so that an affine objective still gets a positive weight.
+* :func:`auto_etas` — ``eta_p = factor * L_p``, floored so that an affine objective still gets a positive weight.
+  The linearization majorizes ``f_p`` when ``eta_p >= L_p`` (SPEC §2), so a general objective gets
+  ``factor = 1``. When ``f_p`` is quadratic (its Hessian ``H`` is constant; :func:`has_constant_hessian` reads
+  the CVXPY expression's structure, not the data) the majorized ADMM with indefinite proximal terms of Li, Sun
+  & Toh (SIAM J. Optim. 2016) converges when ``eta_p I - H/2`` is positive definite, i.e. ``eta_p > L_p / 2``:
+  such agents get ``factor = ETA_FACTOR_QUADRATIC`` (0.55, a 10 % margin over ``L_p / 2`` for an estimated
+  ``L_p``) in a non-private run. A private run keeps ``factor = 1``: the smaller eta amplifies each update's
+  noise (see :func:`eta_factor`). An explicit eta is checked against the same condition.
 * :func:`check_explicit_eta` and :func:`diagnose` — a :class:`~cvxdp.errors.StepSizeWarning` naming the agent
   (an eta below its known ``L_p``) or the run (diverging / stagnating residuals), with the suggested setting.
   They only warn; they never change a run.
@@ -17,16 +23,83 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from .errors import DeclarationError, StepSizeWarning
 
-#: eta_p = ETA_FACTOR * L_p (measured: see benchmarks/bench_power.py --acceptance and tests/core/test_step_sizes.py)
+#: eta_p = ETA_FACTOR * L_p for a general objective (the majorization condition eta_p >= L_p)
 ETA_FACTOR = 1.0
+#: eta_p = ETA_FACTOR_QUADRATIC * L_p for a quadratic objective (Li, Sun & Toh 2016: eta_p > L_p / 2 suffices;
+#: measured: benchmarks/bench_power.py --acceptance and tests/core/test_step_sizes.py)
+ETA_FACTOR_QUADRATIC = 0.55
 #: smallest automatic eta (an affine objective has L_p = 0)
 ETA_FLOOR = 1e-3
+
+
+class Curvature(NamedTuple):
+    """An agent's curvature bound for eta: ``value`` (``L_p``, None if unknown), where it came from
+    (``"declared"``, ``"estimated"`` or ``"unknown"``) and whether the objective is quadratic."""
+
+    value: float | None
+    source: str
+    quadratic: bool = False
+
+    @property
+    def needed(self) -> float | None:
+        """The smallest eta the convergence theory covers: ``L_p / 2`` (exclusive) for a quadratic objective,
+        ``L_p`` otherwise."""
+        if self.value is None or not math.isfinite(self.value):
+            return None
+        return self.value / 2 if self.quadratic else self.value
+
+    def covers(self, eta: float) -> bool | None:
+        """Whether ``eta`` meets :attr:`needed` (strictly above ``L_p / 2`` for a quadratic objective, at least
+        ``L_p`` otherwise); None when ``L_p`` is unknown."""
+        needed = self.needed
+        if needed is None:
+            return None
+        return eta > needed * (1 + 1e-9) if self.quadratic else eta >= needed * (1 - 1e-9)
+
+
+#: CVXPY atoms of degree two with a constant Hessian when their arguments are affine (and the second argument of
+#: quad_over_lin / quad_form is constant); power only with p = 2
+_QUADRATIC_ATOMS = ("quad_over_lin", "QuadForm", "Power", "PowerApprox", "power")
+
+
+def has_constant_hessian(expr) -> bool:
+    """Whether a CVXPY expression is a polynomial of degree at most two in its variables (its Hessian does not
+    depend on the point): affine atoms over such expressions, and ``sum_squares``/``square``/``power(., 2)``/
+    ``quad_form``/``quad_over_lin`` with a constant denominator over affine arguments.
+
+    Structural: it reads the expression tree, not the parameters' values. CVXPY's own ``is_quadratic()`` also
+    accepts piecewise atoms such as ``huber``, whose curvature vanishes where they are linear, so it is not used.
+    """
+    from cvxpy.atoms.affine.affine_atom import AffAtom
+    from cvxpy.expressions.leaf import Leaf
+
+    def degree2(e) -> bool:
+        if isinstance(e, Leaf) or e.is_constant():
+            return True
+        if isinstance(e, AffAtom):
+            if not e.is_affine():  # e.g. a product of a constant with a quadratic: check the arguments
+                return all(a.is_constant() or degree2(a) for a in e.args)
+            return True
+        name = type(e).__name__
+        if name not in _QUADRATIC_ATOMS:
+            return False
+        if name in ("Power", "PowerApprox", "power"):
+            p = getattr(e, "p", None)
+            p = getattr(p, "value", p)
+            return p is not None and float(p) in (1.0, 2.0) and e.args[0].is_affine()
+        return e.args[0].is_affine() and all(a.is_constant() for a in e.args[1:])
+
+    try:
+        return bool(expr.is_convex()) and degree2(expr)
+    except Exception:  # an expression CVXPY cannot classify: treat it as general (the safe side)
+        return False
 
 
 def estimate_lipschitz(grad: Callable[[np.ndarray], np.ndarray], u0: np.ndarray, *, iterations: int = 50,
@@ -67,18 +140,20 @@ def declared_lipschitz(agent) -> float | None:
 
 
 def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, private: bool,
-                        need: bool = True, prefer_declared: bool = True) -> list[tuple[float | None, str]]:
-    """``(L_p, source)`` per agent; source is ``"declared"``, ``"estimated"`` or ``"unknown"``.
+                        need: bool = True, prefer_declared: bool = True) -> list[Curvature]:
+    """A :class:`Curvature` per agent: ``L_p``, its source (``"declared"``, ``"estimated"`` or ``"unknown"``) and
+    whether the objective is quadratic (:func:`has_constant_hessian`, structural).
 
     ``private=True`` uses declared bounds only; with ``need=True`` a missing one raises a
     :class:`~cvxdp.errors.DeclarationError` naming the agent and what to do. ``prefer_declared=False``
     (non-private runs) estimates even when a bound is declared (a declared bound may be loose).
     """
-    out: list[tuple[float | None, str]] = []
+    out: list[Curvature] = []
     for agent, u0 in zip(agents, starts):
         declared = declared_lipschitz(agent)
+        quadratic = has_constant_hessian(agent.objective)
         if declared is not None and (private or prefer_declared):
-            out.append((declared, "declared"))
+            out.append(Curvature(declared, "declared", quadratic))
         elif private:
             if need:
                 raise DeclarationError(
@@ -87,10 +162,10 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
                     "that holds for every neighbouring data set), or give eta explicitly (e.g. eta=10.0). It is "
                     "not estimated from the data, since that would steer a private run with unaccounted "
                     "information.")
-            out.append((None, "unknown"))
+            out.append(Curvature(None, "unknown", quadratic))
         else:
             try:
-                out.append((estimate_lipschitz(lambda u, a=agent: a.grad(u), u0), "estimated"))
+                out.append(Curvature(estimate_lipschitz(lambda u, a=agent: a.grad(u), u0), "estimated", quadratic))
             except DeclarationError as exc:  # a non-finite gradient: say when it happened
                 raise DeclarationError(f"{exc} This happened while estimating the Lipschitz constant of its gradient "
                                        "for eta='auto', before round 1 (declare Agent(lipschitz=...) or give eta "
@@ -98,35 +173,57 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
     return out
 
 
-def auto_etas(constants: Sequence[tuple[float | None, str]], factor: float = ETA_FACTOR) -> list[float]:
-    """``eta_p = max(factor * L_p, ETA_FLOOR)`` per agent."""
+def eta_factor(curvature: Curvature, factor: float | None = None, *, private: bool = False) -> float:
+    """The multiple of ``L_p`` that eta="auto" uses: ``factor`` when given; else :data:`ETA_FACTOR_QUADRATIC` for
+    a quadratic objective in a non-private run, and :data:`ETA_FACTOR` otherwise. A private run keeps
+    ``eta_p = L_p``: each update's noise is divided by ``eta_p`` (and OutPert's sensitivity by ``min(c)``), so
+    the smaller eta trades privacy-noise damping for speed (case14 balance, ObjG eps = 1, 100 rounds: objective
+    10.5 at ``L_p``, 23.7 at ``0.55 L_p``)."""
+    if factor is not None:
+        return float(factor)
+    return ETA_FACTOR_QUADRATIC if curvature.quadratic and not private else ETA_FACTOR
+
+
+def auto_etas(constants: Sequence[Curvature], factor: float | None = None, *, private: bool = False) -> list[float]:
+    """``eta_p = max(eta_factor * L_p, ETA_FLOOR)`` per agent (see :func:`eta_factor`)."""
     etas = []
-    for value, source in constants:
-        if value is None or not math.isfinite(value):
-            raise DeclarationError(f"Could not determine eta automatically ({source} Lipschitz constant {value}); "
+    for c in constants:
+        c = Curvature(*c)
+        if c.value is None or not math.isfinite(c.value):
+            raise DeclarationError(f"Could not determine eta automatically ({c.source} Lipschitz constant {c.value}); "
                                    "give LinearizedADMM(eta=...) explicitly.")
-        etas.append(max(factor * value, ETA_FLOOR))
+        etas.append(max(eta_factor(c, factor, private=private) * c.value, ETA_FLOOR))
     return etas
 
 
-def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[tuple[float | None, str]]) -> None:
-    """Warn (naming the agent) when an explicit eta is below a known ``L_p``."""
-    for name, (value, source) in zip(names, constants):
-        if value is not None and math.isfinite(value) and eta < value * (1 - 1e-9):
-            warnings.warn(StepSizeWarning(
-                f"eta for agent {name!r} ({eta:g}) looks below its gradient Lipschitz constant ~{value:.4g} "
-                f"({source}); the linearized step may oscillate or stall. Pass eta='auto' (the default) or "
-                f"eta>={value:.4g}, or declare lipschitz= on the agent.", agent=name, suggestion={"eta": value}),
-                stacklevel=6)  # <- EtaPlan.start <- family.start <- run_loop <- solve <- caller
+def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Curvature]) -> None:
+    """Warn (naming the agent) when an explicit eta is at or below what the convergence theory needs
+    (:attr:`Curvature.needed`: ``L_p`` for a general objective, more than ``L_p / 2`` for a quadratic one)."""
+    for name, c in zip(names, constants):
+        c = Curvature(*c)
+        if c.covers(eta) in (None, True):
+            continue
+        suggest = eta_factor(c) * c.value
+        if c.quadratic:
+            why = (f"more than half its gradient Lipschitz constant ~{c.value:.4g} ({c.source}; its objective is "
+                   "quadratic)")
+        else:
+            why = f"its gradient Lipschitz constant ~{c.value:.4g} ({c.source})"
+        warnings.warn(StepSizeWarning(
+            f"eta for agent {name!r} ({eta:g}) is below what the linearized step needs, {why}; it may oscillate "
+            f"or stall. Pass eta='auto' (the default) or eta>={suggest:.4g}, or declare lipschitz= on the agent.",
+            agent=name, suggestion={"eta": suggest}),
+            stacklevel=6)  # <- EtaPlan.start <- family.start <- run_loop <- solve <- caller
 
 
 class EtaPlan:
     """The eta of every agent in every round, resolved once at the start of a run (engine hook)."""
 
-    def __init__(self, algorithm, names: Sequence[str], constants: list[tuple[float | None, str]] | None) -> None:
+    def __init__(self, algorithm, names: Sequence[str], constants: list[Curvature] | None, *,
+                 private: bool = False) -> None:
         self.algorithm, self.names, self.constants = algorithm, list(names), constants
         auto = getattr(algorithm, "auto_eta", None)
-        self.fixed = auto_etas(constants, auto.factor) if auto is not None else None
+        self.fixed = auto_etas(constants, auto.factor, private=private) if auto is not None else None
 
     @classmethod
     def start(cls, algorithm, agents: Sequence, backend, *, private: bool) -> EtaPlan:
@@ -142,7 +239,8 @@ class EtaPlan:
         if private and auto:  # fail fast, naming the agent (declared bounds only)
             lipschitz_constants(agents, [np.zeros(0)] * len(agents), private=True)
         if auto:
-            return cls(algorithm, names, backend.call("lipschitz", [(private,)] * len(agents)))
+            return cls(algorithm, names, [Curvature(*c) for c in backend.call("lipschitz", [(private,)] * len(agents))],
+                       private=private)
         from .schedules import Constant
 
         plan = cls(algorithm, names, None)
@@ -151,7 +249,7 @@ class EtaPlan:
             # curvature measured at the start (non-private runs only: a private run may not look at its data;
             # its residuals are still diagnosed at the end). A declared bound skips the estimate's 51 gradient
             # evaluations (seconds per agent on federated data).
-            plan.constants = backend.call("lipschitz", [(False, True)] * len(agents))
+            plan.constants = [Curvature(*c) for c in backend.call("lipschitz", [(False, True)] * len(agents))]
             check_explicit_eta(names, float(algorithm.eta_schedule.value), plan.constants)
         return plan
 
@@ -165,7 +263,7 @@ class EtaPlan:
         """What was chosen, for ``result.config`` (None unless eta was automatic)."""
         if self.fixed is None:
             return None
-        return {n: {"eta": e, "lipschitz": c[0], "source": c[1]}
+        return {n: {"eta": e, "lipschitz": c[0], "source": c[1], "quadratic": bool(Curvature(*c).quadratic)}
                 for n, e, c in zip(self.names, self.fixed, self.constants)}
 
 
@@ -193,7 +291,7 @@ def _trend(values: np.ndarray) -> tuple[float, float]:
 
 
 def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason: str, algorithm: str,
-             etas: Sequence[float] | None, constants: Sequence[tuple[float | None, str]] | None,
+             etas: Sequence[float] | None, constants: Sequence[Curvature] | None,
              tol: float = 1e-6, min_rounds: int = 40, private: bool = False,
              stacklevel: int = 3) -> list[StepSizeWarning]:
     """Divergence or stagnation of a finished run, read from released values (residuals) only.
@@ -226,13 +324,15 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     kind = "diverges" if diverged else "stagnates"
     names = list(dict.fromkeys(agent_history["agent"])) if worst is not None else []
     p = names.index(worst) if worst is not None else 0
-    L = constants[p][0] if constants is not None and worst is not None else None
-    eta_small = L is None or not math.isfinite(L) or (etas is not None and etas[p] < L)
+    curvature = Curvature(*constants[p]) if constants is not None and worst is not None else None
+    L = curvature.value if curvature is not None else None
+    covered = curvature.covers(etas[p]) if curvature is not None and etas is not None else None
+    eta_small = not covered
     if algorithm == "ladmm" and worst is not None and etas is not None and eta_small:
         known = f" (its gradient Lipschitz constant is ~{L:.4g})" if L is not None and math.isfinite(L) else ""
         hint = (f"eta for agent {worst!r} is {etas[p]:.4g}{known}; pass eta='auto' (the default), a larger eta "
                 "(e.g. 2x), or declare lipschitz= on the agent")
-        suggestion = {"eta": 2 * etas[p] if not known else max(2 * etas[p], L)}
+        suggestion = {"eta": 2 * etas[p] if not known else max(2 * etas[p], eta_factor(curvature) * L)}
     else:
         hint = "pass rho='auto' (the default, adaptive), or a larger or smaller rho (try 10x either way)"
         suggestion = {"rho": "auto"}
@@ -243,5 +343,6 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     return out
 
 
-__all__ = ["ETA_FACTOR", "EtaPlan", "ETA_FLOOR", "auto_etas", "check_explicit_eta", "declared_lipschitz", "diagnose",
-           "estimate_lipschitz", "lipschitz_constants"]
+__all__ = ["Curvature", "ETA_FACTOR", "ETA_FACTOR_QUADRATIC", "EtaPlan", "ETA_FLOOR", "auto_etas", "check_explicit_eta",
+           "declared_lipschitz", "diagnose", "estimate_lipschitz", "eta_factor", "has_constant_hessian",
+           "lipschitz_constants"]

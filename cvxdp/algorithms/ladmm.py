@@ -32,9 +32,10 @@ class LinearizedADMM(Algorithm):
         1127 -> 577, PGLib case14 / case118 / case300 70 / 118 / 469 -> 26 / 146 / 469.
     eta : "auto", float or schedule, default "auto"
         Proximal weight eta^t (non-decreasing, bounded). ``"auto"`` (:class:`~cvxdp.schedules.AutoEta`): per
-        agent, ``eta_p = L_p``, its gradient Lipschitz constant — in a private run the agent's declared public
-        bound ``Agent(lipschitz=...)`` (required), else the declared bound or an estimate from the data
-        (:mod:`cvxdp.step_sizes`).
+        agent, ``eta_p = L_p``, its curvature bound — in a private run the agent's declared public bound
+        ``Agent(lipschitz=...)`` (required), else the declared bound or an estimate from the data — and
+        ``eta_p = 0.55 L_p`` in a non-private run when the objective is quadratic (``eta_p > L_p / 2`` suffices
+        for a constant Hessian; :mod:`cvxdp.step_sizes`).
     local_updates : int
         J >= 1 local updates per round.
     rounds : int

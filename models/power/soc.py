@@ -378,6 +378,45 @@ class SocModel:
 
         return grad
 
+    def curvature_bound(self, h_inj: float, h_pg: np.ndarray | float = 0.0) -> float:
+        """A bound on the curvature of an objective with diagonal Hessian ``h_inj`` on the injections and
+        ``h_pg`` on the generators' active power, over the feasible set: the smallest ``L`` with
+        ``f(u) <= f(v) + <grad f(v), u - v> + L/2 ||u - v||^2`` for feasible ``u, v`` (what LinearizedADMM's eta
+        must be measured against). Public: it reads the network, not the loads.
+
+        Feasible differences ``d = u - v`` keep each own bus's balance rows: ``d_pinj = a . d_x`` and
+        ``d_qinj = c . d_x``, where ``x`` are the bus's generators, its ``w`` (shunt) and the flows ending there.
+        These variables belong to one bus each, so keeping only these rows (dropping the flow definitions and
+        the inequalities only enlarges the set of directions) leaves one small block per bus. The bound is the
+        largest generalized eigenvalue over the buses of ``(h_inj G G^T + diag(h_x), I + G G^T)`` with
+        ``G = [a c]``. For the balance objective it is ``h_inj mu / (1 + mu)`` with ``mu`` the largest
+        eigenvalue of ``G^T G``: below ``h_inj``, more so at buses with few lines and generators.
+        """
+        import scipy.linalg as sl
+
+        c, lay = self.case, self.layout
+        h_pg = np.broadcast_to(np.asarray(h_pg, dtype=float), (len(lay.gens),))
+        out = 0.0
+        for b in lay.own:
+            gens = np.flatnonzero(c.gen_bus[lay.gens] == b)
+            fr = np.flatnonzero(c.f_bus[lay.lines] == b)
+            to = np.flatnonzero(c.t_bus[lay.lines] == b)
+            nf = len(fr) + len(to)
+            k = len(gens)
+            # x = [pg (k), qg (k), w (1), p flows (nf), q flows (nf)]
+            n = 2 * k + 1 + 2 * nf
+            a, q = np.zeros(n), np.zeros(n)
+            a[:k], q[k:2 * k] = 1.0, 1.0
+            a[2 * k], q[2 * k] = -c.gs[b], c.bs[b]
+            a[2 * k + 1:2 * k + 1 + nf] = -1.0
+            q[2 * k + 1 + nf:] = -1.0
+            G = np.column_stack([a, q])
+            K = h_inj * (G @ G.T)
+            K[np.arange(k), np.arange(k)] += h_pg[gens]
+            lam = sl.eigh(K, np.eye(n) + G @ G.T, eigvals_only=True)
+            out = max(out, float(lam[-1]))
+        return out
+
     def values(self, u: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Named blocks of ``u`` (default: the variable's current value)."""
         return self.layout.split(self.u.value if u is None else u)

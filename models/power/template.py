@@ -164,13 +164,16 @@ def _check_model(model: dict) -> dict[str, Any]:
 
 
 def zone_lipschitz(m: Any, kind: str, penalty: float | None, cost_scale: float) -> float:
-    """Lipschitz constant of a zone's gradient (its Hessian is diagonal): ``2 * penalty`` on the injections,
-    ``2 c2 / cost_scale`` on the generators. Public: it reads the penalty and the cost curves, not the loads."""
+    """Curvature bound of a zone's objective over its feasible set (what ``Agent(lipschitz=...)`` declares and
+    LinearizedADMM's eta is measured against). The Hessian is diagonal: ``2 * penalty`` on the injections,
+    ``2 c2 / cost_scale`` on the generators. :meth:`SocModel.curvature_bound` restricts it to the directions the
+    buses' balance rows allow (case14's zones: 1.56-1.66 instead of 2 for the balance objective). Public: it
+    reads the penalty, the network and the cost curves, not the loads."""
     lay = m.layout
-    out = 2.0 * (1.0 if penalty is None else float(penalty)) if (kind == "balance" or penalty is not None) else 0.0
-    if kind == "cost" and len(lay.gens):
-        out = max(out, float(np.max(2.0 * m.case.gencost[lay.gens][:, 0])) / cost_scale)
-    return out
+    h_inj = 2.0 * (1.0 if penalty is None else float(penalty)) if (kind == "balance" or penalty is not None) else 0.0
+    h_pg = 2.0 * m.case.gencost[lay.gens][:, 0] / cost_scale if kind == "cost" else np.zeros(len(lay.gens))
+    diagonal = max([h_inj, *h_pg.tolist()]) if (h_inj or len(h_pg)) else 0.0
+    return min(diagonal, m.curvature_bound(h_inj if kind == "balance" or penalty is not None else 0.0, h_pg))
 
 
 class ZoneModel:

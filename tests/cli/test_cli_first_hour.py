@@ -129,12 +129,15 @@ def test_shipped_powermodelsada_comparison_case_stops_on_its_rule(tmp_path):
 
 def test_the_console_script_prints_warnings_without_python_source_lines(tmp_path):
     # `cvxdp ...` (python -m cvxdp.cli.main): a warning is its category and message, not Python's file:line plus
-    # the source line of the call inside cvxdp
+    # the source line of the call inside cvxdp. eta = 0.5 is below half of case14's zone curvature (1.60-1.67).
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "cvxdp.cli.main", "run", "--network", "case14", "--zones", "3",
+    text = (CASES / "case14_3zones.toml").read_text().replace("eta = 1.0 ", "eta = 0.5 ")
+    assert "eta = 0.5 " in text
+    (tmp_path / "low_eta.toml").write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "cvxdp.cli.main", "run", str(tmp_path / "low_eta.toml"),
                            "--rounds", "2", "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "warning (StepSizeWarning): eta for agent 'zone1' (1) looks below" in proc.stderr
+    assert "warning (StepSizeWarning): eta for agent 'zone1' (0.5) is below" in proc.stderr
     assert "result = solve(" not in proc.stderr and ".py:" not in proc.stderr

@@ -12,7 +12,7 @@ import pytest
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError, StepSizeWarning
 from cvxdp.schedules import AdaptiveRho, AutoEta, as_schedule, describe
-from cvxdp.step_sizes import estimate_lipschitz
+from cvxdp.step_sizes import ETA_FACTOR_QUADRATIC, Curvature, estimate_lipschitz, has_constant_hessian
 
 
 def four_agents(seed: int = 0, scale: float = 10.0, lipschitz: bool = False):
@@ -65,9 +65,53 @@ def test_auto_eta_is_per_agent_and_estimated_in_a_non_private_run():
     result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0)
     chosen = result.config["eta_per_agent"]
     for agent, L in zip(agents, declared):
-        assert chosen[agent.name]["source"] == "estimated"
-        assert chosen[agent.name]["eta"] == pytest.approx(L, rel=1e-3)
+        assert chosen[agent.name]["source"] == "estimated" and chosen[agent.name]["quadratic"]
+        assert chosen[agent.name]["eta"] == pytest.approx(ETA_FACTOR_QUADRATIC * L, rel=1e-3)
     assert len({round(v["eta"], 6) for v in chosen.values()}) == 4  # one eta per agent
+
+
+def test_constant_hessian_is_read_from_the_expression_structure():
+    x = cp.Variable(3)
+    p = cp.Parameter(3, value=np.ones(3))
+    A = cp.Parameter((2, 3), value=np.ones((2, 3)))
+    quadratic = [cp.sum_squares(x - p), 2 * cp.sum_squares(cp.multiply(np.sqrt([1.0, 2.0, 3.0]), x)) + p @ x + 3,
+                 cp.sum_squares(A @ x - 1) / 10, cp.quad_form(x, np.eye(3)), cp.sum(cp.square(x)), p @ x,
+                 cp.quad_over_lin(x, 2.0), cp.sum(cp.power(x, 2)) + cp.sum_squares(x[:2])]
+    general = [cp.sum(cp.huber(x)), cp.sum(cp.logistic(x)), cp.norm(x, 1), cp.sum(cp.power(x, 4)),
+               cp.sum(cp.exp(x)), cp.sum_squares(x) + cp.sum(cp.logistic(x))]
+    assert all(has_constant_hessian(e) for e in quadratic)
+    assert not any(has_constant_hessian(e) for e in general)  # huber: CVXPY calls it quadratic, its curvature is not
+
+
+def test_explicit_eta_is_measured_against_half_the_curvature_only_for_a_quadratic_objective():
+    # Li, Sun & Toh (2016): a constant Hessian H needs eta I - H/2 > 0; a general objective eta >= L
+    quad, general = Curvature(10.0, "declared", True), Curvature(10.0, "declared", False)
+    assert quad.covers(5.5) and not quad.covers(5.0) and not quad.covers(4.0)
+    assert general.covers(10.0) and not general.covers(5.5)
+    assert Curvature(None, "unknown", True).covers(1.0) is None
+    from cvxdp.step_sizes import check_explicit_eta
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_explicit_eta(["q", "g"], 6.0, [quad, general])
+    assert [w.message.agent for w in caught] == ["g"]
+    assert caught[0].message.suggestion == {"eta": 10.0}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_explicit_eta(["q"], 5.0, [quad])
+    assert "quadratic" in str(caught[0].message) and caught[0].message.suggestion["eta"] == pytest.approx(5.5)
+
+
+def test_a_logistic_agent_keeps_eta_equal_to_its_lipschitz_constant():
+    rng = np.random.default_rng(0)
+    agents = []
+    for p in range(2):
+        x = cp.Variable(3, name=f"w{p}")
+        X, y = rng.normal(size=(20, 3)), rng.choice([-1.0, 1.0], size=20)
+        objective = cp.sum(cp.logistic(-cp.multiply(y, X @ x))) / 20
+        agents.append(cvxdp.Agent(f"node{p}", objective, [cp.abs(x) <= 1], shared={"w": x}, lipschitz=2.0))
+    chosen = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0).config["eta_per_agent"]
+    assert all(not v["quadratic"] and v["eta"] == 2.0 for v in chosen.values())
 
 
 # ------------------------------------------------------------------------------------- the issue's cases
@@ -91,9 +135,10 @@ def test_four_agent_problem_with_rho_eta_5_warns_naming_the_agent_and_the_settin
         result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=5.0, eta=5.0, rounds=200), seed=0)
     assert _rel_gap(result, ref) > 0.1  # the problem the issue reported: far off, no warning before
     found = _step_warnings(caught)
-    up_front = [w for w in found if "below its gradient Lipschitz constant" in str(w)]
+    up_front = [w for w in found if "below what the linearized step needs" in str(w)]
     assert {w.agent for w in up_front} == {a.name for a in agents}
-    assert all(w.suggestion["eta"] > 30 for w in up_front)
+    declared = {a.name: a.lipschitz for a in four_agents(lipschitz=True)}
+    assert all(w.suggestion["eta"] > declared[w.agent] / 2 > 5.0 for w in up_front)
     assert "eta>=" in str(up_front[0])
     stalled = [w for w in found if "stagnates" in str(w) or "diverges" in str(w)]
     assert len(stalled) == 1 and stalled[0].agent in {a.name for a in agents}
@@ -195,7 +240,8 @@ def test_private_auto_eta_reads_no_data_before_the_first_update():
     result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=1), privacy=privacy, seed=0)
     assert calls["n"] == len(agents)  # one gradient per agent: the update itself, no estimation
     chosen = result.config["eta_per_agent"]
-    assert all(v["source"] == "declared" and v["eta"] == v["lipschitz"] for v in chosen.values())
+    # a private run keeps eta = L_p (each update's noise is divided by eta), even for a quadratic objective
+    assert all(v["source"] == "declared" and v["quadratic"] and v["eta"] == v["lipschitz"] for v in chosen.values())
 
 
 def test_bad_lipschitz_declaration_is_named():

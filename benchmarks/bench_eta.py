@@ -1,0 +1,96 @@
+"""LinearizedADMM's automatic eta: ``eta_p = L_p`` vs the default (``0.55 L_p`` for a quadratic objective in a
+non-private run), measured in one run on the power template.
+
+    PYTHONPATH=. python benchmarks/bench_eta.py                 # all three parts (about 15 minutes on 2 cores)
+    PYTHONPATH=. python benchmarks/bench_eta.py --part balance  # one part: cost | balance | private
+
+* ``cost``: rounds to 1e-3 of the centralized optimum (and mismatch < 1e-3) on the seven rows of
+  ``bench_power.py --acceptance`` (its LinearizedADMM settings);
+* ``balance``: consensus residual after 300 rounds on the balance objective (the one every DP study uses),
+  case14 and case118 in the shipped zones, case300 in 4 automatic zones;
+* ``private``: why a private run keeps ``eta_p = L_p`` -- case14 balance, ObjG / OutG, 100 rounds, mean of
+  3 seeds, at ``L_p`` and at ``0.55 L_p``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+from bench_power import ACCEPTANCE_CASES, CASE14_ZONES, CASE118_ZONES, _first_hit, _table
+
+import cvxdp
+from cvxdp.schedules import AutoEta
+from cvxdp.step_sizes import ETA_FACTOR_QUADRATIC
+from cvxdp_models.power.template import build
+
+#: (label, eta) of the two variants: the majorization bound, and the default
+VARIANTS = (("eta = L_p", AutoEta(1.0)), ("default", "auto"))
+
+
+def cost_rows(rounds: int) -> list[dict]:
+    rows = []
+    for label, model in ACCEPTANCE_CASES.items():
+        inst = build(dict(model, objective="cost"), base_dir=".")
+        ref = inst.central(ac_check=False)["objective"]
+        row = {"case": label}
+        for name, eta in VARIANTS:
+            algo = cvxdp.LinearizedADMM(eta=eta, rounds=rounds, tol_primal=1e-5, tol_dual=1e-5)
+            result = cvxdp.solve(inst.agents, algorithm=algo, seed=0)
+            row[f"rounds to 1e-3, {name}"] = _first_hit(result.history, ref, 1e-3, 1e-3)
+            row[f"eta, {name}"] = "/".join(f"{v['eta']:.3g}" for v in result.config["eta_per_agent"].values())
+        rows.append(row)
+        print(_table(rows[-1:]), flush=True)
+    return rows
+
+
+def balance_rows(rounds: int = 300) -> list[dict]:
+    rows = []
+    for label, model in (("case14 (3 zones)", {"network": "case14", "zones": CASE14_ZONES}),
+                         ("case118 (3 zones)", {"network": "case118", "zones": CASE118_ZONES}),
+                         ("case300 (4 auto zones)", {"network": "case300", "auto_zones": 4})):
+        inst = build(dict(model, objective="balance"), base_dir=".")
+        row = {"case": label}
+        for name, eta in VARIANTS:
+            result = cvxdp.solve(inst.agents, algorithm=cvxdp.LinearizedADMM(eta=eta, rounds=rounds), seed=0)
+            row[f"consensus after {rounds}, {name}"] = float(result.history["consensus_residual"].iloc[-1])
+        rows.append(row)
+        print(_table(rows[-1:]), flush=True)
+    return rows
+
+
+def private_rows(rounds: int = 100, seeds: int = 3) -> list[dict]:
+    inst = build({"network": "case14", "zones": CASE14_ZONES, "objective": "balance"}, base_dir=".")
+    rows = []
+    for mech in ("ObjG", "OutG"):
+        cls = cvxdp.ObjectivePerturbation if mech == "ObjG" else cvxdp.OutputPerturbation
+        row = {"mechanism": f"{mech}, eps = 1"}
+        for name, eta in (("default (eta = L_p)", "auto"), (f"eta = {ETA_FACTOR_QUADRATIC} L_p",
+                                                           AutoEta(ETA_FACTOR_QUADRATIC))):
+            objective = []
+            for seed in range(seeds):
+                result = cvxdp.solve(inst.agents, algorithm=cvxdp.LinearizedADMM(eta=eta, rounds=rounds),
+                                     privacy=cls("gaussian", epsilon=1.0, delta=1e-6), seed=seed)
+                objective.append(float(result.history["objective"].iloc[-1]))
+            row[f"objective, {name}"] = float(np.mean(objective))
+        rows.append(row)
+        print(_table(rows[-1:]), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["cost", "balance", "private"], nargs="+",
+                        default=["cost", "balance", "private"])
+    parser.add_argument("--rounds", type=int, default=1500, help="cost part: LinearizedADMM rounds")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    parts = {"cost": lambda: cost_rows(args.rounds), "balance": balance_rows, "private": private_rows}
+    for part in args.part:
+        print(f"\n== {part}")
+        print(_table(parts[part]()))
+
+
+if __name__ == "__main__":
+    main()
