@@ -12,6 +12,7 @@ the round's charges, the family aggregates the releases into the released metric
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,32 @@ def _frame(rows: list[dict], evals: list[dict], keys: tuple[str, ...], order: Se
     return ordered(frame, order) if len(frame.columns) else frame
 
 
+def _ranges(rounds: Sequence[int]) -> list[list[int]]:
+    """``[1, 2, 3, 7, 8] -> [[1, 3], [7, 8]]``: the evaluated rounds, compactly."""
+    out: list[list[int]] = []
+    for r in rounds:
+        if out and r == out[-1][1] + 1:
+            out[-1][1] = r
+        else:
+            out.append([r, r])
+    return out
+
+
+def _warn_evaluation_change(loop: LoopState, evaluate: bool) -> None:
+    """A resumed run with another ``evaluate`` than the checkpointed rounds: the problem is the same (the flag only
+    decides what is recorded), so it resumes, but the evaluated columns then cover only some rounds; say which."""
+    done = loop.t
+    evaluated = len(loop.eval_rows)
+    if done == 0 or (evaluate and evaluated == done) or (not evaluate and evaluated == 0):
+        return
+    before = f"rounds {loop.eval_rows[0]['round']}-{loop.eval_rows[-1]['round']}" if evaluated else "no round"
+    now = "evaluates" if evaluate else "does not evaluate"
+    warnings.warn(f"The checkpoint's run evaluated {before} of its {done} on the agents' private data, and this "
+                  f"resumed run {now} (evaluate={evaluate}): the evaluated columns of the history cover only part of "
+                  "the rounds (result.config['evaluation']['rounds'] lists their ranges). Resume with the same evaluate to "
+                  "keep them complete.", UserWarning, stacklevel=4)
+
+
 def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, seed: int | None,
              base_config: dict[str, Any], evaluate: bool, progress: bool = False,
              callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
@@ -88,6 +115,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             state, loop = saved["server"], saved["loop"]
             backend.call("restore", [(s,) for s in saved["nodes"]])
             ledger = family.ledger_from_dict(saved["ledger"])
+            _warn_evaluation_change(loop, evaluate)
         family.notes(ledger, backend)
         T = family.rounds
         bar = tqdm(total=T, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
@@ -137,6 +165,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     finally:
         backend.close()
         lock.release()
+    config["evaluation"]["rounds"] = _ranges([int(r["round"]) for r in loop.eval_rows])
     evaluated_cols = sorted({k for r in loop.eval_rows for k in r} - {"round"})
     config["evaluation"]["columns"] = evaluated_cols
     config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r} - {"round", "agent"})
