@@ -66,7 +66,8 @@ class Curvature(NamedTuple):
 
 #: CVXPY atoms of degree two with a constant Hessian when their arguments are affine (and the second argument of
 #: quad_over_lin / quad_form is constant); power only with p = 2
-_QUADRATIC_ATOMS = ("quad_over_lin", "QuadForm", "Power", "PowerApprox", "power")
+_QUADRATIC_ATOMS = ("quad_over_lin", "QuadForm")
+_POWER_ATOMS = ("Power", "PowerApprox")
 
 
 def has_constant_hessian(expr) -> bool:
@@ -83,18 +84,14 @@ def has_constant_hessian(expr) -> bool:
     def degree2(e) -> bool:
         if isinstance(e, Leaf) or e.is_constant():
             return True
-        if isinstance(e, AffAtom):
-            if not e.is_affine():  # e.g. a product of a constant with a quadratic: check the arguments
-                return all(a.is_constant() or degree2(a) for a in e.args)
-            return True
+        if isinstance(e, AffAtom):  # a sum, a scaling, an index, ... of degree-2 terms
+            return all(degree2(a) for a in e.args)
         name = type(e).__name__
-        if name not in _QUADRATIC_ATOMS:
-            return False
-        if name in ("Power", "PowerApprox", "power"):
+        if name in _POWER_ATOMS:
             p = getattr(e, "p", None)
             p = getattr(p, "value", p)
             return p is not None and float(p) in (1.0, 2.0) and e.args[0].is_affine()
-        return e.args[0].is_affine() and all(a.is_constant() for a in e.args[1:])
+        return name in _QUADRATIC_ATOMS and e.args[0].is_affine() and all(a.is_constant() for a in e.args[1:])
 
     try:
         return bool(expr.is_convex()) and degree2(expr)
@@ -188,7 +185,6 @@ def auto_etas(constants: Sequence[Curvature], factor: float | None = None, *, pr
     """``eta_p = max(eta_factor * L_p, ETA_FLOOR)`` per agent (see :func:`eta_factor`)."""
     etas = []
     for c in constants:
-        c = Curvature(*c)
         if c.value is None or not math.isfinite(c.value):
             raise DeclarationError(f"Could not determine eta automatically ({c.source} Lipschitz constant {c.value}); "
                                    "give LinearizedADMM(eta=...) explicitly.")
@@ -200,7 +196,6 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Cur
     """Warn (naming the agent) when an explicit eta is at or below what the convergence theory needs
     (:attr:`Curvature.needed`: ``L_p`` for a general objective, more than ``L_p / 2`` for a quadratic one)."""
     for name, c in zip(names, constants):
-        c = Curvature(*c)
         if c.covers(eta) in (None, True):
             continue
         suggest = eta_factor(c) * c.value
@@ -263,7 +258,7 @@ class EtaPlan:
         """What was chosen, for ``result.config`` (None unless eta was automatic)."""
         if self.fixed is None:
             return None
-        return {n: {"eta": e, "lipschitz": c[0], "source": c[1], "quadratic": bool(Curvature(*c).quadratic)}
+        return {n: {"eta": e, "lipschitz": c.value, "source": c.source, "quadratic": bool(c.quadratic)}
                 for n, e, c in zip(self.names, self.fixed, self.constants)}
 
 

@@ -167,13 +167,12 @@ def zone_lipschitz(m: Any, kind: str, penalty: float | None, cost_scale: float) 
     """Curvature bound of a zone's objective over its feasible set (what ``Agent(lipschitz=...)`` declares and
     LinearizedADMM's eta is measured against). The Hessian is diagonal: ``2 * penalty`` on the injections,
     ``2 c2 / cost_scale`` on the generators. :meth:`SocModel.curvature_bound` restricts it to the directions the
-    buses' balance rows allow (case14's zones: 1.56-1.66 instead of 2 for the balance objective). Public: it
+    buses' balance rows allow (case14's zones: 1.60-1.67 instead of 2 for the balance objective). Public: it
     reads the penalty, the network and the cost curves, not the loads."""
     lay = m.layout
     h_inj = 2.0 * (1.0 if penalty is None else float(penalty)) if (kind == "balance" or penalty is not None) else 0.0
     h_pg = 2.0 * m.case.gencost[lay.gens][:, 0] / cost_scale if kind == "cost" else np.zeros(len(lay.gens))
-    diagonal = max([h_inj, *h_pg.tolist()]) if (h_inj or len(h_pg)) else 0.0
-    return min(diagonal, m.curvature_bound(h_inj if kind == "balance" or penalty is not None else 0.0, h_pg))
+    return min(max([h_inj, *h_pg.tolist()]), m.curvature_bound(h_inj, h_pg))
 
 
 class ZoneModel:
