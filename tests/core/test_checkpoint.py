@@ -149,38 +149,35 @@ def test_sigkilled_study_resumes_without_losing_or_redoing_cells(tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
-def test_a_resume_with_another_evaluate_flag_says_which_rounds_were_evaluated(tmp_path):
-    # the flag decides what is recorded, not the problem: the run resumes, with a warning and the ranges recorded
+def _resume_after(tmp_path, at: int, first: bool, then: bool):
+    """Run with ``evaluate=first`` until round ``at`` is checkpointed and interrupted, then resume with ``then``."""
     def interrupt(t, row):
-        if t == 12:
+        if t == at:
             raise KeyboardInterrupt
 
     agents = make_agents(seed=5)
     algo = dict(algorithm=cvxdp.LinearizedADMM(**ALGO), privacy=MECH, seed=11, checkpoint=tmp_path)
     with pytest.raises(KeyboardInterrupt):
-        cvxdp.solve(agents, callback=interrupt, evaluate=True, **algo)
+        cvxdp.solve(agents, callback=interrupt, evaluate=first, **algo)
+    return cvxdp.solve(agents, evaluate=then, **algo)
+
+
+def test_a_resume_with_another_evaluate_flag_says_which_rounds_were_evaluated(tmp_path):
+    # the flag decides what is recorded, not the problem: the run resumes, with a warning and the ranges recorded
     with pytest.warns(UserWarning, match=r"evaluated rounds 1-12 of its 12 .* does not evaluate"):
-        resumed = cvxdp.solve(agents, evaluate=False, **algo)
+        resumed = _resume_after(tmp_path, 12, True, False)
     assert resumed.config["evaluation"]["rounds"] == [[1, 12]]
     assert resumed.config["evaluation"]["evaluated"] is False
     column = resumed.config["evaluation"]["columns"][0]
     assert resumed.history[column].iloc[:12].notna().all() and resumed.history[column].iloc[12:].isna().all()
-    full = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(**ALGO), privacy=MECH, seed=11)
+    full = cvxdp.solve(make_agents(seed=5), algorithm=cvxdp.LinearizedADMM(**ALGO), privacy=MECH, seed=11)
     assert full.config["evaluation"]["rounds"] == [[1, 30]]
 
 
 def test_a_resume_with_the_same_evaluate_flag_does_not_warn(tmp_path):
     import warnings
 
-    def interrupt(t, row):
-        if t == 5:
-            raise KeyboardInterrupt
-
-    agents = make_agents(seed=5)
-    algo = dict(algorithm=cvxdp.LinearizedADMM(**ALGO), privacy=MECH, seed=11, checkpoint=tmp_path)
-    with pytest.raises(KeyboardInterrupt):
-        cvxdp.solve(agents, callback=interrupt, evaluate=False, **algo)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        resumed = cvxdp.solve(agents, evaluate=False, **algo)
+        resumed = _resume_after(tmp_path, 5, False, False)
     assert resumed.config["evaluation"]["rounds"] == []
