@@ -1,15 +1,20 @@
 """LinearizedADMM's automatic eta: ``eta_p = L_p`` vs the default (``0.55 L_p`` for a quadratic objective in a
-non-private run), measured in one run on the power template.
+non-private run; in a private run ``L_p``, grown while the released copies only move with the noise), measured
+in one run on the power and logistic templates.
 
-    PYTHONPATH=. python benchmarks/bench_eta.py                 # all three parts (about 15 minutes on 2 cores)
-    PYTHONPATH=. python benchmarks/bench_eta.py --part balance  # one part: cost | balance | private
+    PYTHONPATH=. python benchmarks/bench_eta.py                 # all four parts (about 25 minutes on 2 cores)
+    PYTHONPATH=. python benchmarks/bench_eta.py --part balance  # one part: cost | balance | private | noise
 
 * ``cost``: rounds to 1e-3 of the centralized optimum (and mismatch < 1e-3) on the seven rows of
   ``bench_power.py --acceptance`` (its LinearizedADMM settings);
 * ``balance``: consensus residual after 300 rounds on the balance objective (the one every DP study uses),
   case14 and case118 in the shipped zones, case300 in 4 automatic zones;
-* ``private``: why a private run keeps ``eta_p = L_p`` -- case14 balance, ObjG / OutG, 100 rounds, mean of
-  3 seeds, at ``L_p`` and at ``0.55 L_p``.
+* ``private``: why a private run starts from ``eta_p = L_p`` -- case14 balance, ObjG / OutG, 100 rounds, mean
+  of 3 seeds, at ``L_p`` and at ``0.55 L_p`` (both fixed), and the default;
+* ``noise``: the default's growth with the noise (:mod:`cvxdp.noise_eta`) vs a fixed ``eta_p = L_p``, over
+  per-step epsilons 0.1 / 1 / 10 and three mechanisms, mean of 3 seeds: case14 balance (100 rounds, final
+  objective; a fixed ``32 L_p``, the best of a sweep at eps = 1, for reference) and the federated digits case
+  (``cases/digits_fl.toml``, 200 rounds, test error).
 """
 
 from __future__ import annotations
@@ -21,9 +26,15 @@ import numpy as np
 from bench_power import ACCEPTANCE_CASES, CASE14_ZONES, CASE118_ZONES, _first_hit, _table
 
 import cvxdp
+from cvxdp.config import load_case
+from cvxdp.runs import build_instance
 from cvxdp.schedules import AutoEta
 from cvxdp.step_sizes import ETA_FACTOR_QUADRATIC
 from cvxdp_models.power.template import build
+
+#: the mechanisms of the noise part
+MECHANISMS = {"ObjG": (cvxdp.ObjectivePerturbation, "gaussian"), "OutG": (cvxdp.OutputPerturbation, "gaussian"),
+              "ObjL": (cvxdp.ObjectivePerturbation, "laplace")}
 
 #: (label, eta) of the two variants: the majorization bound, and the default
 VARIANTS = (("eta = L_p", AutoEta(1.0)), ("default", "auto"))
@@ -66,8 +77,9 @@ def private_rows(rounds: int = 100, seeds: int = 3) -> list[dict]:
     for mech in ("ObjG", "OutG"):
         cls = cvxdp.ObjectivePerturbation if mech == "ObjG" else cvxdp.OutputPerturbation
         row = {"mechanism": f"{mech}, eps = 1"}
-        for name, eta in (("default (eta = L_p)", "auto"), (f"eta = {ETA_FACTOR_QUADRATIC} L_p",
-                                                           AutoEta(ETA_FACTOR_QUADRATIC))):
+        for name, eta in (("eta = L_p", AutoEta(1.0, noise_growth=1.0)),
+                          (f"eta = {ETA_FACTOR_QUADRATIC} L_p", AutoEta(ETA_FACTOR_QUADRATIC, noise_growth=1.0)),
+                          ("default", "auto")):
             objective = []
             for seed in range(seeds):
                 result = cvxdp.solve(inst.agents, algorithm=cvxdp.LinearizedADMM(eta=eta, rounds=rounds),
@@ -79,14 +91,51 @@ def private_rows(rounds: int = 100, seeds: int = 3) -> list[dict]:
     return rows
 
 
+def _private_mean(inst, mech: str, eps: float, eta, rounds: int, seeds: int, metric, **algorithm) -> tuple[float, float]:
+    """Mean of ``metric(result)`` over seeds, and the mean final eta multiplier of the default's growth."""
+    cls, noise = MECHANISMS[mech]
+    values, growth = [], []
+    for seed in range(seeds):
+        result = cvxdp.solve(inst.agents, algorithm=cvxdp.LinearizedADMM(eta=eta, rounds=rounds, **algorithm),
+                             privacy=cls(noise, epsilon=eps, delta=1e-6), seed=seed)
+        values.append(metric(result))
+        growth += [v.get("noise_growth", 1.0) for v in result.config["eta_per_agent"].values()]
+    return float(np.mean(values)), float(np.mean(growth))
+
+
+def noise_rows(seeds: int = 3) -> list[dict]:
+    case14 = build({"network": "case14", "zones": CASE14_ZONES, "objective": "balance"}, base_dir=".")
+    digits = build_instance(load_case("cases/digits_fl.toml"))
+    final = lambda result: float(result.history["objective"].iloc[-1])  # noqa: E731
+    test_error = lambda result: float(digits.evaluate(result)["test_error"])  # noqa: E731
+    rows = []
+    for label, inst, rounds, metric, name, extra, algorithm in (
+            ("case14 balance", case14, 100, final, "objective", True, {}),
+            ("digits (5 agents)", digits, 200, test_error, "test error", False, {"rho": 0.0025})):
+        for mech in MECHANISMS:
+            for eps in (0.1, 1.0, 10.0):
+                row = {"case": label, "metric": name, "mechanism": mech, "eps per step": eps}
+                row["eta = L_p"], _ = _private_mean(inst, mech, eps, AutoEta(noise_growth=1.0), rounds, seeds, metric,
+                                                    **algorithm)
+                row["default"], row["eta growth"] = _private_mean(inst, mech, eps, "auto", rounds, seeds, metric,
+                                                                  **algorithm)
+                if extra:
+                    row["eta = 32 L_p"], _ = _private_mean(inst, mech, eps, AutoEta(32.0, noise_growth=1.0), rounds,
+                                                           seeds, metric, **algorithm)
+                rows.append(row)
+                print(_table(rows[-1:]), flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["cost", "balance", "private"], nargs="+",
-                        default=["cost", "balance", "private"])
+    parser.add_argument("--part", choices=["cost", "balance", "private", "noise"], nargs="+",
+                        default=["cost", "balance", "private", "noise"])
     parser.add_argument("--rounds", type=int, default=1500, help="cost part: LinearizedADMM rounds")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    parts = {"cost": lambda: cost_rows(args.rounds), "balance": balance_rows, "private": private_rows}
+    parts = {"cost": lambda: cost_rows(args.rounds), "balance": balance_rows, "private": private_rows,
+             "noise": noise_rows}
     for part in args.part:
         print(f"\n== {part}")
         print(_table(parts[part]()))

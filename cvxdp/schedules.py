@@ -237,13 +237,19 @@ class AutoEta:
     """eta chosen per agent from its gradient Lipschitz constant: ``eta_p = factor * L_p`` (the default
     ``eta="auto"``). ``factor=None`` (default) takes it from the agent's objective: 1 in general (the linearization
     majorizes ``f_p``), 0.55 when ``f_p`` is quadratic (``eta_p > L_p / 2`` suffices; see
-    :mod:`cvxdp.step_sizes`). A marker: :func:`cvxdp.solve` resolves it."""
+    :mod:`cvxdp.step_sizes`). A marker: :func:`cvxdp.solve` resolves it.
+
+    In a private run, an agent's eta is then multiplied by ``noise_growth`` each time its released copies move
+    only with the noise (:mod:`cvxdp.noise_eta`: reads released values and public noise scales only);
+    ``noise_growth=1`` keeps ``eta_p`` fixed."""
 
     factor: float | None = None
+    noise_growth: float = 2.0
 
     def __post_init__(self) -> None:
         if self.factor is not None:
             check_float(self.factor, "factor", "AutoEta", 0.0, math.inf)
+        check_float(self.noise_growth, "noise_growth", "AutoEta", 1.0, math.inf, closed="left")
 
     def __call__(self, t: int, previous: float | None = None, primal: float = 0.0, dual: float = 0.0) -> float:
         raise ValueError("AutoEta is resolved per agent inside cvxdp.solve (eta_p = factor * L_p).")

@@ -23,7 +23,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "{kind = constant|linear|geometric|step|residual_balancing|adaptive, ...} is a schedule"),
         ("eta", "\"auto\", float, list or schedule table", "\"auto\" (ladmm); 0.5 / 1.0 (graph)",
          "ladmm: proximal weight eta^t (\"auto\": per agent, its curvature bound L_p, 0.55 L_p for a quadratic "
-         "objective in a non-private run; a private run needs the model's declared bound); madmm/radmm/mradmm: "
+         "objective in a non-private run; a private run needs the model's declared bound and doubles eta_p while "
+         "the agent's released copies move only with the noise); madmm/radmm/mradmm: "
          "each node's penalty eta_i(1)"),
         ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
         ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),

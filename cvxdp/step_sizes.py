@@ -11,8 +11,9 @@
   the CVXPY expression's structure, not the data) the majorized ADMM with indefinite proximal terms of Li, Sun
   & Toh (SIAM J. Optim. 2016) converges when ``eta_p I - H/2`` is positive definite, i.e. ``eta_p > L_p / 2``:
   such agents get ``factor = ETA_FACTOR_QUADRATIC`` (0.55, a 10 % margin over ``L_p / 2`` for an estimated
-  ``L_p``) in a non-private run. A private run keeps ``factor = 1``: the smaller eta amplifies each update's
-  noise (see :func:`eta_factor`). An explicit eta is checked against the same condition.
+  ``L_p``) in a non-private run. A private run starts from ``factor = 1``: the smaller eta amplifies each
+  update's noise (see :func:`eta_factor`); :mod:`cvxdp.noise_eta` then grows it while the agent's released
+  copies move only with the noise. An explicit eta is checked against the same condition.
 * :func:`check_explicit_eta` and :func:`diagnose` — a :class:`~cvxdp.errors.StepSizeWarning` naming the agent
   (an eta below its known ``L_p``) or the run (diverging / stagnating residuals), with the suggested setting.
   They only warn; they never change a run.
@@ -172,8 +173,8 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
 
 def eta_factor(curvature: Curvature, factor: float | None = None, *, private: bool = False) -> float:
     """The multiple of ``L_p`` that eta="auto" uses: ``factor`` when given; else :data:`ETA_FACTOR_QUADRATIC` for
-    a quadratic objective in a non-private run, and :data:`ETA_FACTOR` otherwise. A private run keeps
-    ``eta_p = L_p``: each update's noise is divided by ``eta_p`` (and OutPert's sensitivity by ``min(c)``), so
+    a quadratic objective in a non-private run, and :data:`ETA_FACTOR` otherwise. A private run starts from
+    ``eta_p = L_p`` (and grows it with the noise, :mod:`cvxdp.noise_eta`): each update's noise is divided by ``eta_p`` (and OutPert's sensitivity by ``min(c)``), so
     the smaller eta trades privacy-noise damping for speed (case14 balance, ObjG eps = 1, 100 rounds: objective
     10.5 at ``L_p``, 23.7 at ``0.55 L_p``)."""
     if factor is not None:

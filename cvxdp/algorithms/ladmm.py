@@ -35,7 +35,9 @@ class LinearizedADMM(Algorithm):
         agent, ``eta_p = L_p``, its curvature bound — in a private run the agent's declared public bound
         ``Agent(lipschitz=...)`` (required), else the declared bound or an estimate from the data — and
         ``eta_p = 0.55 L_p`` in a non-private run when the objective is quadratic (``eta_p > L_p / 2`` suffices
-        for a constant Hessian; :mod:`cvxdp.step_sizes`).
+        for a constant Hessian; :mod:`cvxdp.step_sizes`). In a private run ``eta_p`` then doubles each time the
+        agent's released copies move only with the noise (:mod:`cvxdp.noise_eta`; released values and public
+        noise scales only; ``AutoEta(noise_growth=1.0)`` keeps it fixed).
     local_updates : int
         J >= 1 local updates per round.
     rounds : int

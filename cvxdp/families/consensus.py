@@ -19,6 +19,7 @@ from ..agent import check_agents
 from ..algorithms.base import dual_update, global_update
 from ..backends import Backend, NodeSpec
 from ..errors import DeclarationError, InvalidParameterError
+from ..noise_eta import NoiseEta, release_noise_std
 from ..protocol import Evaluation, Family, Release, RoundPlan
 from ..step_sizes import EtaPlan, diagnose, next_rho
 
@@ -123,6 +124,7 @@ class ConsensusState:
     mismatch: float = math.inf
     w_prev: np.ndarray | None = None
     weights: np.ndarray | None = None  # current per-coordinate penalty weights (declared, then per-block adapted)
+    noise_eta: NoiseEta | None = None  # private runs with eta="auto": eta multipliers grown from released moves
 
 
 class ConsensusFamily(Family):
@@ -188,7 +190,19 @@ class ConsensusFamily(Family):
         # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.step_sizes)
         self.eta_plan = EtaPlan.start(self.algorithm, self.agents, backend, private=self.privacy is not None)
         return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx],
-                              weights=None if self.weights is None else self.weights.copy())
+                              weights=None if self.weights is None else self.weights.copy(),
+                              noise_eta=NoiseEta.start(len(self.agents)) if self._grows_eta() else None)
+
+    def _grows_eta(self) -> bool:
+        """Whether eta grows with the noise (:mod:`cvxdp.noise_eta`): a private run with ``eta="auto"``."""
+        auto = getattr(self.algorithm, "auto_eta", None)
+        return self.privacy is not None and auto is not None and auto.noise_growth > 1.0
+
+    def etas(self, t: int, state: ConsensusState) -> list[float]:
+        """eta of each agent in round ``t``: the plan's, times the noise multipliers of a private auto run."""
+        etas = self.eta_plan.at(t)
+        noise_eta = getattr(state, "noise_eta", None)
+        return etas if noise_eta is None else [e * float(m) for e, m in zip(etas, noise_eta.scale)]
 
     def notes(self, ledger: Any, backend: Backend) -> None:
         if self.privacy is not None and self.privacy.sensitivity == "paper":
@@ -202,7 +216,7 @@ class ConsensusFamily(Family):
 
         alg, privacy = self.algorithm, self.privacy
         rho = next_rho(alg.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
-        etas = self.eta_plan.at(t)  # one eta per agent
+        etas = self.etas(t, state)  # one eta per agent
         eta = max(etas)
         rho_g = self.penalty(rho, state)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho_g)
@@ -241,6 +255,12 @@ class ConsensusFamily(Family):
             res_sq += float(r @ r)
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": float(np.linalg.norm(r))})
+        if getattr(state, "noise_eta", None) is not None:  # released copies and public noise scales only
+            privacy = self.privacy
+            stds = [release_noise_std(c.scale, privacy.noise, privacy.placement, m.eta + float(np.mean(r)))
+                    for c, m, r in zip(plan.charges, plan.messages, rhos)]
+            state.noise_eta.observe(state.ez, [rel["ez"] for rel in releases], stds,
+                                    remaining=self.algorithm.rounds - t, growth=self.algorithm.auto_eta.noise_growth)
         state.ez = [rel["ez"] for rel in releases]
         mismatch = state.mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
         state.primal = math.sqrt(res_sq)
@@ -299,11 +319,15 @@ class ConsensusFamily(Family):
         if state.weights is not None:  # the per-block penalty weights the run ended with
             result.config["rho_blocks"] = {f"{v:g}": float(state.weights[self.weights == v][0])
                                            for v in np.unique(self.weights)}
-        if self.eta_plan.describe() is not None:
-            result.config["eta_per_agent"] = self.eta_plan.describe()
+        described = self.eta_plan.describe()
+        if described is not None:
+            if getattr(state, "noise_eta", None) is not None:  # the eta each agent ended with
+                for row, m in zip(described.values(), state.noise_eta.scale):
+                    row.update(noise_growth=float(m), final_eta=row["eta"] * float(m))
+            result.config["eta_per_agent"] = described
         # divergence / stagnation, read from released residuals only; the warning names the agent
         # stacklevel 5: diagnose <- finish <- run_loop <- solve <- the caller of cvxdp.solve
         diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm.name,
-                 etas=self.eta_plan.at(self.algorithm.rounds), constants=self.eta_plan.constants,
+                 etas=self.etas(self.algorithm.rounds, state), constants=self.eta_plan.constants,
                  private=self.privacy is not None, stacklevel=5)
         return result

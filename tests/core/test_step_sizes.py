@@ -240,7 +240,7 @@ def test_private_auto_eta_reads_no_data_before_the_first_update():
     result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=1), privacy=privacy, seed=0)
     assert calls["n"] == len(agents)  # one gradient per agent: the update itself, no estimation
     chosen = result.config["eta_per_agent"]
-    # a private run keeps eta = L_p (each update's noise is divided by eta), even for a quadratic objective
+    # a private run starts from eta = L_p (each update's noise is divided by eta), even for a quadratic objective
     assert all(v["source"] == "declared" and v["quadratic"] and v["eta"] == v["lipschitz"] for v in chosen.values())
 
 
