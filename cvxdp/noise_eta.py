@@ -7,11 +7,12 @@ epsilon of 1, the run ends at 10.5 (ObjG) and 20.4 (OutG) where ``eta = 32 L_p``
 (``benchmarks/bench_eta.py --part noise``). The right eta depends on the noise, the horizon and how far the
 start is from the optimum; the last is unknown, so a fixed rule cannot pick it.
 
-:class:`NoiseEta` finds it from the released copies: once an agent's successive moves are negatively
-correlated (the statistic of Pflug 1983 and Chee & Toulis, AISTATS 2018: the sum of inner products of
-successive increments turns negative when an iterate hovers around a point), their energy is no more than the
-noise's, and the drift left over the window, carried over the remaining rounds, is smaller than one noise draw,
-that agent's eta is multiplied by :data:`GROWTH`. It never decreases and stays below ``CAP * eta_p``, so the
+:class:`NoiseEta` finds it from the released copies. Once an agent's successive moves are not aligned (the
+sum of inner products of successive increments, Pflug's 1983 statistic that Chee & Toulis, AISTATS 2018, use to
+cut SGD's step, is below :data:`ALIGNED` times their energy: it is negative when an iterate hovers around a
+point and near zero when it wanders like a random walk, positive along a drift), their energy is no more than
+the noise's, and the drift left over the window, carried over the remaining rounds, is smaller than one noise
+draw, that agent's eta is multiplied by :data:`GROWTH`. It never decreases and stays below ``CAP * eta_p``, so the
 schedule is non-decreasing and bounded (SPEC §2).
 
 Privacy: it reads only the released copies ``E_p z_p`` and the public noise scale of the round's plan (a
@@ -33,6 +34,8 @@ GROWTH = 2.0
 BURN_IN = 5
 #: eta_p never exceeds CAP times its starting value
 CAP = 1e4
+#: successive moves count as aligned (a drift) when their summed inner products exceed this share of their energy
+ALIGNED = 0.2
 
 
 def release_noise_std(scale: float, noise: str, placement: str, weight: float) -> float:
@@ -54,7 +57,7 @@ def noise_dominated(corr: float, energy: float, count: int, net: float, noise_va
     Parameters
     ----------
     corr : float
-        Sum of inner products of successive moves of the released copy.
+        Sum of inner products of successive moves of the released copy (compared with ``ALIGNED * energy``).
     energy : float
         Sum of the squared norms of those moves.
     count : int
@@ -66,7 +69,7 @@ def noise_dominated(corr: float, energy: float, count: int, net: float, noise_va
     remaining : int
         Rounds left in the run.
     """
-    if count < BURN_IN or corr >= 0.0 or noise_var <= 0.0:
+    if count < BURN_IN or corr >= ALIGNED * energy or noise_var <= 0.0:
         return False
     if energy / count > 2.0 * noise_var:  # a move is the difference of two draws: 2 x the noise energy
         return False
@@ -114,4 +117,4 @@ class NoiseEta:
             self.moves[p] = move
 
 
-__all__ = ["BURN_IN", "CAP", "GROWTH", "NoiseEta", "noise_dominated", "release_noise_std"]
+__all__ = ["ALIGNED", "BURN_IN", "CAP", "GROWTH", "NoiseEta", "noise_dominated", "release_noise_std"]

@@ -9,7 +9,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.noise_eta import BURN_IN, CAP, GROWTH, NoiseEta, noise_dominated, release_noise_std
+from cvxdp.noise_eta import ALIGNED, BURN_IN, CAP, GROWTH, NoiseEta, noise_dominated, release_noise_std
 from cvxdp.schedules import AutoEta
 from cvxdp_models.toy import make_agents
 
@@ -41,6 +41,10 @@ def test_noise_around_a_point_is_detected_and_a_drift_or_the_dynamics_are_not():
     # an oscillation of the dynamics, ten times the noise: not the noise's doing
     swinging = hovering + np.outer((-1.0) ** np.arange(rounds), np.full(n, 10 * sigma))
     assert not noise_dominated(*_statistics(swinging), noise_var, remaining=50)
+    # a steady drift with little noise: its moves are aligned, even on the last round
+    steady = np.outer(np.arange(rounds), np.full(n, 0.05)) + 0.1 * sigma * rng.normal(size=(rounds, n))
+    corr, energy, count, net = _statistics(steady)
+    assert corr > ALIGNED * energy and not noise_dominated(corr, energy, count, net, noise_var, remaining=1)
     # no noise (a non-private run), or too few moves: never
     assert not noise_dominated(*_statistics(swinging), 0.0, remaining=50)
     assert not noise_dominated(*_statistics(hovering[:BURN_IN]), noise_var, remaining=50)
