@@ -11,8 +11,10 @@ start is from the optimum; the last is unknown, so a fixed rule cannot pick it.
 sum of inner products of successive increments, Pflug's 1983 statistic that Chee & Toulis, AISTATS 2018, use to
 cut SGD's step, is below :data:`ALIGNED` times their energy: it is negative when an iterate hovers around a
 point and near zero when it wanders like a random walk, positive along a drift), their energy is no more than
-the noise's, and the drift left over the window, carried over the remaining rounds, is smaller than one noise
-draw, that agent's eta is multiplied by :data:`GROWTH`. It never decreases and stays below ``CAP * eta_p``, so the
+the noise's, and the drift seen over the window, carried over the remaining R rounds, covers less than the noise
+adds up to over them (``sqrt(R)`` draws, as a random walk: the balance between deterministic travel and noise
+that sets the step of noisy gradient methods over a fixed horizon, e.g. Bassily, Smith & Thakurta, FOCS 2014),
+that agent's eta is multiplied by :data:`GROWTH`. It never decreases and stays below ``CAP * eta_p``, so the
 schedule is non-decreasing and bounded (SPEC §2).
 
 Privacy: it reads only the released copies ``E_p z_p`` and the public noise scale of the round's plan (a
@@ -75,7 +77,8 @@ def noise_dominated(corr: float, energy: float, count: int, net: float, noise_va
         return False
     # both ends of the window carry a noise draw: 2 x noise_var of the net displacement is the noise's
     drift = math.sqrt(max(net * net - 2.0 * noise_var, 0.0)) / (count + 1)
-    return drift * remaining < math.sqrt(noise_var)
+    # what the drift would still cover vs what the noise adds up to over the remaining rounds (a random walk)
+    return drift * remaining < math.sqrt(noise_var * max(remaining, 1))
 
 
 @dataclass

@@ -34,9 +34,9 @@ def test_noise_around_a_point_is_detected_and_a_drift_or_the_dynamics_are_not():
     hovering = 1.0 + 0.8 * sigma * rng.normal(size=(rounds, n))
     assert noise_dominated(*_statistics(hovering), noise_var, remaining=50)
     # the same noise on a drift that the remaining rounds would still carry far: keep eta
-    drifting = hovering + np.outer(np.arange(rounds), np.full(n, 0.02))
+    drifting = hovering + np.outer(np.arange(rounds), np.full(n, 0.03))
     assert not noise_dominated(*_statistics(drifting), noise_var, remaining=50)
-    # ... but near the end of the run the drift left is smaller than one noise draw
+    # ... but near the end of the run the drift left is smaller than the noise still to come
     assert noise_dominated(*_statistics(drifting), noise_var, remaining=1)
     # an oscillation of the dynamics, ten times the noise: not the noise's doing
     swinging = hovering + np.outer((-1.0) ** np.arange(rounds), np.full(n, 10 * sigma))
