@@ -14,13 +14,16 @@ in one run on the power and logistic templates.
 * ``noise``: the default's growth with the noise (:mod:`cvxdp.noise_eta`) vs a fixed ``eta_p = L_p``, over
   per-step epsilons 0.1 / 1 / 10 and three mechanisms, mean of 3 seeds: case14 balance (100 rounds, final
   objective; a fixed ``32 L_p``, the best of a sweep at eps = 1, for reference) and the federated digits case
-  (``cases/digits_fl.toml``, 200 rounds, test error).
+  (``cases/digits_fl.toml``, 200 rounds, test error); with ``--femnist DIR`` also the FEMNIST case
+  (``cases/femnist_fl.toml`` on that LEAF directory, 40 rounds, test error).
 """
 
 from __future__ import annotations
 
 import argparse
 import warnings
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 from bench_power import ACCEPTANCE_CASES, CASE14_ZONES, CASE118_ZONES, _first_hit, _table
@@ -103,15 +106,19 @@ def _private_mean(inst, mech: str, eps: float, eta, rounds: int, seeds: int, met
     return float(np.mean(values)), float(np.mean(growth))
 
 
-def noise_rows(seeds: int = 3) -> list[dict]:
+def noise_rows(seeds: int = 3, femnist: str | None = None) -> list[dict]:
     case14 = build({"network": "case14", "zones": CASE14_ZONES, "objective": "balance"}, base_dir=".")
     digits = build_instance(load_case("cases/digits_fl.toml"))
     final = lambda result: float(result.history["objective"].iloc[-1])  # noqa: E731
-    test_error = lambda result: float(digits.evaluate(result)["test_error"])  # noqa: E731
+    test_error = lambda inst: lambda result: float(inst.evaluate(result)["test_error"])  # noqa: E731
+    cases = [("case14 balance", case14, 100, final, "objective", True, {}),
+             ("digits (5 agents)", digits, 200, test_error(digits), "test error", False, {"rho": 0.0025})]
+    if femnist:  # the shipped FEMNIST case on a local LEAF directory (its rho; eta="auto" instead of its schedule)
+        case = load_case("cases/femnist_fl.toml")
+        fem = build_instance(replace(case, model={**case.model, "path": str(Path(femnist).resolve())}))
+        cases.append(("femnist (10 writers)", fem, 40, test_error(fem), "test error", False, {"rho": 0.002}))
     rows = []
-    for label, inst, rounds, metric, name, extra, algorithm in (
-            ("case14 balance", case14, 100, final, "objective", True, {}),
-            ("digits (5 agents)", digits, 200, test_error, "test error", False, {"rho": 0.0025})):
+    for label, inst, rounds, metric, name, extra, algorithm in cases:
         for mech in MECHANISMS:
             for eps in (0.1, 1.0, 10.0):
                 row = {"case": label, "metric": name, "mechanism": mech, "eps per step": eps}
@@ -132,10 +139,12 @@ def main() -> None:
     parser.add_argument("--part", choices=["cost", "balance", "private", "noise"], nargs="+",
                         default=["cost", "balance", "private", "noise"])
     parser.add_argument("--rounds", type=int, default=1500, help="cost part: LinearizedADMM rounds")
+    parser.add_argument("--femnist", metavar="DIR", help="noise part: also the FEMNIST case on this LEAF directory "
+                        "(e.g. ../shared/data/femnist_leaf)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     parts = {"cost": lambda: cost_rows(args.rounds), "balance": balance_rows, "private": private_rows,
-             "noise": noise_rows}
+             "noise": lambda: noise_rows(femnist=args.femnist)}
     for part in args.part:
         print(f"\n== {part}")
         print(_table(parts[part]()))
