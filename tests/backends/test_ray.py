@@ -75,9 +75,11 @@ def assert_same_run(a: cvxdp.Result, b: cvxdp.Result) -> None:
 
 def test_ladmm_objpert_bit_identical_to_serial_with_several_nodes_per_actor(warm):
     agents = toy(5)
-    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=6, local_updates=2),
+    # 14 rounds: eta="auto" grows with the noise from round 7 on (cvxdp.noise_eta), read by the driver from releases
+    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=14, local_updates=2),
                   privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=11)
     serial = cvxdp.solve(agents, **kwargs)
+    assert max(v["noise_growth"] for v in serial.config["eta_per_agent"].values()) > 1
     blocks = []  # 5 agents on 2 CPUs: two actors, blocks of 3 and 2
     remote = cvxdp.solve(agents, backend=warm, evaluate=True, callback=lambda t, row: blocks.append(warm.blocks), **kwargs)
 
