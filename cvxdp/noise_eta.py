@@ -54,7 +54,7 @@ def release_noise_std(scale: float, noise: str, placement: str, weight: float) -
 
 def noise_dominated(corr: float, energy: float, count: int, net: float, noise_var: float,
                     remaining: int) -> bool:
-    """Whether an agent's last ``count`` moves look like noise around a point (see the module docstring).
+    """Whether an agent's last ``count`` moves are the noise's doing (the three conditions of the module docstring).
 
     Parameters
     ----------
@@ -104,19 +104,20 @@ class NoiseEta:
         """Update the statistics with one round's released copies (``before`` -> ``after``) and grow the eta
         of every agent whose moves are noise-dominated."""
         for p, (old, new, std) in enumerate(zip(before, after, noise_std)):
-            move = np.asarray(new, dtype=float) - np.asarray(old, dtype=float)
+            new = np.asarray(new, dtype=float)
+            move = new - np.asarray(old, dtype=float)
             if self.anchors[p] is None:
                 self.anchors[p] = np.array(old, dtype=float)
             if self.moves[p] is not None:
                 self.corr[p] += float(move @ self.moves[p])
                 self.energy[p] += float(move @ move)
                 self.count[p] += 1
-                net = float(np.linalg.norm(np.asarray(new, dtype=float) - self.anchors[p]))
+                net = float(np.linalg.norm(new - self.anchors[p]))
                 if self.scale[p] * growth <= CAP and noise_dominated(
                         self.corr[p], self.energy[p], int(self.count[p]), net, move.size * std * std, remaining):
                     self.scale[p] *= growth
                     self.corr[p], self.energy[p], self.count[p] = 0.0, 0.0, 0
-                    self.anchors[p] = np.array(new, dtype=float)
+                    self.anchors[p] = new.copy()
             self.moves[p] = move
 
 
