@@ -120,6 +120,75 @@ def peer_sweep(agents, ref: float, rounds: int) -> tuple[int | None, float | Non
     return best
 
 
+class PeerCoordinateBalance:
+    """PowerModelsADA's adaptive ADMM penalty rule (``adaptive_admm_methods.jl`` with its defaults), per shared
+    coordinate. After each round: ``alpha *= 1.2`` where the mismatch (a copy minus the mean of the copies)
+    exceeds 2x the dual residual (``alpha`` times the copy's move since the last round), ``alpha /= 1.2`` where
+    the dual residual exceeds 2x the mismatch; ``alpha`` in ``[1, 1e8]`` from ``1000`` in its $/h units, i.e.
+    ``rho`` in ``[1e-3, 1e5]`` from 1 here (cost_scale 1000).
+
+    Two departures, both forced by the engine: PowerModelsADA keeps one ``alpha`` per copy (each area adapts
+    its own from its own move), the engine's consensus step one per coordinate, so the larger of the holders'
+    moves is taken; and the engine first calls the rule after round 2, whose copies are stored, so adapting
+    starts after round 3 (PowerModelsADA's after iteration 1). Keeps the last copies: one instance per run."""
+
+    adapt_rounds = math.inf
+
+    def __init__(self, mu: float = 2.0, step: float = 0.2, lo: float = 1e-3, hi: float = 1e5) -> None:
+        self.mu, self.step, self.lo, self.hi = mu, step, lo, hi
+        self.previous = None
+
+    def update(self, t, weights, declared, *, rho, w, w_prev, shared, duals, gidx):
+        import numpy as np
+
+        total, count = np.zeros(weights.size), np.zeros(weights.size)
+        for ez, g in zip(shared, gidx):
+            np.add.at(total, g, ez)
+            np.add.at(count, g, 1.0)
+        mean = total / np.maximum(count, 1.0)
+        mismatch, move = np.zeros(weights.size), np.zeros(weights.size)
+        for p, (ez, g) in enumerate(zip(shared, gidx)):
+            np.maximum.at(mismatch, g, np.abs(ez - mean[g]))  # equal for the two holders of a tie line
+            if self.previous is not None:
+                np.maximum.at(move, g, np.abs(ez - self.previous[p]))
+        out = weights.copy()
+        if self.previous is not None:
+            dual = rho * weights * move
+            out[mismatch > self.mu * dual] *= 1.0 + self.step
+            out[dual > self.mu * mismatch] /= 1.0 + self.step
+        self.previous = [ez.copy() for ez in shared]
+        return np.clip(out, self.lo, self.hi)
+
+
+class PeerAdaptiveADMM(cvxdp.ADMM):
+    """PowerModelsADA's adaptive ADMM with its default parameters (no tuning): one penalty per shared coordinate
+    adapted by :class:`PeerCoordinateBalance`, no over-relaxation. Run it on :func:`unit_weights` agents."""
+
+    auto_rho = cvxdp.schedules.Constant(1.0)
+
+    def __init__(self, rounds: int) -> None:
+        super().__init__(rho="auto", rounds=rounds, relaxation=1.0)
+        self.auto_blocks = PeerCoordinateBalance()
+
+
+def unit_weights(agents):
+    """Copies of ``agents`` declaring weight 1 on every shared coordinate (the per-coordinate peer's start)."""
+    import copy
+
+    out = []
+    for agent in agents:
+        twin = copy.copy(agent)
+        twin.rho_scale = {key: 1.0 for key in agent.shared}
+        out.append(twin)
+    return out
+
+
+def peer_adaptive(agents, ref: float, rounds: int) -> int | None:
+    """Rounds of PowerModelsADA's adaptive ADMM (its defaults) to its v0.1.1 rule on the same agents."""
+    h = cvxdp.solve(unit_weights(agents), algorithm=PeerAdaptiveADMM(rounds), seed=0).history
+    return _first_hit(h, ref, 0.01, 0.01, factor=0.5)
+
+
 def partition_cut(model: dict, info: dict) -> tuple[int, float]:
     """How many branches a row's partition cuts and their total admittance (the automatic partitioner's
     criterion, :func:`cvxdp_models.power.zones.cut_strength`)."""
@@ -134,7 +203,8 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
     """The issue's acceptance table: default settings, cost objective, PowerModelsADA's stopping rule
     (its ADMM mismatch < 0.01 and relative objective error < 1 %, beside the stricter pairwise rule of its
     v0.1 table); then LinearizedADMM with default settings to 1e-3 of the centralized optimum (and mismatch
-    < 1e-3). ``peer``: also PowerModelsADA's algorithm, tuned, on the same data (:func:`peer_sweep`)."""
+    < 1e-3). ``peer``: also PowerModelsADA's algorithm, tuned, on the same data (:func:`peer_sweep`), and its
+    adaptive-penalty ADMM with its default parameters (:func:`peer_adaptive`, column "peer adaptive")."""
     import warnings
 
     rows = []
@@ -178,6 +248,7 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
             }
             if peer and admm:
                 row["peer rounds"], row["peer rho"] = peer_sweep(inst.agents, ref, rounds)
+                row["peer adaptive"] = peer_adaptive(inst.agents, ref, rounds)
             rows.append(row)
             print(_table(rows[-1:]), flush=True)
     return rows
@@ -200,7 +271,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=sorted(ACCEPTANCE_CASES), help="acceptance cases to run")
     parser.add_argument("--ladmm-rounds", type=int, default=3000, help="0: skip LinearizedADMM")
     parser.add_argument("--peer", action="store_true",
-                        help="also PowerModelsADA's ADMM (one penalty, decade-swept as in its table) on the same data")
+                        help="also PowerModelsADA's ADMM (one penalty, decade-swept as in its table) and its "
+                             "adaptive ADMM (its defaults) on the same data")
     args = parser.parse_args()
     if args.acceptance:
         if args.only:
