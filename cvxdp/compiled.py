@@ -333,6 +333,16 @@ def prox_constraint_data(agent: Agent) -> ConeData:
     return _prox_pair(agent).constraints
 
 
+def feasible_set_data(agent: Agent) -> ConeData:
+    """``W_p``'s data from whichever compile of this agent and data is already cached (the exact prox step's or
+    the projection's); compiled once (:func:`constraint_data`) when neither is. The post-run check of the
+    consensus solution (:mod:`cvxdp.feasibility`) reads it, so that check compiles nothing after a run."""
+    hit = _CACHE.get(agent, {}).get("prox")
+    if hit is not None and hit[0] == _constraint_key(agent) + data_key(agent.objective):
+        return hit[1].constraints
+    return constraint_data(agent)
+
+
 # ------------------------------------------------------------------------------ feasibility and boundedness
 @dataclass(frozen=True)
 class SetVerdict:
@@ -399,4 +409,5 @@ def set_verdict(agent: Agent, data: ConeData | None = None) -> SetVerdict:
 
 
 __all__ = ["COMPILE_COUNT", "ConeData", "ConeDims", "NotCompilable", "ProxData", "canonicalize", "constraint_data",
-           "merge", "objective_data", "prox_constraint_data", "prox_data", "set_verdict", "split_constraints"]
+           "feasible_set_data", "merge", "objective_data", "prox_constraint_data", "prox_data", "set_verdict",
+           "split_constraints"]

@@ -245,19 +245,15 @@ def _box_bounds(data: ConeData) -> tuple[np.ndarray, np.ndarray] | None:
     nnz = np.diff(A.indptr)
     if np.any(nnz > 1):
         return None
-    for row in range(A.shape[0]):
-        if nnz[row] == 0:
-            continue
-        a = A.data[A.indptr[row]]
-        j = col_to_u[A.indices[A.indptr[row]]]
-        bound = b[row] / a
-        if row < dims.zero:  # a x + s = b, s = 0
-            lo[j] = max(lo[j], bound)
-            hi[j] = min(hi[j], bound)
-        elif a > 0:  # a x <= b
-            hi[j] = min(hi[j], bound)
-        else:
-            lo[j] = max(lo[j], bound)
+    rows = np.flatnonzero(nnz == 1)
+    a = A.data[A.indptr[rows]]
+    j = col_to_u[A.indices[A.indptr[rows]]]
+    bound = b[rows] / a
+    equality = rows < dims.zero  # a x + s = b, s = 0
+    upper = equality | (a > 0)  # a x <= b
+    lower = equality | (a < 0)
+    np.minimum.at(hi, j[upper], bound[upper])
+    np.maximum.at(lo, j[lower], bound[lower])
     return lo, hi
 
 
@@ -319,6 +315,12 @@ def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVE
     except NotCompilable as exc:
         raise DeclarationError(f"Agent {agent.name!r}: the feasible set cannot be compiled ({exc}); declare "
                                "sign or structure attributes of variables as constraints instead.") from exc
+    return projection_onto(agent, data, solvers=solvers, settings=settings)
+
+
+def projection_onto(agent: Agent, data: ConeData, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
+                    settings: dict | None = None) -> BoxProjection | ConicProjection:
+    """The projection onto ``W_p`` given its compiled ``data``: a clip when ``W_p`` is a box, else conic."""
     box = _box_bounds(data)
     if box is not None:
         return BoxProjection(*box)

@@ -1,0 +1,68 @@
+"""The post-run check of the consensus solution (cvxdp.feasibility) on the agents' compiled sets."""
+
+from __future__ import annotations
+
+import math
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.errors import SolverFailedError
+from cvxdp.feasibility import solution_violation
+
+
+def _agents() -> list[cvxdp.Agent]:
+    """Two conic sets (one with a coordinate nobody shares) and a box."""
+    x = cp.Variable(4, name="x")
+    ball = cvxdp.Agent("ball", cp.sum_squares(x), [cp.norm(x, 2) <= 1.0, x[3] >= 0.5, cp.sum(x[:2]) <= 0.3],
+                       shared={"a": x[:2], "b": x[2:3]})
+    y = cp.Variable(3, name="y")
+    box = cvxdp.Agent("box", cp.sum_squares(y), [y <= 0.4, y >= -0.2], shared={"a": y[:2], "b": y[2:]})
+    z = cp.Variable(3, name="z")
+    twice = cvxdp.Agent("twice", cp.sum_squares(z), [cp.norm(z, 2) <= 0.5, z[0] - z[2] >= 0.1],
+                        shared={"a": z[1:], "b": z[:1]})  # reversed order of the keys' coordinates
+    for agent in (ball, box, twice):
+        agent.check()
+    return [ball, box, twice]
+
+
+def _reference(agent: cvxdp.Agent, solution: dict) -> float:
+    """The distance ``min ||u[idx] - target||`` over the agent's set, as a separate CVXPY problem."""
+    keys = sorted(agent.layout.shared)
+    idx = np.concatenate([agent.layout.shared[k] for k in keys])
+    target = np.concatenate([np.ravel(solution[k]) for k in keys])
+    u = agent.u_expression()
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(u[idx] - target)), agent.constraints)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return math.sqrt(max(prob.value, 0.0))
+
+
+def test_distances_match_a_separate_projection_problem_and_leave_the_variables_alone():
+    agents = _agents()
+    rng = np.random.default_rng(0)
+    for trial in range(5):
+        solution = {"a": rng.normal(scale=0.8, size=2), "b": rng.normal(scale=0.8, size=1)}
+        for agent in agents:
+            agent.layout.variables[0].value = np.full(agent.layout.variables[0].shape, 7.0)
+        with pytest.warns(UserWarning, match="outside the feasible set"):
+            out = solution_violation(agents, solution)
+        assert all(np.all(agent.layout.variables[0].value == 7.0) for agent in agents)
+        for agent in agents:
+            assert out["per_agent"][agent.name] == pytest.approx(_reference(agent, solution), abs=1e-6), trial
+    inside = {"a": np.array([0.1, 0.1]), "b": np.array([0.1])}
+    assert solution_violation(agents[1:2], inside, warn=False)["max"] == 0.0
+
+
+def test_a_projection_no_solver_answers_is_nan_not_an_error(monkeypatch):
+    import cvxdp.local_solver as local_solver
+
+    def refuse(self, v, c, *, round=None):
+        raise SolverFailedError("every solver failed", agent=self.agent.name, round=None, status="x")
+
+    monkeypatch.setattr(local_solver.ConicProjection, "project", refuse)
+    agents = _agents()
+    out = solution_violation(agents, {"a": np.array([2.0, 2.0]), "b": np.array([2.0])}, warn=False)
+    assert math.isnan(out["per_agent"]["ball"]) and math.isnan(out["per_agent"]["twice"])
+    assert out["agent"] == "box" and out["max"] > 1.0  # the box is a clip: it still answers
