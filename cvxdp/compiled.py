@@ -301,6 +301,10 @@ class ProxData:
     compiles: int
 
 
+def _prox_key(agent: Agent) -> str:
+    return _constraint_key(agent) + data_key(agent.objective)
+
+
 def _prox_pair(agent: Agent) -> ProxData:
     def build() -> ProxData:
         data, prog = _problem_data(agent.objective, agent.constraints)
@@ -315,7 +319,7 @@ def _prox_pair(agent: Agent) -> ProxData:
         if W is None:
             return ProxData(full, constraint_data(agent), 2)
         return ProxData(full, W, 1)
-    return cached(agent, "prox", _constraint_key(agent) + data_key(agent.objective), build)
+    return cached(agent, "prox", _prox_key(agent), build)
 
 
 def prox_data(agent: Agent) -> ConeData:
@@ -338,7 +342,7 @@ def feasible_set_data(agent: Agent) -> ConeData:
     the projection's); compiled once (:func:`constraint_data`) when neither is. The post-run check of the
     consensus solution (:mod:`cvxdp.feasibility`) reads it, so that check compiles nothing after a run."""
     hit = _CACHE.get(agent, {}).get("prox")
-    if hit is not None and hit[0] == _constraint_key(agent) + data_key(agent.objective):
+    if hit is not None and hit[0] == _prox_key(agent):
         return hit[1].constraints
     return constraint_data(agent)
 
