@@ -2,8 +2,8 @@
 non-private run; in a private run ``L_p``, grown while the released copies only move with the noise), measured
 in one run on the power and logistic templates.
 
-    PYTHONPATH=. python benchmarks/bench_eta.py                 # all four parts (about 25 minutes on 2 cores)
-    PYTHONPATH=. python benchmarks/bench_eta.py --part balance  # one part: cost | balance | private | noise
+    PYTHONPATH=. python benchmarks/bench_eta.py                 # all five parts (about 30 minutes on 2 cores)
+    PYTHONPATH=. python benchmarks/bench_eta.py --part balance  # one part: cost | balance | private | logistic | noise
 
 * ``cost``: rounds to 1e-3 of the centralized optimum (and mismatch < 1e-3) on the seven rows of
   ``bench_power.py --acceptance`` (its LinearizedADMM settings);
@@ -11,6 +11,10 @@ in one run on the power and logistic templates.
   case14 and case118 in the shipped zones, case300 in 4 automatic zones;
 * ``private``: why a private run starts from ``eta_p = L_p`` -- case14 balance, ObjG / OutG, 100 rounds, mean
   of 3 seeds, at ``L_p`` and at ``0.55 L_p`` (both fixed), and the default;
+* ``logistic``: non-private runs of the federated cases with the default settings against the previous defaults
+  (eta = the declared bound ``C^2/2``, rho starting at 1) and the case file's hand-tuned setting: rounds to
+  1e-2 / 1e-3 of the centralized optimum, ``cases/digits_fl.toml`` (1,500 rounds) and with ``--femnist DIR``
+  ``cases/femnist_fl.toml`` (300 rounds);
 * ``noise``: the default's growth with the noise (:mod:`cvxdp.noise_eta`) vs a fixed ``eta_p = L_p``, over
   per-step epsilons 0.1 / 1 / 10 and three mechanisms, mean of 3 seeds: case14 balance (100 rounds, final
   objective; a fixed ``32 L_p``, the best of a sweep at eps = 1, for reference) and the federated digits case
@@ -31,7 +35,7 @@ from bench_power import ACCEPTANCE_CASES, CASE14_ZONES, CASE118_ZONES, _first_hi
 import cvxdp
 from cvxdp.config import load_case
 from cvxdp.runs import build_instance
-from cvxdp.schedules import AutoEta
+from cvxdp.schedules import AdaptiveRho, AutoEta
 from cvxdp.step_sizes import ETA_FACTOR_QUADRATIC
 from cvxdp_models.power.template import build
 
@@ -94,6 +98,45 @@ def private_rows(rounds: int = 100, seeds: int = 3) -> list[dict]:
     return rows
 
 
+def _logistic_instance(path: str, femnist: str | None = None):
+    case = load_case(path)
+    if femnist:
+        case = replace(case, model={**case.model, "path": str(Path(femnist).resolve())})
+    return build_instance(case)
+
+
+def _rounds_to(history, ref: float, rel: float) -> int | None:
+    ok = (history["objective"] - ref).abs() < rel * abs(ref)
+    return int(history["round"][ok].iloc[0]) if ok.any() else None
+
+
+def logistic_rows(femnist: str | None = None) -> list[dict]:
+    """Non-private federated runs: the default settings vs the previous defaults and the hand-tuned ones."""
+    cases = [("digits (5 agents)", _logistic_instance("cases/digits_fl.toml"), 1500,
+              {"hand-tuned (eta 0.004, rho 0.0025)": {"eta": 0.004, "rho": 0.0025}})]
+    if femnist:
+        cases.append(("femnist (10 writers)", _logistic_instance("cases/femnist_fl.toml", femnist), 300,
+                      {"hand-tuned (rho 0.002, the default eta)": {"rho": 0.002}}))
+    rows = []
+    for label, inst, rounds, tuned in cases:
+        ref = inst.central()["objective"]
+        declared = max(a.lipschitz for a in inst.agents)
+        variants = {"before (eta = declared bound, rho from 1)": {"eta": declared, "rho": AdaptiveRho(decrease=False)},
+                    **tuned, "default": {}}
+        for name, settings in variants.items():
+            result = cvxdp.solve(inst.agents, algorithm=cvxdp.LinearizedADMM(rounds=rounds, **settings), seed=0)
+            h = result.history
+            etas = [v["eta"] for v in (result.config.get("eta_per_agent") or {}).values()]
+            rows.append({"case": label, "settings": name, "rounds to 1e-2": _rounds_to(h, ref, 1e-2),
+                         "rounds to 1e-3": _rounds_to(h, ref, 1e-3),
+                         "rounds run": len(h), "final gap": float((h["objective"].iloc[-1] - ref) / abs(ref)),
+                         "consensus residual": float(h["consensus_residual"].iloc[-1]),
+                         "eta": f"{min(etas):.3g}-{max(etas):.3g}" if etas else f"{h['eta'].iloc[0]:.3g}",
+                         "rho start": float(h["rho"].iloc[0]), "rho end": float(h["rho"].iloc[-1])})
+            print(_table(rows[-1:]), flush=True)
+    return rows
+
+
 def _private_mean(inst, mech: str, eps: float, eta, rounds: int, seeds: int, metric, **algorithm) -> tuple[float, float]:
     """Mean of ``metric(result)`` over seeds, and the mean final eta multiplier of the default's growth."""
     cls, noise = MECHANISMS[mech]
@@ -136,15 +179,15 @@ def noise_rows(seeds: int = 3, femnist: str | None = None) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["cost", "balance", "private", "noise"], nargs="+",
-                        default=["cost", "balance", "private", "noise"])
+    parser.add_argument("--part", choices=["cost", "balance", "private", "logistic", "noise"], nargs="+",
+                        default=["cost", "balance", "private", "logistic", "noise"])
     parser.add_argument("--rounds", type=int, default=1500, help="cost part: LinearizedADMM rounds")
-    parser.add_argument("--femnist", metavar="DIR", help="noise part: also the FEMNIST case on this LEAF directory "
+    parser.add_argument("--femnist", metavar="DIR", help="logistic and noise parts: also the FEMNIST case on this LEAF directory "
                         "(e.g. ../shared/data/femnist_leaf)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     parts = {"cost": lambda: cost_rows(args.rounds), "balance": balance_rows, "private": private_rows,
-             "noise": lambda: noise_rows(femnist=args.femnist)}
+             "logistic": lambda: logistic_rows(args.femnist), "noise": lambda: noise_rows(femnist=args.femnist)}
     for part in args.part:
         print(f"\n== {part}")
         print(_table(parts[part]()))

@@ -158,7 +158,8 @@ class Agent:
         A public bound ``L`` on the objective's curvature over ``W``: ``f(u) <= f(v) + <grad f(v), u - v> +
         L/2 ||u - v||^2`` for ``u, v`` in ``W`` (a Lipschitz constant of the gradient on ``W`` is one), valid for
         every neighbouring data set. ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
-        with eta="auto" requires it (a non-private run estimates it from the data when it is missing).
+        with eta="auto" requires it. A non-private run also measures the curvature at the start from the data
+        and uses the smaller of the two (the measurement alone when no bound is declared).
     rho_scale : mapping str -> float or array, optional
         Public starting weights of the penalty per shared key (default 1). Exact :class:`~cvxdp.ADMM` with
         ``rho="auto"`` penalizes coordinate ``k`` of ``key`` with ``rho * rho_scale[key][k]`` and balances

@@ -75,14 +75,13 @@ class AgentWorker:
     def info(self) -> WorkerInfo:
         return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
 
-    def lipschitz(self, private: bool, prefer_declared: bool = True) -> tuple[float | None, str, bool]:
-        """``(L_p, source, quadratic)`` for eta="auto" (issue 12, :class:`cvxdp.step_sizes.Curvature`): the declared
-        public bound, or in a non-private run an estimate at the starting point (computed here, where the data
-        are), and whether the objective is quadratic (its structure, not its data)."""
+    def lipschitz(self, private: bool) -> tuple[float | None, str, bool]:
+        """``(L_p, source, quadratic)`` for eta (issue 12, :class:`cvxdp.step_sizes.Curvature`): the declared
+        public bound, or in a non-private run the smaller of it and an estimate at the starting point (computed
+        here, where the data are), and whether the objective is quadratic (its structure, not its data)."""
         from .step_sizes import lipschitz_constants
 
-        return tuple(lipschitz_constants([self.agent], [self.z_start], private=private, need=False,
-                                         prefer_declared=prefer_declared)[0])
+        return tuple(lipschitz_constants([self.agent], [self.z_start], private=private, need=False)[0])
 
     def shared(self) -> np.ndarray:
         return self.z[self.sidx].copy()

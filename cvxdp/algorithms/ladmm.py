@@ -29,11 +29,15 @@ class LinearizedADMM(Algorithm):
         apart after 300 rounds (case14 / case118 / case300 zones: consensus residual 0.014 / 0.024 / 0.078
         both ways, 1.8e-5 / 0.0022 / 0.022 upwards only). Rounds to 1e-3 of the cost optimum, both ways ->
         upwards only: case14 in 2 areas 86 -> 114, in 3 zones 132 -> 106, case118 1043 -> 1081, case300
-        1127 -> 577, PGLib case14 / case118 / case300 70 / 118 / 469 -> 26 / 146 / 469.
+        1127 -> 577, PGLib case14 / case118 / case300 70 / 118 / 469 -> 26 / 146 / 469. Since it only rises,
+        with ``eta="auto"`` it starts at ``min(1, max_p L_p)``, the agents' curvature scale
+        (:func:`cvxdp.step_sizes.auto_rho_start`; digits in 5 agents: 0.003, 800 rounds to 1e-3 instead of
+        never in 1,500 from 1).
     eta : "auto", float or schedule, default "auto"
         Proximal weight eta^t (non-decreasing, bounded). ``"auto"`` (:class:`~cvxdp.schedules.AutoEta`): per
         agent, ``eta_p = L_p``, its curvature bound — in a private run the agent's declared public bound
-        ``Agent(lipschitz=...)`` (required), else the declared bound or an estimate from the data — and
+        ``Agent(lipschitz=...)`` (required), else the smaller of the declared bound and an estimate from the
+        data at the start — and
         ``eta_p = 0.55 L_p`` in a non-private run when the objective is quadratic (``eta_p > L_p / 2`` suffices
         for a constant Hessian; :mod:`cvxdp.step_sizes`). In a private run ``eta_p`` then doubles each time the
         agent's released copies move only with the noise (:mod:`cvxdp.noise_eta`; released values and public

@@ -21,7 +21,7 @@ from ..backends import Backend, NodeSpec
 from ..errors import DeclarationError, InvalidParameterError
 from ..noise_eta import NoiseEta, release_noise_std
 from ..protocol import Evaluation, Family, Release, RoundPlan
-from ..step_sizes import EtaPlan, diagnose, next_rho
+from ..step_sizes import EtaPlan, auto_rho_start, diagnose, next_rho
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
@@ -189,6 +189,11 @@ class ConsensusFamily(Family):
         self.infos = backend.call("info")
         # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.step_sizes)
         self.eta_plan = EtaPlan.start(self.algorithm, self.agents, backend, private=self.privacy is not None)
+        # rho="auto" of LinearizedADMM starts at the agents' curvature scale when that is below 1 (public in a
+        # private run: the eta plan reads declared bounds only)
+        self.rho_schedule = (auto_rho_start(self.algorithm.rho_schedule, self.eta_plan)
+                             if self.algorithm.name == "ladmm" and self.algorithm.rho_is_auto
+                             else self.algorithm.rho_schedule)
         return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx],
                               weights=None if self.weights is None else self.weights.copy(),
                               noise_eta=NoiseEta.start(len(self.agents)) if self._grows_eta() else None)
@@ -215,7 +220,7 @@ class ConsensusFamily(Family):
         from ..worker import RoundMessage
 
         alg, privacy = self.algorithm, self.privacy
-        rho = next_rho(alg.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
+        rho = next_rho(self.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
         etas = self.etas(t, state)  # one eta per agent
         eta = max(etas)
         rho_g = self.penalty(rho, state)
@@ -305,7 +310,7 @@ class ConsensusFamily(Family):
 
     # ---------------------------------------------------------------- the end
     def solution(self, state: ConsensusState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        rho = state.rho_prev if state.rho_prev is not None else self.algorithm.rho_schedule(1)
+        rho = state.rho_prev if state.rho_prev is not None else self.rho_schedule(1)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, self.penalty(rho, state))
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
 
@@ -319,6 +324,8 @@ class ConsensusFamily(Family):
         if state.weights is not None:  # the per-block penalty weights the run ended with
             result.config["rho_blocks"] = {f"{v:g}": float(state.weights[self.weights == v][0])
                                            for v in np.unique(self.weights)}
+        if self.rho_schedule is not self.algorithm.rho_schedule:  # rho="auto" started below 1 (auto_rho_start)
+            result.config["rho_start"] = float(self.rho_schedule.start)
         described = self.eta_plan.describe()
         if described is not None:
             if getattr(state, "noise_eta", None) is not None:  # the eta each agent ended with

@@ -102,16 +102,87 @@ def test_explicit_eta_is_measured_against_half_the_curvature_only_for_a_quadrati
     assert "quadratic" in str(caught[0].message) and caught[0].message.suggestion["eta"] == pytest.approx(5.5)
 
 
-def test_a_logistic_agent_keeps_eta_equal_to_its_lipschitz_constant():
+def _logistic_agents(lipschitz: float):
     rng = np.random.default_rng(0)
     agents = []
     for p in range(2):
         x = cp.Variable(3, name=f"w{p}")
         X, y = rng.normal(size=(20, 3)), rng.choice([-1.0, 1.0], size=20)
         objective = cp.sum(cp.logistic(-cp.multiply(y, X @ x))) / 20
-        agents.append(cvxdp.Agent(f"node{p}", objective, [cp.abs(x) <= 1], shared={"w": x}, lipschitz=2.0))
-    chosen = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0).config["eta_per_agent"]
-    assert all(not v["quadratic"] and v["eta"] == 2.0 for v in chosen.values())
+        agents.append(cvxdp.Agent(f"node{p}", objective, [cp.abs(x) <= 1], shared={"w": x}, lipschitz=lipschitz))
+        agents[-1].curvature_at_zero = float(np.linalg.eigvalsh(X.T @ X).max() / 80)  # sigma'(0) = 1/4, over 20
+    return agents
+
+
+def test_a_logistic_agent_gets_eta_equal_to_the_smaller_of_its_bound_and_its_measured_curvature():
+    # non-quadratic: factor 1. A loose declared bound (2.0, ~3x the data's curvature at the start) gives way to
+    # the estimate in a non-private run; a tighter one is kept; a private run reads the declared bound only
+    loose = _logistic_agents(2.0)
+    chosen = cvxdp.solve(loose, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0).config["eta_per_agent"]
+    for agent in loose:
+        row = chosen[agent.name]
+        assert not row["quadratic"] and row["source"] == "estimated"
+        assert row["eta"] == row["lipschitz"] == pytest.approx(agent.curvature_at_zero, rel=1e-3)
+        assert row["eta"] < 2.0
+    tight = _logistic_agents(0.05)
+    assert all(a.curvature_at_zero > 0.05 for a in tight)
+    chosen = cvxdp.solve(tight, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0).config["eta_per_agent"]
+    assert all(v["source"] == "declared" and v["eta"] == 0.05 for v in chosen.values())
+    for a in loose:
+        a.sensitivity = cvxdp.Sensitivity(l2=0.1)
+    privacy = cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6)
+    chosen = cvxdp.solve(loose, algorithm=cvxdp.LinearizedADMM(rounds=2), privacy=privacy,
+                         seed=0).config["eta_per_agent"]
+    assert all(v["source"] == "declared" and v["eta"] == 2.0 for v in chosen.values())
+
+
+def test_ladmm_auto_rho_starts_at_the_agents_curvature_scale_below_one(tmp_path):
+    # rho="auto" only rises, so from 1 it could never reach agents whose eta is ~0.05: it starts at max_p L_p
+    agents = _logistic_agents(2.0)
+    result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=40), seed=0)
+    scale = max(v["lipschitz"] for v in result.config["eta_per_agent"].values())
+    assert scale < 1.0 and result.config["rho_start"] == scale
+    rho = result.history["rho"].to_numpy()
+    assert rho[0] == scale and np.all(np.diff(rho) >= 0)
+    # the previous start, as an explicit schedule: kept (explicit means explicit), and no rho_start recorded
+    explicit = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=AdaptiveRho(decrease=False), rounds=40),
+                           seed=0)
+    assert explicit.history["rho"].iloc[0] == 1.0 and "rho_start" not in explicit.config
+    # ... which is what the new start is for: after 40 rounds it is 10x further from the optimum
+    ref = cvxdp.solve_central(agents)["objective"]
+    assert _rel_gap(explicit, ref) > 10 * _rel_gap(result, ref)
+    # a resumed run starts from the same place (the same estimate at the same starting point)
+    def interrupt(t, row):
+        if t == 7:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=40), seed=0, checkpoint=tmp_path, callback=interrupt)
+    resumed = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=40), seed=0, checkpoint=tmp_path)
+    assert resumed.history["rho"].tolist() == result.history["rho"].tolist()
+    assert resumed.history["objective"].tolist() == result.history["objective"].tolist()
+
+
+def test_ladmm_auto_rho_start_reads_public_bounds_in_a_private_run_and_ignores_affine_agents():
+    private = _logistic_agents(0.3)
+    for a in private:
+        a.sensitivity = cvxdp.Sensitivity(l2=0.1)
+    privacy = cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6)
+    result = cvxdp.solve(private, algorithm=cvxdp.LinearizedADMM(rounds=2), privacy=privacy, seed=0)
+    assert result.config["rho_start"] == 0.3 and result.history["rho"].iloc[0] == 0.3  # the declared bound
+    # agents at or above 1 keep the start of 1 (the power template: every row of bench_power.py)
+    assert "rho_start" not in cvxdp.solve(four_agents(), algorithm=cvxdp.LinearizedADMM(rounds=2),
+                                          seed=0).config
+    # an affine objective's eta is only the floor: it says nothing of the scale, so rho starts at 1
+    affine = []
+    for p in range(2):
+        x = cp.Variable(2, name=f"a{p}")
+        affine.append(cvxdp.Agent(f"lin{p}", cp.sum(x) * (p + 1), [cp.abs(x) <= 1], shared={"x": x}))
+    result = cvxdp.solve(affine, algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0)
+    assert all(v["lipschitz"] == 0.0 for v in result.config["eta_per_agent"].values())
+    assert result.history["rho"].iloc[0] == 1.0 and "rho_start" not in result.config
+    # exact ADMM's rho="auto" is its own rule
+    assert cvxdp.solve(_logistic_agents(2.0), algorithm=cvxdp.ADMM(rounds=2), seed=0).history["rho"].iloc[0] == 1.0
 
 
 # ------------------------------------------------------------------------------------- the issue's cases
