@@ -136,6 +136,16 @@ def test_a_logistic_agent_gets_eta_equal_to_the_smaller_of_its_bound_and_its_mea
     assert all(v["source"] == "declared" and v["eta"] == 2.0 for v in chosen.values())
 
 
+def test_the_eta_floor_follows_the_agents_scale():
+    from cvxdp.step_sizes import ETA_FLOOR, auto_etas
+
+    small = [Curvature(0.0, "estimated"), Curvature(6e-4, "estimated"), Curvature(9e-4, "estimated")]
+    # an affine agent gets 1e-3 of the scale; a small curvature is not lifted (an absolute 1e-3 would lift both)
+    assert auto_etas(small) == pytest.approx([ETA_FLOOR * 9e-4, 6e-4, 9e-4])
+    assert auto_etas([Curvature(0.0, "declared")] * 2) == [ETA_FLOOR, ETA_FLOOR]  # every agent affine (PGLib costs)
+    assert auto_etas([Curvature(0.0, "declared"), Curvature(40.0, "declared")]) == [ETA_FLOOR, 40.0]
+
+
 def test_ladmm_auto_rho_starts_at_the_agents_curvature_scale_below_one(tmp_path):
     # rho="auto" only rises, so from 1 it could never reach agents whose eta is ~0.05: it starts at max_p L_p
     agents = _logistic_agents(2.0)
