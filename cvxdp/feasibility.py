@@ -83,5 +83,6 @@ def solution_violation(agents: Sequence[Any], solution: Mapping[str, np.ndarray]
         warnings.warn(f"The consensus solution lies outside the feasible set of {len(outside)} of {len(per_agent)} "
                       f"agent(s) (largest distance {finite[worst]:.3g}, agent {worst!r}); the run did not reach "
                       "consensus (noise-dominated, too few rounds or a loose stopping tolerance). The distances are in "
-                      "result.solution_violation.", UserWarning, stacklevel=3)
+                      "result.solution_violation.", UserWarning,
+                      stacklevel=4)  # <- run_loop <- cvxdp.solve <- its caller (the line the user wrote)
     return out

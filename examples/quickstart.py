@@ -25,12 +25,13 @@ for p in range(3):
         constraints=constraints,
         shared={"x": x},
         gradient=lambda u, A=A, b=b: A.T @ (A @ u - b) / 30,
+        lipschitz=1.0,  # public: rows with ||a|| <= 1 bound the Hessian A^T A / 30 by 1 (eta="auto" reads it)
         # replacing one target b_i by a value within 1 moves the gradient by at most |a_i| / 30 <= 1/30
         sensitivity=cvxdp.Sensitivity(l1=np.sqrt(3) / 30, l2=1 / 30, relation="replace one b_i within 1"),
     ))
 
 reference = cvxdp.solve_central(agents)
-algorithm = cvxdp.LinearizedADMM(rho=1.0, eta=2.0, local_updates=3, rounds=60)
+algorithm = cvxdp.LinearizedADMM(local_updates=3, rounds=60)  # rho and eta: automatic
 for privacy in (None, cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6),
                 cvxdp.OutputPerturbation("gaussian", epsilon=1.0, delta=1e-6)):
     result = cvxdp.solve(agents, algorithm=algorithm, privacy=privacy, seed=0)

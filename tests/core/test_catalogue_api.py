@@ -305,8 +305,10 @@ def test_loading_a_directory_without_a_result_names_it(tmp_path):
 def test_noise_dominated_solution_outside_the_sets_is_warned_and_recorded(tmp_path):
     mech = cvxdp.OutputPerturbation("gaussian", epsilon=1e-9, delta=1e-6)
 
-    with pytest.warns(UserWarning, match="outside the feasible set"):
+    with pytest.warns(UserWarning, match="outside the feasible set") as caught:
         res = cvxdp.solve(make_agents(seed=5), algorithm=cvxdp.LinearizedADMM(**ALGO), privacy=mech, seed=3)
+    # the warning points at the caller of cvxdp.solve, not inside the engine
+    assert {w.filename for w in caught if "outside the feasible set" in str(w.message)} == {__file__}
 
     violation = res.solution_violation
     assert violation["max"] > 1.0 and violation["agent"] in violation["per_agent"]
