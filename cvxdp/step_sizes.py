@@ -194,6 +194,12 @@ def eta_factor(curvature: Curvature, factor: float | None = None, *, private: bo
     return ETA_FACTOR_QUADRATIC if curvature.quadratic and not private else ETA_FACTOR
 
 
+def curvature_scale(constants: Sequence[Curvature]) -> float | None:
+    """The agents' curvature scale: the largest positive ``L_p`` (None when every agent is affine or unknown)."""
+    values = [float(c.value) for c in constants if c.value is not None and c.value > 0]
+    return max(values) if values else None
+
+
 def auto_etas(constants: Sequence[Curvature], factor: float | None = None, *, private: bool = False) -> list[float]:
     """``eta_p = max(eta_factor * L_p, ETA_FLOOR * min(1, max_q L_q))`` per agent (see :func:`eta_factor`): the
     floor gives an affine objective a positive weight at the federation's scale without lifting an agent whose
@@ -203,8 +209,8 @@ def auto_etas(constants: Sequence[Curvature], factor: float | None = None, *, pr
         if c.value is None or not math.isfinite(c.value):
             raise DeclarationError(f"Could not determine eta automatically ({c.source} Lipschitz constant {c.value}); "
                                    "give LinearizedADMM(eta=...) explicitly.")
-    scales = [c.value for c in constants if c.value > 0]
-    floor = ETA_FLOOR * (min(1.0, max(scales)) if scales else 1.0)
+    scale = curvature_scale(constants)
+    floor = ETA_FLOOR * (min(1.0, scale) if scale else 1.0)
     return [max(eta_factor(c, factor, private=private) * c.value, floor) for c in constants]
 
 
@@ -290,10 +296,9 @@ def auto_rho_start(schedule, plan: EtaPlan):
 
     if not isinstance(schedule, AdaptiveRho) or plan.fixed is None:
         return schedule
-    scales = [c.value for c in plan.constants if c.value]
-    if not scales or max(scales) >= schedule.start:
+    start = curvature_scale(plan.constants)
+    if not start or start >= schedule.start:
         return schedule
-    start = float(max(scales))
     return replace(schedule, start=start, lo=min(schedule.lo, start))
 
 
