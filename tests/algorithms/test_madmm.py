@@ -18,23 +18,11 @@ from cvxdp.cli.main import cli
 from cvxdp.errors import DeclarationError, InvalidParameterError
 from cvxdp.graphs import check_graph
 from cvxdp.privacy.gamma import bound_26, privacy_curve_26
-from cvxdp_models.erm import central_optimum, make_erm
+from cvxdp_models.erm import make_erm
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 ETA1 = [0.55, 0.65, 0.6, 0.55, 0.6]
 Q = [1.01, 1.03, 1.1, 1.2, 1.02]
-
-
-@pytest.fixture(scope="module")
-def erm5():
-    inst = make_erm({"nodes": 5, "C": 10.0, "rho": 1.0, "max_samples": 300})
-    return inst, central_optimum(inst.nodes)
-
-
-@pytest.fixture(scope="module")
-def erm20():
-    inst = make_erm({"nodes": 20, "C": 10.0, "rho": 1.0, "max_samples": 300})
-    return inst, central_optimum(inst.nodes)
 
 
 def _gaps(inst, ref, result):

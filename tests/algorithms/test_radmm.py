@@ -10,19 +10,7 @@ from cvxdp.decentralized import SmoothObjective, privacy_plan, recycled_step
 from cvxdp.errors import InvalidParameterError
 from cvxdp.graphs import check_graph
 from cvxdp.privacy.gamma import bound_32, privacy_curve_32
-from cvxdp_models.erm import central_optimum, make_erm
-
-
-@pytest.fixture(scope="module")
-def erm5():
-    inst = make_erm({"nodes": 5, "C": 10.0, "rho": 1.0, "max_samples": 300})
-    return inst, central_optimum(inst.nodes)
-
-
-@pytest.fixture(scope="module")
-def erm20():
-    inst = make_erm({"nodes": 20, "C": 10.0, "rho": 1.0, "max_samples": 300})
-    return inst, central_optimum(inst.nodes)
+from cvxdp_models.erm import make_erm
 
 
 def _gaps(inst, ref, result):
