@@ -95,7 +95,8 @@ PROVENANCE = {
 PEER_RHOS = (1000.0, 100.0, 10.0, 1.0, 0.1, 0.01)
 
 
-def _first_hit(h, ref: float, rel: float, res: float, column: str = "mismatch", factor: float = 1.0) -> int | None:
+def _first_hit(h, ref: float, rel: float, res: float, column: str = "mismatch", factor: float = 1.0,
+               *, iterate: bool = True, polished: bool = False) -> int | None:
     """First round with ``|objective - ref| < rel |ref|`` and ``factor * column < res``.
 
     ``mismatch`` is the l2 norm of the differences between every ordered pair of copies of each shared value.
@@ -103,8 +104,15 @@ def _first_hit(h, ref: float, rel: float, res: float, column: str = "mismatch", 
     ``calc_mismatch!(data, central=true)`` compares each copy with the mean of the pair, and
     ``calc_global_mismatch`` takes the l2 norm over areas); its v0.1 table used the pairwise differences
     (``factor=1``). ``primal_residual`` (``||B w - E z||``, the distance to the round's target) is a different
-    quantity, reported as "rounds (primal rule)" for comparison with this benchmark's first versions."""
-    ok = ((h["objective"] - ref).abs() < rel * abs(ref)) & (factor * h[column] < res)
+    quantity, reported as "rounds (primal rule)" for comparison with this benchmark's first versions.
+
+    ``polished``: a round also counts when exact ADMM's polished point of that round (``polished == 1``: every
+    agent's copy equals the public mean, so its mismatch is 0) is within ``rel`` of ``ref``; ``iterate=False``
+    counts only those rounds."""
+    ok = ((h["objective"] - ref).abs() < rel * abs(ref)) & (factor * h[column] < res) if iterate \
+        else h["round"] < 0
+    if polished and "polished_objective" in h.columns:
+        ok = ok | ((h["polished"] == 1.0) & ((h["polished_objective"] - ref).abs() < rel * abs(ref)))
     return int(h["round"][ok].iloc[0]) if ok.any() else None
 
 
@@ -113,7 +121,8 @@ def peer_sweep(agents, ref: float, rounds: int) -> tuple[int | None, float | Non
     over-relaxation), tuned as its table was (a decade sweep); the fewest rounds to its v0.1.1 rule and that rho."""
     best: tuple[int | None, float | None] = (None, None)
     for rho in PEER_RHOS:
-        h = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=rho, rounds=rounds, relaxation=1.0), seed=0).history
+        h = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=rho, rounds=rounds, relaxation=1.0, polish=False),
+                        seed=0).history
         hit = _first_hit(h, ref, 0.01, 0.01, factor=0.5)
         if hit is not None and (best[0] is None or hit < best[0]):
             best = (hit, rho)
@@ -167,7 +176,7 @@ class PeerAdaptiveADMM(cvxdp.ADMM):
     auto_rho = cvxdp.schedules.Constant(1.0)
 
     def __init__(self, rounds: int) -> None:
-        super().__init__(rho="auto", rounds=rounds, relaxation=1.0)
+        super().__init__(rho="auto", rounds=rounds, relaxation=1.0, polish=False)
         self.auto_blocks = PeerCoordinateBalance()
 
 
@@ -222,9 +231,10 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
                 result = cvxdp.solve(inst.agents, algorithm=algo, seed=0)
             total = time.perf_counter() - start
             h = result.history
-            hit = _first_hit(h, ref, 0.01, 0.01, factor=0.5)
-            pairwise = _first_hit(h, ref, 0.01, 0.01)
-            tight = _first_hit(h, ref, 1e-3, 1e-3)
+            # exact ADMM's polished point counts (its copies agree exactly); "rounds (iterate)" is ADMM's own iterate
+            hit = _first_hit(h, ref, 0.01, 0.01, factor=0.5, polished=True)
+            pairwise = _first_hit(h, ref, 0.01, 0.01, polished=True)
+            tight = _first_hit(h, ref, 1e-3, 1e-3, polished=True)
             last = h.iloc[-1]
             admm = algo.name == "admm"
             row = {
@@ -233,6 +243,9 @@ def acceptance(rounds: int = 100, ladmm_rounds: int = 3000, peer: bool = False) 
                 "PowerModelsADA": PMADA.get(label, "-") if admm else "-",
                 "target": TARGETS.get(label, "-") if admm else "-",
                 "rounds": hit,
+                "rounds (iterate)": _first_hit(h, ref, 0.01, 0.01, factor=0.5),
+                "rounds (polished)": _first_hit(h, ref, 0.01, 0.01, iterate=False, polished=True),
+                "local solves per round": 2 if getattr(algo, "polish", False) else 1,
                 "PowerModelsADA v0.1 (pairwise)": PMADA_V01.get(label, "-") if admm else "-",
                 "rounds (pairwise)": pairwise,
                 "rounds (primal rule)": _first_hit(h, ref, 0.01, 0.01, "primal_residual"),

@@ -7,7 +7,8 @@ The idea: phase 1 at the default penalty finds the prices, phase 2 at a high pen
 Each row of ``bench_power.py --acceptance`` (cost objective, PowerModelsADA's stopping rule) runs twice: once with
 exact ADMM's defaults, and once with a boost. From the first round after which the summed objective moved by less
 than ``--tol`` (relative), every block weight is multiplied by ``--factor`` per round, up to ``--cap`` times its
-declared value. The block balance goes on within those limits.
+declared value. The block balance goes on within those limits. Consensus polishing is off in both runs: the
+question is the iterate's penalty (``bench_polish.py`` measures the polished point).
 
 The boost reads the objective, which is computed from each zone's private loads. That is allowed only because exact
 ADMM never runs privately. The table also gives the cost error at the first round where the mismatch alone meets
@@ -47,7 +48,7 @@ class BoostedBlocks:
 
 def boosted_admm(rounds: int, factor: float, cap: float) -> tuple[cvxdp.ADMM, BoostedBlocks]:
     blocks = BoostedBlocks(cvxdp.ADMM.auto_blocks, factor, cap)
-    algo = cvxdp.ADMM(rounds=rounds)
+    algo = cvxdp.ADMM(rounds=rounds, polish=False)
     algo.auto_blocks = blocks  # the instance's own block rule; the class default is untouched
     return algo, blocks
 
@@ -58,7 +59,7 @@ def run_row(label: str, rounds: int, tol: float, factor: float, cap: float) -> l
     rows = []
     for variant in ("default", "boost"):
         if variant == "default":
-            algo, blocks, callback = cvxdp.ADMM(rounds=rounds), None, None
+            algo, blocks, callback = cvxdp.ADMM(rounds=rounds, polish=False), None, None
         else:
             algo, blocks = boosted_admm(rounds, factor, cap)
             previous = [math.nan]

@@ -18,7 +18,7 @@ MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
 GRAPH_MECHANISMS = ("gamma",)  # Gamma-norm noise of the decentralized algorithms (madmm, dvp, radmm, mradmm)
 _CASE_KEYS = {"name", "template", "description"}
 _ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual", "tol_mismatch", "relaxation",
-                   "lam", "epochs", "loss"}  # the last three: name = "sharing" (ADMMSharing)
+                   "polish", "lam", "epochs", "loss"}  # the last three: name = "sharing" (ADMMSharing)
 _PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "calibrate", "budget", "noise_source"}
 _PRIVACY_KEYS |= {"alpha", "growth"}  # mechanism = "gamma"
 _ALGORITHM_KEYS |= GRAPH_KEYS  # name = "madmm" | "dvp" | "radmm" | "mradmm"

@@ -353,6 +353,9 @@ class ProxSolver:
         self.solvers = tuple(solvers)
         self.sidx = agent.layout.shared_indices
         self._problems: dict[float, tuple[cp.Problem, cp.Parameter]] = {}
+        self._overrides = settings
+        self._polisher: clarabel.DefaultSolver | None = None  # set up on the first polish
+        self._polish_problem: tuple[cp.Problem, cp.Parameter] | None = None
         self.data: ConeData | None = None
         if compiled:
             try:
@@ -397,3 +400,67 @@ class ProxSolver:
                 return self._clarabel(target, rho)
             return self._cvxpy(name, target, rho)
         return _run_chain(attempt, self.solvers, self.agent, "exact local step", round)
+
+    # ------------------------------------------------------------------ consensus polishing
+    def polish(self, target: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray | None, SolveReport]:
+        """``argmin_{u in W} f(u)`` subject to ``E u = target`` (the shared block fixed), or None when no point
+        of ``W`` has that shared block.
+
+        Compiled path: the same compiled data with ``E u = target`` prepended as zero-cone rows, one Clarabel
+        set-up (later calls only receive ``update(b=...)``); a failure other than infeasibility tries the
+        other solvers on a DPP CVXPY problem. Unlike :meth:`solve`, nothing raises: a polish that no solver
+        answers is reported as not polished (``report.solver == "none"``, the statuses in its fallbacks).
+        """
+        start = time.perf_counter()
+        report = SolveReport(solver="none")
+        names = list(self.solvers)
+        if self.data is not None and "CLARABEL" in names:
+            names.remove("CLARABEL")
+            x, status = self._polish_clarabel(np.asarray(target, dtype=float))
+            if status == "infeasible" or x is not None:
+                report.solver = "CLARABEL" if status == "Solved" else f"CLARABEL({status})"
+                report.seconds = time.perf_counter() - start
+                return x, report
+            report.fallbacks.append(f"CLARABEL:{status}")
+        for name in names:
+            x, status = self._polish_cvxpy(name, target)
+            if x is not None or status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+                report.solver = name if x is None or status == cp.OPTIMAL else f"{name}({status})"
+                break
+            report.fallbacks.append(f"{name}:{status}")
+        report.seconds = time.perf_counter() - start
+        return (x if report.solver != "none" else None), report
+
+    def _polish_clarabel(self, target: np.ndarray) -> tuple[np.ndarray | None, str]:
+        d, k = self.data, self._scols.size
+        b = np.concatenate([target, d.b])
+        if self._polisher is None:
+            rows = sp.csc_matrix((np.ones(k), (np.arange(k), self._scols)), shape=(k, d.n_x))
+            self._polish_A = sp.vstack([rows, d.A], format="csc")
+            self._polish_cones = [clarabel.ZeroConeT(k)] + d.cones()
+            self._polisher = clarabel.DefaultSolver(sp.triu(d.P, format="csc"), d.q, self._polish_A, b,
+                                                    self._polish_cones, self.settings)
+        else:
+            self._polisher.update(b=b)
+        sol = self._polisher.solve()
+        for attempt, settings in enumerate((None, *ROBUST_SETTINGS)):
+            if attempt:  # a fresh set-up on this b, with the robust settings in turn
+                sol = clarabel.DefaultSolver(sp.triu(d.P, format="csc"), d.q, self._polish_A, b, self._polish_cones,
+                                             clarabel_settings(self._overrides, robust=settings)).solve()
+            if sol.status in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
+                return None, "infeasible"
+            if sol.status == clarabel.SolverStatus.Solved:
+                return np.asarray(sol.x)[d.cols], "Solved"
+            if _loose_enough(sol):
+                return np.asarray(sol.x)[d.cols], "AlmostSolved"
+        return None, str(sol.status)
+
+    def _polish_cvxpy(self, name: str, target: np.ndarray) -> tuple[np.ndarray | None, str]:
+        if self._polish_problem is None:
+            shared = self.agent.u_expression()[self.sidx]
+            m = cp.Parameter(shared.size)
+            self._polish_problem = (cp.Problem(cp.Minimize(self.agent.objective),
+                                               [*self.agent.constraints, shared == m]), m)
+        prob, m = self._polish_problem
+        m.value = np.asarray(target, dtype=float)
+        return _solve_cvxpy(prob, name, self.agent)

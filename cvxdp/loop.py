@@ -162,6 +162,7 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
         bar.close()
         local = dict(zip(names, backend.call("local")))
         solution = family.solution(state, local)
+        extras = family.collect(state, backend)
     finally:
         backend.close()
         lock.release()
@@ -179,5 +180,5 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     result = Result(history=history, agent_history=agent_history, solution=solution, local=local, privacy=summary,
                     config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger, agents=list(agents),
                     solution_violation=solution_violation(agents, solution, local) if family.violation_check
-                    else None)
+                    else None, **extras)
     return family.finish(result, state)

@@ -217,6 +217,11 @@ class Family(ABC):
     def solution(self, state: Any, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The solution of the run (``local``: every node's final local copy)."""
 
+    def collect(self, state: Any, backend: Backend) -> dict[str, Any]:
+        """What the nodes hand over at the end besides their local copies, as :class:`~cvxdp.Result` fields
+        (exact ADMM's ``polished`` point); called once, after the last round, before the backend closes."""
+        return {}
+
     @abstractmethod
     def summary(self, ledger: Any) -> dict[str, Any]:
         """The ledger's summary stored in ``result.privacy``."""

@@ -22,7 +22,7 @@ RESULT_FORMAT = "cvxdp-result/1"
 #: data or the secret noise and stays out of a public export.
 PUBLIC_HISTORY_COLUMNS = ("round", "epoch", "iteration", "consensus_residual", "primal_residual", "mismatch",
                           "dual_residual", "rho", "sigma", "bound_P", "eps_basic", "eps_rdp", "eps_pld",
-                          "eps_corollary1")
+                          "eps_corollary1", "polished")
 PUBLIC_AGENT_COLUMNS = ("round", "epoch", "agent", "sigma", "sent_arrays", "sent_values", "epsilon")
 
 
@@ -78,6 +78,12 @@ class Result:
     solution_violation : dict or None
         Distance of the consensus solution to every agent's feasible set (``{"max", "agent", "per_agent"}``,
         :func:`cvxdp.feasibility.solution_violation`); large in noise-dominated runs.
+    polished : dict or None
+        Exact :class:`~cvxdp.ADMM`'s polished point (``polish=True``), or None when no round's polish was
+        feasible for every agent: ``{"round", "solution", "local"}``. ``solution`` is the mean of the copies
+        released in the round before ``round`` (public), ``local`` each agent's solution of its own problem with
+        its shared block fixed to it (private). Together they are a feasible point of the whole problem whose
+        copies agree exactly; its cost is the history's ``polished_objective`` in that round.
     """
 
     history: pd.DataFrame
@@ -90,6 +96,7 @@ class Result:
     ledger: Any = field(default=None, repr=False)
     agents: list = field(default_factory=list, repr=False)
     solution_violation: dict[str, Any] | None = None
+    polished: dict[str, Any] | None = None
 
     @property
     def evaluation(self) -> pd.DataFrame:
@@ -117,7 +124,8 @@ class Result:
         :data:`PUBLIC_HISTORY_COLUMNS` (residuals of released values, the penalty schedule, privacy spent),
         the ledger and the configuration without the seed. Drops every value computed on private data
         (objective, constraint violation, train/test metrics, norms of local models), the noise norms,
-        timings, and the local copies ``z_p`` (their private coordinates never left the agents).
+        timings, and the local copies ``z_p`` (their private coordinates never left the agents); of the
+        polished point it keeps the round and the public mean, not the agents' polished local solutions.
         """
         config = {k: v for k, v in self.config.items() if k != "seed"}
         case = config.get("case")
@@ -130,7 +138,11 @@ class Result:
                       agent_history=self.agent_history[[c for c in self.agent_history.columns
                                                         if c in PUBLIC_AGENT_COLUMNS]],
                       solution={k: np.array(v, copy=True) for k, v in self.solution.items()}, local={},
-                      privacy=self.privacy, config=config, stop_reason=self.stop_reason, ledger=self.ledger)
+                      privacy=self.privacy, config=config, stop_reason=self.stop_reason, ledger=self.ledger,
+                      polished=None if self.polished is None else
+                      {"round": self.polished["round"],
+                       "solution": {k: np.array(v, copy=True) for k, v in self.polished["solution"].items()},
+                       "local": {}})
 
     def values(self, agent: str) -> dict:
         """The final local copy of ``agent`` as ``{cvxpy.Variable: array}`` (needs the live agents)."""
@@ -156,6 +168,12 @@ class Result:
         out["privacy"] = {k: worst.get(k) for k in ("basic", "rdp", "pld")} if worst else None
         if self.solution_violation is not None:
             out["solution_violation"] = self.solution_violation.get("max")
+        if self.polished is not None:
+            out["polished_round"] = int(self.polished["round"])
+            cost = self.history.loc[self.history["round"] == self.polished["round"], "polished_objective"] \
+                if "polished_objective" in self.history.columns else []
+            if len(cost):
+                out["polished_objective"] = float(cost.iloc[0])
         if self.privacy and "guarantee" in self.privacy:
             out["guarantee"] = self.privacy["guarantee"]
             out["privacy_notes"] = [n["reason"] for n in self.privacy.get("notes", [])]
@@ -184,9 +202,13 @@ class Result:
         meta = {"format": RESULT_FORMAT, "config": self.config, "privacy": self.privacy,
                 "stop_reason": self.stop_reason, "summary": self.summary(),
                 "ledger": self.ledger.to_dict() if self.ledger is not None else None,
-                "solution_violation": self.solution_violation}
+                "solution_violation": self.solution_violation,
+                "polished_round": None if self.polished is None else int(self.polished["round"])}
         arrays = {f"w:{k}": v for k, v in self.solution.items()}
         arrays.update({f"z:{k}": v for k, v in self.local.items()})
+        if self.polished is not None:
+            arrays.update({f"pw:{k}": v for k, v in self.polished["solution"].items()})
+            arrays.update({f"pz:{k}": v for k, v in self.polished["local"].items()})
         try:
             meta_file.unlink(missing_ok=True)  # an interrupted overwrite must not look complete
         except OSError as exc:
@@ -230,6 +252,10 @@ def load_result(path: str | Path) -> Result:
         with np.load(path / "arrays.npz") as arrays:
             solution = {k[2:]: arrays[k] for k in arrays.files if k.startswith("w:")}
             local = {k[2:]: arrays[k] for k in arrays.files if k.startswith("z:")}
+            polished = None if meta.get("polished_round") is None else {
+                "round": int(meta["polished_round"]),
+                "solution": {k[3:]: arrays[k] for k in arrays.files if k.startswith("pw:")},
+                "local": {k[3:]: arrays[k] for k in arrays.files if k.startswith("pz:")}}
     except Exception as exc:  # noqa: BLE001 - zipfile, pickle and OS errors all mean an unreadable file
         raise _corrupt(path, "arrays.npz", exc) from None
     tables = {}
@@ -254,4 +280,4 @@ def load_result(path: str | Path) -> Result:
     return Result(history=tables["history.csv"], agent_history=tables["agent_history.csv"],
                   solution=solution, local=local, privacy=_unjson_infinities(meta["privacy"]), config=meta["config"],
                   stop_reason=meta["stop_reason"], ledger=ledger,
-                  solution_violation=meta.get("solution_violation"))
+                  solution_violation=meta.get("solution_violation"), polished=polished)

@@ -29,6 +29,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
         ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),
         ("relaxation", "\"auto\" or float in (0, 2)", "auto", "admm: over-relaxation of each agent's target (1.0: plain ADMM; auto: 1.3 for 15 rounds, then 1.6)"),
+        ("polish", "bool", "true", "admm: consensus polishing -- each round every agent also solves its problem with "
+         "its shared values fixed to the mean of the copies released in the round before; when all can, that is a "
+         "feasible point whose copies agree (result.polished, history columns polished / polished_objective)"),
         ("tol_primal", "float > 0", "none", "stop when the primal residual falls below it (with tol_dual)"),
         ("tol_dual", "float > 0", "none", "stop when the dual residual falls below it (with tol_primal)"),
         ("tol_mismatch", "float > 0", "none", "ladmm/admm: stop when the copies' mismatch falls below it "

@@ -9,6 +9,7 @@ calls only when evaluation is on.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -33,6 +34,11 @@ class RoundMessage:
     eta: float
     plan: object | None = None  # cvxdp.privacy.NoisePlan
     placement: str | None = None
+    #: exact ADMM's consensus polishing: this agent's slice of the mean of the copies released in the round
+    #: before (public; None: no polish this round), and whether every agent's last attempted polish was feasible
+    #: (keep it)
+    polish: np.ndarray | None = None
+    keep_polish: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,10 @@ class AgentWorker:
         self.lam = np.zeros(self.sidx.size)
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
         self.z_start = self.z.copy()  # issue 12: where L_p is estimated (the same point when a run resumes)
+        # consensus polishing (exact ADMM): this round's polished point and the last one every agent completed
+        # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
+        self.pending: tuple[int, np.ndarray | None] | None = None
+        self.kept: tuple[int, np.ndarray] | None = None
 
     def info(self) -> WorkerInfo:
         return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
@@ -91,6 +101,11 @@ class AgentWorker:
         if self.prox is not None:
             z, report = self.prox.solve(msg.bw + self.lam / msg.rho, msg.rho, round=msg.round)
             norms, reports = [], [report]
+            if msg.keep_polish and self.pending is not None and self.pending[1] is not None:
+                self.kept = self.pending  # every agent's last attempted polish was feasible
+            if msg.polish is not None:
+                x, _ = self.prox.polish(msg.polish, round=msg.round)  # its time counts in compute_time
+                self.pending = (msg.round, x)
         else:
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
             grad = lambda u: self.agent.grad(u, round=msg.round)  # noqa: E731 - names the round on NaN
@@ -102,16 +117,31 @@ class AgentWorker:
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         self._last = (norms, reports, time.perf_counter() - start)
-        return Release(self.agent.name, msg.round, {"ez": ez})
+        if msg.polish is None:
+            return Release(self.agent.name, msg.round, {"ez": ez})
+        # one bit leaves with the copy: whether the shared block fixed to the public mean was feasible here
+        feasible = np.array([float(self.pending[1] is not None)])
+        return Release(self.agent.name, msg.round, {"ez": ez, "polished": feasible})
+
+    def polished(self, latest: bool) -> tuple[int, np.ndarray] | None:
+        """The polished local solution (round, flat u) that the run returns: this round's when ``latest`` (every
+        agent's polish of it was feasible), else the last one kept; None if there is none."""
+        if latest and self.pending is not None and self.pending[1] is not None:
+            return self.pending[0], self.pending[1].copy()
+        return None if self.kept is None else (self.kept[0], self.kept[1].copy())
 
     def evaluate(self, round: int) -> Evaluation:
         """Non-private evaluation of the last step on this agent's data (never part of a release)."""
         norms, reports, compute_time = self._last
         z = self.z
+        values = {"objective": self.metrics.objective(z, round=round), "violation": self.metrics.violation(z),
+                  "solver_time": sum(r.seconds for r in reports), "compute_time": compute_time}
+        if self.pending is not None and self.pending[0] == round:  # the polished point's cost (NaN: infeasible)
+            x = self.pending[1]
+            values["polished_objective"] = math.nan if x is None else self.metrics.objective(x, round=round)
         return Evaluation(
             self.agent.name, round,
-            values={"objective": self.metrics.objective(z, round=round), "violation": self.metrics.violation(z),
-                    "solver_time": sum(r.seconds for r in reports), "compute_time": compute_time},
+            values=values,
             lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
             labels={"solver": "+".join(sorted({r.solver for r in reports}))})
 
@@ -145,9 +175,11 @@ class AgentWorker:
 
     def state(self) -> dict:
         """Everything needed to resume this worker exactly (local copy, dual, generator state)."""
-        return {"z": self.z.copy(), "lam": self.lam.copy(), "rng": self.rng.bit_generator.state}
+        return {"z": self.z.copy(), "lam": self.lam.copy(), "rng": self.rng.bit_generator.state,
+                "pending": self.pending, "kept": self.kept}
 
     def restore(self, state: dict) -> None:
         self.z = np.asarray(state["z"], dtype=float).copy()
         self.lam = np.asarray(state["lam"], dtype=float).copy()
         self.rng.bit_generator.state = state["rng"]
+        self.pending, self.kept = state.get("pending"), state.get("kept")

@@ -36,6 +36,18 @@ class ADMM(Algorithm):
         Stop when the copies' mismatch (the history's ``mismatch`` column: how far the agents' released copies
         of each shared value disagree) falls below it. PowerModelsADA's ADMM stops when half of it falls below
         its ``tol`` (``tol_mismatch = 2 * tol`` is the same rule). It reads released values only.
+    polish : bool, default True
+        Consensus polishing (:meth:`cvxdp.local_solver.ProxSolver.polish`). In every round each agent also
+        solves its own problem with its shared block fixed to the mean of the copies released in the round
+        before (public: the server sends it with the round's message) and releases one bit: whether that was
+        feasible. When every agent's was, the agents' polished local solutions together are a feasible point
+        of the whole problem whose copies agree exactly, so its cost is an upper bound on the optimum; the
+        last such point is ``result.polished`` and the history's ``polished`` column marks its rounds (its
+        cost, computed on private data, is the evaluation column ``polished_objective``). It costs one more
+        local solve per agent in each round that polishes and changes nothing else in the run. After
+        ``polish_patience`` rounds in a row whose polish was not feasible for every agent, the rounds between
+        attempts double up to ``polish_max_gap`` (:meth:`polish_gap`; it reads the released bits only, and
+        a complete polish resets it); those rounds' ``polished`` is NaN. ``False``: plain ADMM.
     """
 
     name = "admm"
@@ -49,12 +61,16 @@ class ADMM(Algorithm):
     #: which it only lowers weights), then ``steady_relaxation`` (benchmarks/bench_power.py --acceptance,
     #: bench_large_cases.py admm)
     warmup_relaxation, warmup_rounds, steady_relaxation = 1.3, auto_blocks.warmup, 1.6
+    #: polish=True: attempts in every round until this many in a row failed, then at most this many rounds apart
+    #: (case1354pegase / case2869pegase never polish: benchmarks/bench_polish.py --large)
+    polish_patience, polish_max_gap = 8, 8
 
     def __init__(self, rho: float | str = "auto", rounds: int = 100, *, relaxation: float | str = "auto",
                  tol_primal: float | None = None, tol_dual: float | None = None,
-                 tol_mismatch: float | None = None) -> None:
+                 tol_mismatch: float | None = None, polish: bool = True) -> None:
         super().__init__(rho=rho, rounds=rounds, tol_primal=tol_primal, tol_dual=tol_dual, tol_mismatch=tol_mismatch)
         self.relaxation = relaxation
+        self.polish = polish
 
     def validate(self) -> None:
         super().validate()
@@ -62,6 +78,8 @@ class ADMM(Algorithm):
             raise fail("relaxation", type(self).__name__, '"auto" or a float in (0, 2)', self.relaxation)
         if self.relaxation != "auto":
             check_float(self.relaxation, "relaxation", type(self).__name__, 0.0, 2.0)
+        if not isinstance(self.polish, bool):
+            raise fail("polish", type(self).__name__, "a bool", self.polish)
 
     def relaxation_at(self, t: int) -> float:
         """The over-relaxation of round ``t`` (1-based)."""
@@ -69,5 +87,12 @@ class ADMM(Algorithm):
             return float(self.relaxation)
         return self.warmup_relaxation if t <= self.warmup_rounds else self.steady_relaxation
 
+    def polish_gap(self, failures: int) -> int:
+        """Rounds from a polishing round to the next one, after ``failures`` failed attempts in a row: 1 while
+        ``failures < polish_patience``, then doubling with every further failure up to ``polish_max_gap``."""
+        if failures < self.polish_patience:
+            return 1
+        return int(min(2 ** (failures - self.polish_patience + 1), self.polish_max_gap))
+
     def describe(self) -> dict:
-        return {**super().describe(), "relaxation": self.relaxation}
+        return {**super().describe(), "relaxation": self.relaxation, "polish": self.polish}

@@ -275,6 +275,9 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
                        f"  objective           {_num(summary['objective'], '.6g')}",
                        f"  consensus residual  {_num(summary['consensus_residual'], '.3e')}",
                        f"  max violation       {_num(summary['max_violation'], '.3e')}",
+                       *([f"  polished point      round {summary['polished_round']}, objective "
+                          f"{_num(summary.get('polished_objective'), '.6g')} (feasible; the copies agree exactly)"]
+                         if summary.get("polished_round") is not None else []),
                        f"  noise magnitude     {_num(summary['noise_magnitude'], '.4g')} (mean ||xi||_2 per update)",
                        *_power_lines(summary),
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()

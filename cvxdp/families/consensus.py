@@ -18,7 +18,7 @@ from .._validation import check_float, fail
 from ..agent import check_agents
 from ..algorithms.base import dual_update, global_update
 from ..backends import Backend, NodeSpec
-from ..errors import DeclarationError, InvalidParameterError
+from ..errors import CvxdpError, DeclarationError, InvalidParameterError
 from ..noise_eta import NoiseEta, release_noise_std
 from ..protocol import Evaluation, Family, Release, RoundPlan
 from ..step_sizes import EtaPlan, auto_rho_start, diagnose, next_rho
@@ -112,6 +112,15 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], si
     return math.sqrt(max(float(np.sum(np.maximum(pairs, 0.0))), 0.0))
 
 
+def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> np.ndarray:
+    """The mean of the agents' released copies of every shared coordinate (exact ADMM's polishing target)."""
+    total, count = np.zeros(size), np.zeros(size)
+    for ez, idx in zip(shared, gidx):
+        np.add.at(total, idx, ez)
+        np.add.at(count, idx, 1.0)
+    return total / np.maximum(count, 1.0)
+
+
 @dataclass
 class ConsensusState:
     """The aggregator's side of a consensus run (part of the checkpoint)."""
@@ -125,6 +134,10 @@ class ConsensusState:
     w_prev: np.ndarray | None = None
     weights: np.ndarray | None = None  # current per-coordinate penalty weights (declared, then per-block adapted)
     noise_eta: NoiseEta | None = None  # private runs with eta="auto": eta multipliers grown from released moves
+    polished: tuple[int, np.ndarray] | None = None  # exact ADMM: the last round every polish was feasible, its mean
+    polish_complete: bool = False  # whether the last attempted polish was feasible for every agent
+    polish_failures: int = 0  # consecutive attempted polishes that were not (ADMM.polish_gap backs off after them)
+    polish_next: int = 1  # the next round that polishes
 
 
 class ConsensusFamily(Family):
@@ -237,9 +250,18 @@ class ConsensusFamily(Family):
         relaxation = alg.relaxation_at(t) if hasattr(alg, "relaxation_at") else 1.0
         targets = relaxed_targets(w, state.ez, self.gidx, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
-        messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement)
-                    for bw, r, plan, e in zip(targets, rhos, plans, etas)]
-        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets, rhos))
+        polish = self._polishes() and t >= getattr(state, "polish_next", 1)
+        mean = copies_mean(state.ez, self.gidx, self.n_global) if polish else None
+        keep = bool(getattr(state, "polish_complete", False))
+        messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
+                                 polish=None if mean is None else mean[g], keep_polish=keep)
+                    for bw, r, plan, e, g in zip(targets, rhos, plans, etas, self.gidx)]
+        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets, rhos, mean))
+
+    def _polishes(self) -> bool:
+        """Exact ADMM with ``polish=True``: a round polishes the copies released in the round before (in the
+        rounds :meth:`cvxdp.ADMM.polish_gap` leaves after failed attempts)."""
+        return bool(getattr(self.algorithm, "polish", False))
 
     def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
         return any(ledger.would_exceed(n, c, count=self.J, budget=self.budget, accountant=self.accountant)
@@ -252,7 +274,7 @@ class ConsensusFamily(Family):
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        (w, targets, rhos), rho = plan.context, plan.released["rho"]
+        (w, targets, rhos, mean), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
             r = w[self.gidx[p]] - rel["ez"]
@@ -276,8 +298,18 @@ class ConsensusFamily(Family):
             state.weights = self.blocks.update(t, state.weights, self.weights, rho=rho, w=w, w_prev=state.w_prev,
                                                shared=state.ez, duals=state.lam, gidx=self.gidx)
         state.w_prev, state.rho_prev = w, rho
-        return {"consensus_residual": consensus, "primal_residual": state.primal,
-                "dual_residual": state.dual, "mismatch": mismatch}, agent_rows
+        row = {"consensus_residual": consensus, "primal_residual": state.primal, "dual_residual": state.dual,
+               "mismatch": mismatch}
+        if mean is not None:  # one released bit per agent: its polish of the previous round's mean was feasible
+            state.polish_complete = all(float(rel["polished"][0]) == 1.0 for rel in releases)
+            state.polish_failures = 0 if state.polish_complete else state.polish_failures + 1
+            state.polish_next = t + self.algorithm.polish_gap(state.polish_failures)
+            if state.polish_complete:
+                state.polished = (t, mean)
+            row["polished"] = float(state.polish_complete)
+        elif self._polishes():
+            row["polished"] = math.nan  # not attempted this round
+        return row, agent_rows
 
     def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
         # privacy spent so far, worst agent; PLD only at the end (it costs ~10 ms)
@@ -290,6 +322,8 @@ class ConsensusFamily(Family):
                "noise_magnitude": float(np.mean(norms)) if norms else 0.0,
                "solver_time": sum(ev.values["solver_time"] for ev in evaluations),
                "fallbacks": sum(len(ev.lists["fallbacks"]) for ev in evaluations)}
+        if all("polished_objective" in ev.values for ev in evaluations):  # NaN unless every polish was feasible
+            row["polished_objective"] = float(sum(ev.values["polished_objective"] for ev in evaluations))
         agents = []
         for ev in evaluations:
             own = ev.lists["noise_norms"]
@@ -313,6 +347,21 @@ class ConsensusFamily(Family):
         rho = state.rho_prev if state.rho_prev is not None else self.rho_schedule(1)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, self.penalty(rho, state))
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
+
+    def collect(self, state: ConsensusState, backend: Backend) -> dict[str, Any]:
+        """Exact ADMM's polished point (:attr:`cvxdp.Result.polished`): the round, the mean of the copies the
+        agents fixed their shared blocks to (public) and their polished local solutions (private)."""
+        polished = getattr(state, "polished", None)
+        if polished is None:
+            return {}
+        t, mean = polished
+        answers = backend.call("polished", [(bool(state.polish_complete),) for _ in self.names])
+        if any(a is None or a[0] != t for a in answers):  # the nodes must hold the round the server recorded
+            raise CvxdpError(f"The agents' polished solutions do not belong to round {t}: "
+                             f"{[None if a is None else a[0] for a in answers]}.")
+        return {"polished": {"round": t, "solution": {k: mean[self.offsets[k]:self.offsets[k] + self.sizes[k]].copy()
+                                                      for k in self.keys},
+                             "local": {n: a[1] for n, a in zip(self.names, answers)}}}
 
     def summary(self, ledger: Any) -> dict[str, Any]:
         return ledger.summary()

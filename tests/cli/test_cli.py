@@ -167,3 +167,23 @@ def test_central_network_shortcut_takes_a_matpower_file_relative_to_the_current_
     payload = last_json(invoke("central", "--network", "g/my14.m", "--zones", "2", "--json"))
     assert payload["case"] == "my14_2zones"  # named by the file, not by its path
     assert payload["cost"] == pytest.approx(2175.70, abs=0.05) and payload["ac_converged"] is True
+
+
+def test_run_reports_exact_admms_polished_point(tmp_path):
+    """An exact-ADMM case file: the summary names the polished point; ``polish = false`` in [algorithm] turns it
+    off; the saved result reloads it."""
+    import cvxdp
+
+    text = (CASES / "toy.toml").read_text().replace('name = "ladmm"', 'name = "admm"')
+    text = text.replace("agents = 3 ", "agents = 2 ")  # two agents: the mean of their copies is always feasible
+    case = tmp_path / "toy_admm.toml"
+    case.write_text(text)
+    res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on"))
+    assert "polished point      round 5, objective" in res.output
+    payload = last_json(invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on2"),
+                               "--json"))
+    assert payload["polished_round"] == 5 and isinstance(payload["polished_objective"], float)
+    assert cvxdp.load_result(tmp_path / "on").polished["round"] == 5
+    case.write_text(text.replace('name = "admm"', 'name = "admm"\npolish = false'))
+    res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "off"))
+    assert "polished point" not in res.output

@@ -30,6 +30,8 @@ class Case:
     build: Any            # () -> (agents, algorithm, privacy)
     release_key: str      # the one array a node releases
     private: bool
+    #: non-private only: one-value arrays that also leave a node (exact ADMM's polish bit: 0 or 1)
+    bits: tuple[str, ...] = ()
 
 
 def _toy(algorithm, privacy=None):
@@ -59,7 +61,7 @@ CASES = {
     "ladmm": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS)), "ez", False),
     "ladmm_objg": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS),
                             lambda: cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6)), "ez", True),
-    "admm": Case(_toy(lambda: cvxdp.ADMM(rho=1.0, rounds=ROUNDS)), "ez", False),
+    "admm": Case(_toy(lambda: cvxdp.ADMM(rho=1.0, rounds=ROUNDS)), "ez", False, ("polished",)),
     "madmm_pp": Case(_graph(cvxdp.MADMM), "f", True),
     "mradmm_pp": Case(_graph(cvxdp.MRADMM), "f", True),
     "sharing": Case(_sharing, "q", True),
@@ -168,8 +170,8 @@ def test_budget_stops_before_the_round_that_would_exceed_it(case, backend_name):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
-    """Everything a node's step returns is a Release holding one array of the declared size; for private
-    runs the number of releases per agent matches the ledger's records."""
+    """Everything a node's step returns is a Release holding one array of the declared size (non-private exact
+    ADMM: and its polish bit); for private runs the number of releases per agent matches the ledger's records."""
     backend = _recording_backend()
     result = _run(case, backend, evaluate=True)
     assert len(backend.releases) == ROUNDS
@@ -179,9 +181,14 @@ def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
         assert [r.agent for r in round_releases] == names
         for agent, rel in zip(result.agents, round_releases):
             assert isinstance(rel, Release) and rel.round == t
-            assert list(rel.arrays) == [CASES[case].release_key]  # nothing but the one accounted array
+            bits = CASES[case].bits
+            assert not (bits and CASES[case].private)
+            sent = [b for b in bits if b in rel.arrays]  # exact ADMM: only in the rounds that polish
+            assert t > 1 or sent == list(bits)  # the first round always polishes
+            assert list(rel.arrays) == [CASES[case].release_key, *sent]  # nothing but the one accounted array
+            assert all(rel[b].shape == (1,) and rel[b][0] in (0.0, 1.0) for b in sent)
             expected = agent.n_samples if case == "sharing" else agent.layout.shared_indices.size
-            assert rel.size == expected
+            assert rel.size == expected + len(sent)
     ledger = result.ledger
     if not CASES[case].private:
         assert result.privacy["worst"]["basic"][0] == 0.0

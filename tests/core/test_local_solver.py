@@ -248,3 +248,41 @@ def test_clarabel_and_ecos_failures_are_recorded_when_a_later_solver_succeeds(mo
     assert report.fallbacks == ["CLARABEL:NumericalError" + "; retry NumericalError" * len(ROBUST_SETTINGS),
                                 "ECOS:error (SolverError)"]
     np.testing.assert_allclose(u, [1.0, 0.5, -1.0], atol=1e-4)
+
+
+# ---------------------------------------------------------------- consensus polishing (exact ADMM)
+def _reference_polish(agent, target):
+    shared = agent.u_expression()[agent.layout.shared_indices]
+    prob = cp.Problem(cp.Minimize(agent.objective), [*agent.constraints, shared == target])
+    prob.solve(solver=cp.CLARABEL)
+    return prob
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_polish_fixes_the_shared_block_and_minimizes_the_objective(compiled):
+    from cvxdp.local_solver import ProxSolver
+
+    agent = soc_agent()
+    prox = ProxSolver(agent, compiled=compiled)
+    assert prox.path == ("compiled" if compiled else "cvxpy")
+    target = np.array([0.2, -0.1, 0.5, 1.5])  # (k: x[1:3], m: y[:, 0]) inside W
+    for _ in range(2):  # the second call only updates b on the compiled path
+        u, report = prox.polish(target)
+        assert u is not None and report.solver in ("CLARABEL", "ECOS")
+        assert np.allclose(u[agent.layout.shared_indices], target, atol=1e-7)
+        assert agent.violation(u) < 1e-7
+        ref = _reference_polish(agent, target)
+        assert agent.objective_value(u) == pytest.approx(ref.value, abs=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_polish_reports_an_infeasible_shared_block_as_none(compiled):
+    from cvxdp.local_solver import ProxSolver
+
+    agent = soc_agent()
+    prox = ProxSolver(agent, compiled=compiled)
+    u, report = prox.polish(np.array([0.2, -0.1, 0.5, 3.0]))  # y[1, 0] = 3 > 2
+    assert u is None
+    assert report.solver != "none"  # a solver answered: infeasible, not a failure
+    feasible, _ = prox.polish(np.array([0.2, -0.1, 0.5, 1.0]))  # the live solver is still usable afterwards
+    assert feasible is not None and np.allclose(feasible[agent.layout.shared_indices], [0.2, -0.1, 0.5, 1.0])
