@@ -118,6 +118,9 @@ def _power_lines(summary: dict) -> list[str]:
              f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
              f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
              f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
+    if _finite(summary.get("polished_cost")):
+        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h (gap {summary['polished_cost_gap']:+.2f} $/h; "
+                     f"round {summary['polished_round']}: feasible, the zones agree on every tie line)")
     if kind == "balance":
         lines.append("  (the balance objective does not price generation: its cost is that of one feasible dispatch, "
                      "not an economic dispatch; `cvxdp central CASE --objective cost` gives the cheapest)")

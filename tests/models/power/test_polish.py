@@ -43,6 +43,9 @@ def test_default_admm_meets_the_round_targets_with_its_polished_point(model, tar
     # a feasible point of the whole problem: its cost bounds the optimum from above
     costs = h["polished_objective"].dropna()
     assert len(costs) and (costs >= ref * (1 - 1e-6)).all()
+    report = inst.evaluate(result)  # the CLI's summary: the polished dispatch's generation cost
+    assert report["polished_round"] == result.polished["round"]
+    assert 0 <= report["polished_cost_gap"] < 0.01 * report["central_cost"] + 1e-6
     for agent in inst.agents:
         u = result.polished["local"][agent.name]
         assert agent.violation(u) < 1e-6
