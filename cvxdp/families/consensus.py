@@ -92,6 +92,19 @@ def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequenc
     return [relaxation * w[g] + (1.0 - relaxation) * ez for g, ez in zip(gidx, previous)]
 
 
+def _copy_sums(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int, *, squares: bool = False
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per global coordinate: the sum of the released copies, of their squares (when asked) and their number."""
+    total, count = np.zeros(size), np.zeros(size)
+    sq = np.zeros(size) if squares else None
+    for ez, idx in zip(shared, gidx):
+        np.add.at(total, idx, ez)
+        np.add.at(count, idx, 1.0)
+        if sq is not None:
+            np.add.at(sq, idx, ez * ez)
+    return total, sq, count
+
+
 def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> float:
     """How far the agents' released copies of each shared coordinate disagree with each other.
 
@@ -102,11 +115,7 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], si
     ``primal_residual`` (``||B w - E z||``, the distance to the target the round started from) it does not move
     with the dual term of ``w``. Reads released values only.
     """
-    total, squares, count = np.zeros(size), np.zeros(size), np.zeros(size)
-    for ez, idx in zip(shared, gidx):
-        np.add.at(total, idx, ez)
-        np.add.at(squares, idx, ez * ez)
-        np.add.at(count, idx, 1.0)
+    total, squares, count = _copy_sums(shared, gidx, size, squares=True)
     # sum over ordered pairs of (a_p - a_q)^2 = 2 n sum a_p^2 - 2 (sum a_p)^2
     pairs = 2.0 * count * squares - 2.0 * total * total
     return math.sqrt(max(float(np.sum(np.maximum(pairs, 0.0))), 0.0))
@@ -114,10 +123,7 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], si
 
 def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> np.ndarray:
     """The mean of the agents' released copies of every shared coordinate (exact ADMM's polishing target)."""
-    total, count = np.zeros(size), np.zeros(size)
-    for ez, idx in zip(shared, gidx):
-        np.add.at(total, idx, ez)
-        np.add.at(count, idx, 1.0)
+    total, _, count = _copy_sums(shared, gidx, size)
     return total / np.maximum(count, 1.0)
 
 
