@@ -28,21 +28,29 @@ PANDAPOWER_NETWORKS = (
 )
 
 
+def _models_roots() -> list[Path]:
+    """The folders of the bundled templates package ``cvxdp_models``, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("cvxdp_models")
+    except (ImportError, ValueError):
+        return []
+    return [Path(root) for root in (spec.submodule_search_locations or [])] if spec is not None else []
+
+
 def shipped_cases_dir() -> Path | None:
-    """The repository's ``cases/`` folder (next to the installed package), if present."""
-    candidate = Path(__file__).resolve().parents[1] / "cases"
-    return candidate if candidate.is_dir() else None
+    """The shipped case files: the repository's ``cases/`` folder next to the package (a source checkout or an
+    editable install), else the copy a wheel installs as ``cvxdp_models/cases``."""
+    checkout = Path(__file__).resolve().parents[1]
+    candidates = [checkout / "cases"] if (checkout / "pyproject.toml").is_file() else []
+    candidates += [root / "cases" for root in _models_roots()]
+    return next((c for c in candidates if c.is_dir()), None)
 
 
 def shipped_networks() -> list[dict[str, str]]:
     """The networks the power template accepts by name: pandapower's built-ins (one summary entry) and the
     bundled PGLib-OPF cases (one entry each), read from the templates package's folder without importing it."""
     out = [{"name": "case*", "kind": "net", "path": "", "description": PANDAPOWER_NETWORKS}]
-    try:
-        spec = importlib.util.find_spec("cvxdp_models")
-    except (ImportError, ValueError):
-        spec = None
-    for root in (spec.submodule_search_locations or []) if spec is not None else []:
+    for root in _models_roots():
         for path in sorted(Path(root, *PGLIB_SUBDIR).glob("pglib_opf_*.m")):
             out.append({"name": path.stem, "kind": "net", "path": str(path),
                         "description": "PGLib-OPF v23.07, bundled (CC BY 4.0): [model] network = NAME or --network NAME"})
