@@ -30,13 +30,13 @@ import numpy as np
 import pandas as pd
 
 import cvxdp
-from cvxdp.backends.ray import RayBackend
+from cvxdp.run.ray import RayBackend
 
 try:
     import ray
 except ImportError:  # the script needs the ray extra
     ray = None
-from cvxdp.runs import build_instance, power_case
+from cvxdp.config.runs import build_instance, power_case
 
 CASES = {"case2869pegase": 16, "case1354pegase": 8, "case14": 3}
 

@@ -9,7 +9,7 @@ Goals (issue 2): (a) at least 8x faster than (b), and within 1.3x of (c).
 Then the exact ADMM local step (prox of f_p over W_p, issue 12), on the same SOC agent and on power-flow zones
 (case14 and case118 in 3 zones, cost objective), three ways on the same targets and the same rho:
 
-(d) cvxdp's compiled prox (:class:`cvxdp.local_solver.ProxSolver`: canonical data compiled once, a live
+(d) cvxdp's compiled prox (:class:`cvxdp.model.local_solver.ProxSolver`: canonical data compiled once, a live
     Clarabel solver set up once per rho that only receives the new linear term),
 (e) a live raw Clarabel solver on the same canonical data that only receives ``update(q=...)`` (no cvxdp code),
 (f) the previous path: a DPP CVXPY problem solved with ``cp.Problem.solve`` every call.
@@ -19,7 +19,7 @@ Goal (issue 12): (d)/(e) <= 1.1x.
 Finally the exact-ADMM set-up on case118 (3 zones, cost objective), on fresh agents, in the same run:
 (g) the previous compile path — ``W_p`` and ``f_p`` canonicalized apart and merged (two compiles per agent) —
 vs (h) one canonicalization of ``min f_p s.t. W_p`` whose ``W_p`` rows are split out of the same data
-(:func:`cvxdp.compiled.prox_data`), with the compile counts and the whole worker set-up (compile, feasibility
+(:func:`cvxdp.model.compiled.prox_data`), with the compile counts and the whole worker set-up (compile, feasibility
 and boundedness verdict, projection, initial point) of (h).
 
     python benchmarks/bench_local_update.py [--n 500] [--calls 30] [--no-power]
@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import cvxdp
-from cvxdp.local_solver import ConicProjection, ProxSolver, clarabel_settings, compile_projection
+from cvxdp.model.local_solver import ConicProjection, ProxSolver, clarabel_settings, compile_projection
 
 
 def soc_agent(n: int, seed: int = 0) -> cvxdp.Agent:
@@ -133,8 +133,8 @@ def main() -> None:
 
 def bench_setup(case: str) -> dict:
     """(g) vs (h) above: compile time and count of the exact-ADMM data on fresh agents of ``case``."""
-    from cvxdp import compiled
-    from cvxdp.worker import AgentWorker
+    from cvxdp.families.consensus.node import AgentWorker
+    from cvxdp.model import compiled
 
     count = compiled.COMPILE_COUNT
     old_agents, new_agents, worker_agents = (_power_instance(case).agents for _ in range(3))
@@ -213,8 +213,8 @@ def power_prox(calls: int) -> list[dict]:
 def _power_instance(case: str):
     from pathlib import Path
 
-    from cvxdp.config import load_case
-    from cvxdp.runs import build_instance
+    from cvxdp.config.build import load_case
+    from cvxdp.config.runs import build_instance
 
     path = Path(__file__).resolve().parents[1] / "cases" / f"{case}_3zones.toml"
     case = load_case(path)

@@ -4,7 +4,7 @@
     python benchmarks/bench_study_backends.py --cells 8 --rounds 5
 
 Runs the same study (the shipped toy case, ObjPert Gaussian at several epsilons) three ways in one process:
-serial; on Ray with a new backend per cell (what studies did before ``cvxdp.config.StudyBackends``: each cell
+serial; on Ray with a new backend per cell (what studies did before ``cvxdp.config.build.StudyBackends``: each cell
 started Ray and its worker processes and shut them down again); on Ray as studies run now (Ray started once,
 the actors emptied and reused from cell to cell). Wall time of the whole study each; the three must give the
 same numbers (checked). Timings depend on the machine's load: the script prints the load average beside them.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-import cvxdp.study
-from cvxdp.config import StudyBackends, make_backend
+import cvxdp.studies.grid
+from cvxdp.config.build import StudyBackends, make_backend
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
@@ -35,14 +35,14 @@ class BackendPerCell(StudyBackends):
 
 
 def run(study: Path, out: Path, backend: str | None, per_cell: bool) -> tuple[float, pd.DataFrame]:
-    kept = cvxdp.study.StudyBackends
-    cvxdp.study.StudyBackends = BackendPerCell if per_cell else kept
+    kept = cvxdp.studies.grid.StudyBackends
+    cvxdp.studies.grid.StudyBackends = BackendPerCell if per_cell else kept
     try:
         start = time.perf_counter()
-        cvxdp.study.run_study(study, out, progress=False, run={"backend": backend})
+        cvxdp.studies.grid.run_study(study, out, progress=False, run={"backend": backend})
         seconds = time.perf_counter() - start
     finally:
-        cvxdp.study.StudyBackends = kept
+        cvxdp.studies.grid.StudyBackends = kept
     return seconds, pd.read_csv(out / "results.csv")
 
 

@@ -6,7 +6,7 @@
                          privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=0)
 
 The public names are loaded on first use (PEP 562): ``import cvxdp`` itself imports nothing heavy, and
-``cvxdp.Agent`` imports :mod:`cvxdp.agent` (and CVXPY) the first time it is touched. ``__all__``,
+``cvxdp.Agent`` imports :mod:`cvxdp.model.agent` (and CVXPY) the first time it is touched. ``__all__``,
 ``dir(cvxdp)`` and ``from cvxdp import *`` list every public name; type checkers see the imports below.
 """
 
@@ -20,19 +20,20 @@ __version__ = "0.1.0"
 #: public name -> the submodule that defines it (the submodule itself for ``errors``/``schedules``)
 _LAZY: dict[str, str] = {
     "errors": ".errors", "schedules": ".schedules",
-    "Agent": ".agent", "Sensitivity": ".agent",
-    "ADMM": ".algorithms", "DVP": ".algorithms", "MADMM": ".algorithms", "MRADMM": ".algorithms",
-    "RADMM": ".algorithms", "ADMMSharing": ".algorithms", "LinearizedADMM": ".algorithms",
-    "SharingGaussian": ".algorithms",
-    "CentralResult": ".central", "solve_central": ".central", "solve_with_fallback": ".central",
+    "Agent": ".model.agent", "Sensitivity": ".model.agent",
+    "ADMM": ".families.consensus.admm", "LinearizedADMM": ".families.consensus.ladmm",
+    "DVP": ".families.graph.madmm", "MADMM": ".families.graph.madmm", "MRADMM": ".families.graph.radmm",
+    "RADMM": ".families.graph.radmm", "ADMMSharing": ".families.sharing.params",
+    "SharingGaussian": ".families.sharing.params",
+    "CentralResult": ".model.central", "solve_central": ".model.central", "solve_with_fallback": ".model.central",
     "solve": ".engine",
     "NoisePlan": ".privacy", "ObjectivePerturbation": ".privacy", "OutputPerturbation": ".privacy",
     "PrivacyLedger": ".privacy",
-    "PenaltyPerturbation": ".privacy.gamma",
-    "Result": ".results", "load_result": ".results",
-    "VerticalParty": ".vertical",
-    "SmoothObjective": ".decentralized",
-    "ERMConstants": ".privacy.gamma", "attach_erm_constants": ".privacy.gamma",
+    "PenaltyPerturbation": ".families.graph.mechanism",
+    "Result": ".run.results", "load_result": ".run.results",
+    "VerticalParty": ".model.vertical",
+    "SmoothObjective": ".families.graph.local",
+    "ERMConstants": ".families.graph.mechanism", "attach_erm_constants": ".families.graph.mechanism",
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
@@ -48,22 +49,26 @@ __all__ = [
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
     from . import errors, schedules
-    from .agent import Agent, Sensitivity
-    from .algorithms import ADMM, DVP, MADMM, MRADMM, RADMM, ADMMSharing, LinearizedADMM, SharingGaussian
-    from .central import CentralResult, solve_central, solve_with_fallback
-    from .decentralized import SmoothObjective
     from .engine import solve
+    from .families.consensus.admm import ADMM
+    from .families.consensus.ladmm import LinearizedADMM
+    from .families.graph.local import SmoothObjective
+    from .families.graph.madmm import DVP, MADMM
+    from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
+    from .families.graph.radmm import MRADMM, RADMM
+    from .families.sharing.params import ADMMSharing, SharingGaussian
+    from .model.agent import Agent, Sensitivity
+    from .model.central import CentralResult, solve_central, solve_with_fallback
+    from .model.vertical import VerticalParty
     from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
-    from .privacy.gamma import ERMConstants, PenaltyPerturbation, attach_erm_constants
-    from .results import Result, load_result
+    from .run.results import Result, load_result
     from .templates import build_model, register_template, template_names
-    from .vertical import VerticalParty
 
 
 def __getattr__(name: str) -> Any:
     """Import a public name's module on first access and cache the name in the package namespace.
 
-    Submodules that are not public names (``cvxdp.config``, ``cvxdp.privacy``, ...) also resolve as
+    Submodules that are not public names (``cvxdp.config.build``, ``cvxdp.privacy``, ...) also resolve as
     attributes, as they did when this package imported everything eagerly.
     """
     target = _LAZY.get(name)

@@ -1,5 +1,5 @@
 """The front door: :func:`solve` validates the common arguments and runs the algorithm's family on the one
-round loop (:mod:`cvxdp.loop`) over a backend."""
+round loop (:mod:`cvxdp.run.loop`) over a backend."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._seeding import root_seed_sequence
-from ._validation import check_choice, check_float, check_int, fail
-from .agent import Agent
-from .algorithms.base import Algorithm
-from .algorithms.ladmm import LinearizedADMM
-from .backends import Backend, get_backend
-from .checkpoint import checkpoint_path
 from .families import family_class
-from .local_solver import DEFAULT_SOLVERS
-from .loop import run_loop
-from .results import Result
+from .families.consensus.ladmm import LinearizedADMM
+from .families.consensus.updates import Algorithm
+from .model.agent import Agent
+from .model.local_solver import DEFAULT_SOLVERS
+from .params import check_choice, check_float, check_int, fail
+from .run.backends import Backend, get_backend
+from .run.checkpoint import checkpoint_path
+from .run.loop import run_loop
+from .run.results import Result
+from .run.seeding import root_seed_sequence
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 
@@ -114,7 +114,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
 def _check_evaluate(evaluate: Any, backend: Backend) -> bool:
     """``None``: evaluate on the serial backend (a simulation), not on any other (a deployment)."""
     if evaluate is None:
-        from .backends import SerialBackend
+        from .run.backends import SerialBackend
 
         return isinstance(backend, SerialBackend)
     if not isinstance(evaluate, bool):

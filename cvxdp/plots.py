@@ -211,7 +211,7 @@ def _finish_panel(fig, ax, title: str, path: Path) -> str:
 
 def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: Any, *,
                         metric_label: str) -> list[str]:
-    """A graph study's figures (:mod:`cvxdp.study_graph`): per panel the metric's mean curve with min-max
+    """A graph study's figures (:mod:`cvxdp.studies.graph`): per panel the metric's mean curve with min-max
     bars and P(t); plus the test errors (mean, min-max). Returns the file names written into ``out``."""
     files = []
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -267,7 +267,7 @@ def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
 
 def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
                           title: str) -> list[str]:
-    """The sharing study's figures (:mod:`cvxdp.study_sharing`) in the paper's layout: Figs. 1-2 (objective
+    """The sharing study's figures (:mod:`cvxdp.studies.sharing`) in the paper's layout: Figs. 1-2 (objective
     and test log-loss per epoch) and Fig. 3 (noise levels)."""
     levels = sorted(history["noise"].unique())
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(levels)))

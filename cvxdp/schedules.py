@@ -10,7 +10,7 @@ The defaults (``"auto"``) of :class:`~cvxdp.LinearizedADMM` and :class:`~cvxdp.A
   ``rho *= sqrt(primal / dual)``, frozen after ``adapt_rounds`` (so rho is eventually constant, as the
   convergence analysis needs); it too reads only the aggregator's residuals (released values).
 * ``eta="auto"`` is :class:`AutoEta` — a marker resolved per agent inside :func:`cvxdp.solve` from each
-  agent's gradient Lipschitz constant (see :mod:`cvxdp.step_sizes`).
+  agent's gradient Lipschitz constant (see :mod:`cvxdp.families.consensus.step_sizes`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from ._validation import check_float, check_int, fail
+from .params import check_float, check_int, fail
 
 
 @dataclass(frozen=True)
@@ -248,10 +248,10 @@ class AutoEta:
     """eta chosen per agent from its gradient Lipschitz constant: ``eta_p = factor * L_p`` (the default
     ``eta="auto"``). ``factor=None`` (default) takes it from the agent's objective: 1 in general (the linearization
     majorizes ``f_p``), 0.55 when ``f_p`` is quadratic (``eta_p > L_p / 2`` suffices; see
-    :mod:`cvxdp.step_sizes`). A marker: :func:`cvxdp.solve` resolves it.
+    :mod:`cvxdp.families.consensus.step_sizes`). A marker: :func:`cvxdp.solve` resolves it.
 
     In a private run, an agent's eta is then multiplied by ``noise_growth`` each time its released copies move
-    only with the noise (:mod:`cvxdp.noise_eta`: reads released values and public noise scales only);
+    only with the noise (:mod:`cvxdp.families.consensus.noise_eta`: reads released values and public noise scales only);
     ``noise_growth=1`` keeps ``eta_p`` fixed."""
 
     factor: float | None = None

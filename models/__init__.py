@@ -3,6 +3,8 @@
 Installed under the import name ``cvxdp_models`` (the source folder is ``models/``).
 """
 
-from .base import ModelInstance, build_model, register_template, template_names
+from cvxdp import build_model, register_template, template_names
+
+from .base import ModelInstance
 
 __all__ = ["ModelInstance", "build_model", "register_template", "template_names"]

@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.graphs import (
+from cvxdp.families.graph.topology import (
     check_graph,
     complete_graph,
     describe_graph,

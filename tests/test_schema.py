@@ -1,4 +1,4 @@
-"""The documented case/study schema (cvxdp.schema, README, `cvxdp run --help`) lists exactly the keys the code reads."""
+"""The documented case/study schema (cvxdp.config.schema, README, `cvxdp run --help`) lists exactly the keys the code reads."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cvxdp import config, study, study_graph, study_sharing
-from cvxdp.schema import SCHEMA, keys, schema_markdown
+from cvxdp.config import build as config
+from cvxdp.config.schema import SCHEMA, keys, schema_markdown
+from cvxdp.studies import graph as study_graph
+from cvxdp.studies import grid as study
+from cvxdp.studies import sharing as study_sharing
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -41,10 +41,10 @@ def test_import_cvxdp_loads_no_modelling_stack():
 
 
 def test_public_names_load_on_first_use():
-    loaded, out = _loaded("import cvxdp\nprint('before', 'cvxdp.algorithms' in sys.modules)\n"
-                          "print(cvxdp.LinearizedADMM.__module__)", mods=("cvxdp.algorithms",))
-    assert out.split() == ["before", "False", "cvxdp.algorithms.ladmm"]
-    assert loaded == ["cvxdp.algorithms"]
+    loaded, out = _loaded("import cvxdp\nprint('before', 'cvxdp.families.consensus.ladmm' in sys.modules)\n"
+                          "print(cvxdp.LinearizedADMM.__module__)", mods=("cvxdp.families.consensus.ladmm",))
+    assert out.split() == ["before", "False", "cvxdp.families.consensus.ladmm"]
+    assert loaded == ["cvxdp.families.consensus.ladmm"]
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["cases"], ["cases", "--json"], ["run", "--help"],
@@ -71,7 +71,7 @@ def test_all_and_dir_list_every_public_name():
     for name in cvxdp.__all__:
         assert getattr(cvxdp, name) is not None
         assert name in dir(cvxdp)
-    assert cvxdp.Agent is __import__("cvxdp.agent", fromlist=["Agent"]).Agent
+    assert cvxdp.Agent is __import__("cvxdp.model.agent", fromlist=["Agent"]).Agent
     assert cvxdp.errors.CvxdpError.__module__ == "cvxdp.errors"
     namespace: dict = {}
     exec("from cvxdp import *", namespace)
@@ -79,7 +79,7 @@ def test_all_and_dir_list_every_public_name():
 
 
 def test_submodules_still_resolve_as_attributes_and_unknown_names_raise():
-    assert cvxdp.config.load_case.__module__ == "cvxdp.config"
+    assert cvxdp.config.load_case.__module__ == "cvxdp.config.build"
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         cvxdp.not_a_name  # noqa: B018
 

@@ -1,4 +1,4 @@
-"""The consensus study's cell cache (cvxdp.study) is guarded by the template-resolved [model] settings: a
+"""The consensus study's cell cache (cvxdp.studies.grid) is guarded by the template-resolved [model] settings: a
 default that changed between versions (the logistic dtype, float64 -> float32 in issue 12) refuses the stale
 cells; an unchanged rerun reuses every cell without building the instance (the template's settings hook)."""
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import cvxdp.runs
-import cvxdp.study
+import cvxdp.config.runs
+import cvxdp.studies.grid
 import cvxdp.templates as T
-from cvxdp.config import load_case
+from cvxdp.config.build import load_case
 from cvxdp.errors import ConfigError
-from cvxdp.study import run_study
+from cvxdp.studies.grid import run_study
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
@@ -47,7 +47,7 @@ def _run(study: Path, out: Path) -> dict:
 @pytest.fixture(autouse=True)
 def _no_figures(monkeypatch):
     """The figures (seconds per study run) are not what these tests are about."""
-    monkeypatch.setattr(cvxdp.study, "write_figures", lambda *args, **kwargs: [])
+    monkeypatch.setattr(cvxdp.studies.grid, "write_figures", lambda *args, **kwargs: [])
 
 
 def _no_build(*args, **kwargs):
@@ -70,8 +70,8 @@ def test_a_changed_template_default_refuses_the_cached_cells(tmp_path, monkeypat
         _run(study, out)  # the current default (float32) resolves the same files to another problem
 
     fresh = _run(study, tmp_path / "fresh")  # computed afresh elsewhere, then reused
-    monkeypatch.setattr(cvxdp.study, "build_instance", _no_build)
-    monkeypatch.setattr(cvxdp.runs, "build_instance", _no_build)
+    monkeypatch.setattr(cvxdp.studies.grid, "build_instance", _no_build)
+    monkeypatch.setattr(cvxdp.config.runs, "build_instance", _no_build)
     assert (fresh["computed"], _run(study, tmp_path / "fresh")["reused"]) == (2, 2)
 
 
@@ -80,7 +80,7 @@ def test_a_template_without_a_settings_hook_is_built_once_to_check_the_cells(tmp
     monkeypatch.setattr(T, "_SETTINGS", {k: v for k, v in T._SETTINGS.items() if k != "logistic"})
     _run(study, out)
     builds = []
-    monkeypatch.setattr(cvxdp.runs, "build_instance", lambda case: builds.append(case) or T.build_model(
+    monkeypatch.setattr(cvxdp.config.runs, "build_instance", lambda case: builds.append(case) or T.build_model(
         case.template, case.model, base_dir=case.path.parent))
 
     again = _run(study, out)

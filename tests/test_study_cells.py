@@ -1,4 +1,4 @@
-"""The one resumable cell runner (cvxdp.study_cells) and the sharing study on it: finished cells are
+"""The one resumable cell runner (cvxdp.studies.cells) and the sharing study on it: finished cells are
 skipped, an unfinished one is recomputed, a changed study is refused."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import ConfigError, CorruptFileError
-from cvxdp.study_cells import CELL_FILE, CellRunner
+from cvxdp.studies.cells import CELL_FILE, CellRunner
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
@@ -70,7 +70,7 @@ def _sharing_study(tmp_path: Path, seeds: str = "[0]") -> Path:
 
 
 def test_the_sharing_study_resumes_and_refuses_a_changed_study(tmp_path):
-    from cvxdp.study_sharing import run_sharing_study
+    from cvxdp.studies.sharing import run_sharing_study
 
     study = _sharing_study(tmp_path, seeds="[0, 1]")
     out = tmp_path / "o"
@@ -113,7 +113,7 @@ def test_graph_and_sharing_cells_are_guarded_by_the_resolved_settings(kind, defa
     subsamples the data): the cached cells are of another problem and are refused, naming the setting."""
     import importlib
 
-    module = importlib.import_module(f"cvxdp.study_{kind}")
+    module = importlib.import_module(f"cvxdp.studies.{kind}")
     template = importlib.import_module(f"cvxdp_models.{defaults}")
     monkeypatch.setattr(module, figures, lambda *args, **kwargs: [])  # figures are not what this is about
     study = (_graph_study if kind == "graph" else _sharing_study)(tmp_path)

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from cvxdp.tables import markdown_table
+from cvxdp.studies.tables import markdown_table
 
 
 def test_markdown_table_keeps_every_row():

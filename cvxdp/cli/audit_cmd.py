@@ -1,8 +1,8 @@
 """``cvxdp audit``: an empirical lower bound on a mechanism's epsilon, beside its claim (issue 5 item 1).
 
-Audits the bare noise (:func:`cvxdp.privacy.audit.audit_mechanism`) or, with ``--through-solve``, the
+Audits the bare noise (:func:`cvxdp.audits.release.audit_mechanism`) or, with ``--through-solve``, the
 realised output of one local update of a whole ``cvxdp.solve`` run
-(:func:`cvxdp.privacy.audit.audit_local_update`), optionally on a broken twin (``--broken``). The exit
+(:func:`cvxdp.audits.release.audit_local_update`), optionally on a broken twin (``--broken``). The exit
 status is 0 whenever the audit ran, whatever its verdict (the verdict is data: read ``violated``).
 """
 
@@ -46,7 +46,7 @@ def _fmt(x: float | None) -> str:
 def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | None, through_solve: bool,
           broken: str, seed: int, sensitivity: float, noise_source: str, alpha: float, as_json: bool) -> None:
     """Empirical epsilon lower bound of a mechanism (Clopper-Pearson, Bonferroni) beside its claim."""
-    from ..privacy.audit import audit_local_update, audit_mechanism
+    from ..audits.release import audit_local_update, audit_mechanism
     from ..privacy.mechanisms import make_mechanism
 
     name = mechanism

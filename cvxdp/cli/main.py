@@ -19,13 +19,13 @@ from pathlib import Path
 
 import click
 
+from ..config.schema import schema_epilog
 from ..errors import CvxdpError
-from ..schema import schema_epilog
 
 
 def _emit(payload: dict, as_json: bool, human: str) -> None:
     if as_json:
-        from ..results import _jsonable  # numpy/pandas: only commands that solve get here with --json
+        from ..run.results import _jsonable  # numpy/pandas: only commands that solve get here with --json
 
         click.echo(json.dumps(_jsonable(payload)))
     else:
@@ -44,7 +44,7 @@ def friendly_errors(func):
         except (CvxdpError, FileNotFoundError) as exc:
             raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
         except OSError as exc:
-            from ..outdir import describe_oserror
+            from ..run.outdir import describe_oserror
 
             where = f" ({exc.filename})" if exc.filename else ""
             raise click.ClickException(f"{type(exc).__name__}: {describe_oserror(exc)}{where}") from None
@@ -66,7 +66,7 @@ def cli() -> None:
 @friendly_errors
 def cases_cmd(as_json: bool) -> None:
     """List the shipped cases and studies, and the power networks known by name (pandapower, PGLib-OPF)."""
-    from ..casefiles import load_toml, shipped_cases_dir, shipped_networks
+    from ..config.files import load_toml, shipped_cases_dir, shipped_networks
 
     folder = shipped_cases_dir()
     entries = []
@@ -89,8 +89,8 @@ _MECH_HELP = "; ".join(f"{a}: {', '.join(m)}" for a, m in SUPPORTED_MECHANISMS.i
 
 def _load_or_shortcut(case_file, network, zones, objective):
     """A case file, or (``--network NAME --zones N``) an in-memory power case with automatic zones."""
-    from ..config import load_case
-    from ..runs import power_case
+    from ..config.build import load_case
+    from ..config.runs import power_case
 
     if network is None and zones is None:
         if case_file is None:
@@ -226,12 +226,12 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
     Power cases report the generation cost ($/h), the objective with its definition and the gap to the
     centralized optimum of the same objective (solved once); --ac-check adds an AC power-flow check.
     """
-    from ..caveats import ledger_caveats, noise_caveats
-    from ..checkpoint import remove_checkpoint
+    from ..config.runs import build_instance, default_run_dir, run_case
     from ..errors import OutputError
-    from ..outdir import OutputLock, prepare_dir
-    from ..results import RESULT_FILE
-    from ..runs import build_instance, default_run_dir, run_case
+    from ..run.checkpoint import remove_checkpoint
+    from ..run.outdir import OutputLock, prepare_dir
+    from ..run.results import RESULT_FILE
+    from ..studies.caveats import ledger_caveats, noise_caveats
 
     case = _load_or_shortcut(case_file, network, zones, objective)
     if objective is not None and network is None:
@@ -316,8 +316,8 @@ def central_cmd(case_file, network, zones, objective, time_limit, progress, as_j
     import time
     import warnings
 
-    from ..central import SolverFallbackWarning, solve_central
-    from ..runs import build_instance
+    from ..config.runs import build_instance
+    from ..model.central import SolverFallbackWarning, solve_central
 
     start = time.perf_counter()
 
@@ -374,19 +374,19 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
     """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report.
 
     A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
-    cvxdp.study_sharing); --rounds then sets its epochs. A study with ``[study] kind = "graph"`` runs the
-    decentralized-ADMM study (settings x runs, cvxdp.study_graph); --data/--test-data then give the UCI Adult
+    cvxdp.studies.sharing); --rounds then sets its epochs. A study with ``[study] kind = "graph"`` runs the
+    decentralized-ADMM study (settings x runs, cvxdp.studies.graph); --data/--test-data then give the UCI Adult
     files (adult.data / adult.test) instead of the bundled data.
     """
-    from ..study import run_study
-    from ..study_graph import is_graph_study, run_graph_study
-    from ..study_sharing import is_sharing_study, run_sharing_study
+    from ..studies.graph import is_graph_study, run_graph_study
+    from ..studies.grid import run_study
+    from ..studies.sharing import is_sharing_study, run_sharing_study
 
     run = _backend_overrides(backend, ray_cpus, ray_address)
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
                                  progress=progress and sys.stderr.isatty(), run=run)
-    elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.study_graph)
+    elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.studies.graph)
         info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
                                progress=progress and sys.stderr.isatty(), run=run)
     elif test_data is not None:

@@ -4,7 +4,7 @@ Noise comes from numpy by default (fast, same-seed reproducible, research-grade)
 selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.secure`, ``pip install 'cvxdp[secure]'``).
 
 The audits drive whole runs (they sit above the round loop), so they are not re-exported here: import them from
-:mod:`cvxdp.privacy.audit` (``audit_release``, ``audit_mechanism``, ``audit_local_update``, ``AuditResult``).
+:mod:`cvxdp.audits.release` (``audit_release``, ``audit_mechanism``, ``audit_local_update``, ``AuditResult``).
 """
 
 from .accounting import (
@@ -33,7 +33,8 @@ from .mechanisms import (
     make_mechanism,
     mechanism_from_dict,
 )
-from .noise import NOISE_SOURCES, NoisePlan
+from .noise import NoisePlan
+from .secure import NOISE_SOURCES
 
 __all__ = [
     "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",

@@ -35,8 +35,8 @@ from dp_accounting.pld import PLDAccountant, common
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import RdpAccountant
 
-from .._validation import check_choice, check_float, check_int, fail
 from ..errors import InvalidParameterError
+from ..params import check_choice, check_float, check_int, fail
 from .noise import NoisePlan
 from .notes import GuaranteeNotes
 
@@ -61,7 +61,7 @@ class PureEpsilonDpEvent(dp_accounting.DpEvent):
     """A pure ``epsilon``-DP step for which dp-accounting has no event (e.g. one Gamma-norm iteration).
 
     The step's neighbouring relation and sensitivity are those of the mechanism that records it (the
-    Gamma-norm steps: replace one sample of one node's data, :mod:`cvxdp.privacy.gamma`). The accountants of
+    Gamma-norm steps: replace one sample of one node's data, :mod:`cvxdp.families.graph.mechanism`). The accountants of
     this module treat it as binary randomized response with the same epsilon, its worst case.
     """
 
@@ -443,7 +443,7 @@ class PrivacyLedger(GuaranteeNotes):
         """Record ``count`` steps of ``name`` described by a DpEvent whose claim is implied by the event.
 
         ``event`` is a :class:`PureEpsilonDpEvent` (claim ``(epsilon, 0)``; e.g.
-        :func:`cvxdp.privacy.gamma.gamma_step_event`), a ``LaplaceDpEvent`` (``(1 / multiplier, 0)``) or a
+        :func:`cvxdp.families.graph.mechanism.gamma_step_event`), a ``LaplaceDpEvent`` (``(1 / multiplier, 0)``) or a
         ``NoOpDpEvent`` (a step that touches no data, e.g. a recycled MR-ADMM iteration: counted by
         :meth:`free_steps`, costs nothing). A Gaussian event has no implied claim: use :meth:`record` with
         ``claim=``.

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from .._validation import check_choice, check_float, check_int, deprecated_alias, fail
 from ..errors import DeclarationError, InvalidParameterError
+from ..params import check_choice, check_float, check_int, deprecated_alias, fail
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
-from .noise import NOISE_SOURCES, NoisePlan
+from .noise import NoisePlan
+from .secure import NOISE_SOURCES
 
 SENSITIVITY_MODES = ("exact", "paper")
 BUDGETS = ("step", "total")

@@ -16,7 +16,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from .._validation import check_choice, check_float, check_int, fail
+from ..params import check_choice, check_float, check_int, fail
 from . import secure
 from .secure import NOISE_SOURCES
 

@@ -57,8 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_float, check_int
 from ..errors import OptionalDependencyError
+from ..params import check_choice, check_float, check_int
 
 #: Where noise comes from: numpy's seeded generators (default) or OpenDP's vetted samplers (this module).
 NOISE_SOURCES = ("numpy", "opendp")

@@ -449,8 +449,8 @@ def solve_central(
     cost_scale : float
         The generator cost is divided by it inside the objective.
     solver : str
-        First solver to try; then the others of :data:`cvxdp.central.FALLBACK_ORDER`, each capped (iterations
-        and ``time_limit`` seconds) and announced by a :class:`cvxdp.central.SolverFallbackWarning`.
+        First solver to try; then the others of :data:`cvxdp.model.central.FALLBACK_ORDER`, each capped (iterations
+        and ``time_limit`` seconds) and announced by a :class:`cvxdp.model.central.SolverFallbackWarning`.
     time_limit : float
         Seconds each solver of the chain may run.
     progress : callable(str), optional

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 import cvxdp
 from cvxdp.cli.main import cli
 from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.graphs import check_graph
-from cvxdp.privacy.gamma import bound_26, privacy_curve_26
+from cvxdp.families.graph.mechanism import bound_26, privacy_curve_26
+from cvxdp.families.graph.topology import check_graph
 from cvxdp_models.erm import make_erm
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
@@ -281,7 +281,7 @@ than = "DVP matched"
 
 
 def test_shipped_graph_studies_load():
-    from cvxdp.study_graph import load_graph_study
+    from cvxdp.studies.graph import load_graph_study
 
     for name in ("study_madmm", "study_radmm"):
         study = load_graph_study(CASES / f"{name}.toml")
@@ -302,7 +302,7 @@ ADULT_ROWS = """\
 
 def test_erm_template_reads_adult_and_studies_take_it(tmp_path):
     from cvxdp.errors import ConfigError
-    from cvxdp.study_graph import run_graph_study
+    from cvxdp.studies.graph import run_graph_study
 
     adult = tmp_path / "adult.data"
     adult.write_text(ADULT_ROWS * 150)  # 600 complete rows (the '?' row is dropped)
@@ -363,7 +363,7 @@ def test_several_shared_keys_in_any_variable_order():
 
 
 def test_case_tables_build_the_graph_algorithms(erm5):
-    from cvxdp.config import make_algorithm, make_privacy
+    from cvxdp.config.build import make_algorithm, make_privacy
     from cvxdp.errors import ConfigError
 
     inst, _ = erm5

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.decentralized import SmoothObjective, privacy_plan, recycled_step
 from cvxdp.errors import InvalidParameterError
-from cvxdp.graphs import check_graph
-from cvxdp.privacy.gamma import bound_32, privacy_curve_32
+from cvxdp.families.graph.local import SmoothObjective, privacy_plan, recycled_step
+from cvxdp.families.graph.mechanism import bound_32, privacy_curve_32
+from cvxdp.families.graph.topology import check_graph
 from cvxdp_models.erm import make_erm
 
 

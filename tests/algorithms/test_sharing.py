@@ -12,7 +12,8 @@ from scipy import optimize
 from scipy.special import expit
 
 import cvxdp
-from cvxdp.algorithms.sharing import (
+from cvxdp.errors import DeclarationError, InvalidParameterError
+from cvxdp.families.sharing.params import (
     AssumptionViolation,
     ball_ridge_solve,
     corollary1,
@@ -23,8 +24,7 @@ from cvxdp.algorithms.sharing import (
     z_update_logistic,
     z_update_squared,
 )
-from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.vertical import VerticalParty
+from cvxdp.model.vertical import VerticalParty
 
 SIGMA_DELTA = 1e-5
 PAPER = {"sensitivity": "paper", "calibration": "classic", "assumptions": "record"}  # the paper's Lemma 1 / Thm 1

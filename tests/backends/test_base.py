@@ -7,8 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from cvxdp.backends import NodeSpec
-from cvxdp.backends.base import balanced_blocks
+from cvxdp.run.backends import NodeSpec, balanced_blocks
 
 
 def best_contiguous_max(work: list[float], k: int) -> float:

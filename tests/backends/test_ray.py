@@ -24,7 +24,7 @@ from cvxdp.errors import (
 )
 
 ray = pytest.importorskip("ray")
-from cvxdp.backends.ray import RayBackend  # noqa: E402 - after the importorskip
+from cvxdp.run.ray import RayBackend  # noqa: E402 - after the importorskip
 
 pytestmark = pytest.mark.ray
 
@@ -75,7 +75,7 @@ def assert_same_run(a: cvxdp.Result, b: cvxdp.Result) -> None:
 
 def test_ladmm_objpert_bit_identical_to_serial_with_several_nodes_per_actor(warm):
     agents = toy(5)
-    # 14 rounds: eta="auto" grows with the noise from round 7 on (cvxdp.noise_eta), read by the driver from releases
+    # 14 rounds: eta="auto" grows with the noise from round 7 on (cvxdp.families.consensus.noise_eta), read by the driver from releases
     kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=14, local_updates=2),
                   privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=11)
     serial = cvxdp.solve(agents, **kwargs)
@@ -186,8 +186,8 @@ def test_ray_backend_parameters_are_checked():
     with pytest.raises(InvalidParameterError, match="'address' parameter of RayBackend"):
         RayBackend(address="")
     with pytest.raises(InvalidParameterError, match="serial backend takes no options"):
-        cvxdp.backends.get_backend("serial", num_cpus=2)
-    assert isinstance(cvxdp.backends.get_backend("ray", nodes_per_actor=3), RayBackend)
+        cvxdp.run.backends.get_backend("serial", num_cpus=2)
+    assert isinstance(cvxdp.run.backends.get_backend("ray", nodes_per_actor=3), RayBackend)
 
 
 def test_cli_backend_ray_matches_serial(tmp_path):
@@ -213,8 +213,8 @@ def test_cli_backend_ray_matches_serial(tmp_path):
 def test_case_file_run_backend_ray(tmp_path):
     """The [run] table builds the backend (run_case passes make_backend(case.run) to solve; the CLI test above
     runs that path end to end)."""
-    from cvxdp.backends import SerialBackend
-    from cvxdp.config import load_case, make_backend
+    from cvxdp.config.build import load_case, make_backend
+    from cvxdp.run.backends import SerialBackend
 
     text = (CASES / "toy.toml").read_text().replace('accountant = "pld"', 'accountant = "pld"\n'
                                                     'backend = "ray"\nray_cpus = 2\nray_address = "auto"')
@@ -253,10 +253,10 @@ def test_cli_study_backend_ray(tmp_path):
 
 
 def test_study_cells_share_one_ray_instance_and_its_actors(tmp_path, monkeypatch):
-    # a Ray study starts Ray and its worker processes once (cvxdp.config.StudyBackends), not in every cell, and
+    # a Ray study starts Ray and its worker processes once (cvxdp.config.build.StudyBackends), not in every cell, and
     # gives the numbers of a serial study
-    from cvxdp.backends.ray import RayBackend
-    from cvxdp.study import run_study
+    from cvxdp.run.ray import RayBackend
+    from cvxdp.studies.grid import run_study
 
     made, idle_at_start = [], []
     init, start = RayBackend.__init__, RayBackend.start

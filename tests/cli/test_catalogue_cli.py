@@ -26,8 +26,8 @@ import pytest
 from click.testing import CliRunner
 
 from cvxdp.cli.main import cli
-from cvxdp.config import load_case
-from cvxdp.runs import run_case
+from cvxdp.config.build import load_case
+from cvxdp.config.runs import run_case
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 TIMING = ["wall_time", "solver_time"]
@@ -110,8 +110,8 @@ TEMPLATE_VALUES = [
 
 @pytest.mark.parametrize("what, case_name, change, words", TEMPLATE_VALUES, ids=[t[0] for t in TEMPLATE_VALUES])
 def test_bad_model_value_of_a_shipped_template_names_the_entry(what, case_name, change, words):
+    from cvxdp.config.runs import build_instance
     from cvxdp.errors import ConfigError
-    from cvxdp.runs import build_instance
 
     case = load_case(CASES / case_name)
     case.model.update(change)
@@ -154,7 +154,7 @@ def test_bad_study_value_gets_one_clear_line(tmp_path, what, body, words):
 
 
 def test_study_delta_is_used_as_given(tmp_path):
-    from cvxdp.study import _cell_case, load_study
+    from cvxdp.studies.grid import _cell_case, load_study
 
     case = toy_case(tmp_path)
     study_file = tmp_path / "study.toml"
@@ -374,7 +374,7 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
 
 
 def test_concurrent_checkpoint_writers_never_share_a_temporary_file(tmp_path):
-    from cvxdp.checkpoint import save_checkpoint
+    from cvxdp.run.checkpoint import save_checkpoint
 
     errors = []
 
@@ -447,7 +447,7 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
 def test_a_changed_template_default_refuses_the_resume(tmp_path):
     """Same case file, but the template resolves it differently (e.g. a default that changed between versions,
     like the logistic dtype): the checkpoint is of another problem and is refused, naming the setting."""
-    from cvxdp.runs import build_instance
+    from cvxdp.config.runs import build_instance
 
     base = load_case(CASES / "toy.toml").with_overrides(algorithm={"rounds": 2})
     run_case(base, checkpoint=tmp_path)

@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cvxdp import central
 from cvxdp.cli.main import cli
+from cvxdp.model import central
 
 pytest.importorskip("pandapower")
 

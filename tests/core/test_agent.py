@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.agent import check_agents
 from cvxdp.errors import DeclarationError, InfeasibleAgentError, InvalidParameterError
+from cvxdp.model.agent import check_agents
 
 
 def test_layout_indexes_slices_and_matrices_column_major():

@@ -11,8 +11,8 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.families.consensus import copies_mismatch, penalty_weights, relaxed_targets
-from cvxdp.local_solver import ProxSolver
+from cvxdp.families.consensus.server import copies_mismatch, penalty_weights, relaxed_targets
+from cvxdp.model.local_solver import ProxSolver
 from cvxdp.schedules import BlockBalance
 
 
@@ -210,7 +210,7 @@ def test_prox_step_with_one_penalty_per_coordinate_matches_cvxpy():
 
 
 def test_case_files_set_the_relaxation():
-    from cvxdp.config import make_algorithm
+    from cvxdp.config.build import make_algorithm
 
     algorithm = make_algorithm({"name": "admm", "relaxation": 1.2})
     assert algorithm.relaxation == 1.2

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.central import SOLVER_CAPS, SolverFallbackWarning, solve_with_fallback
 from cvxdp.errors import InvalidParameterError, SolverFailedError
+from cvxdp.model.central import SOLVER_CAPS, SolverFallbackWarning, solve_with_fallback
 
 
 def _socp() -> tuple[cp.Problem, cp.Variable]:

@@ -14,7 +14,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import CvxdpError, SolverFailedError
-from cvxdp.local_solver import ConicProjection
+from cvxdp.model.local_solver import ConicProjection
 from cvxdp_models.toy import make_agents
 
 TIMING = ["wall_time", "solver_time"]

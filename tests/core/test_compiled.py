@@ -1,4 +1,4 @@
-"""One compile per agent and data (cvxdp.compiled) and the compiled exact-ADMM prox step."""
+"""One compile per agent and data (cvxdp.model.compiled) and the compiled exact-ADMM prox step."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import cvxdp
-from cvxdp.compiled import constraint_data, prox_data, set_verdict
 from cvxdp.errors import SolverFailedError
-from cvxdp.local_solver import ProxSolver
+from cvxdp.model.compiled import constraint_data, prox_data, set_verdict
+from cvxdp.model.local_solver import ProxSolver
 from cvxdp_models.toy import make_agents
 
 
@@ -66,8 +66,8 @@ def test_compiled_prox_matches_the_cvxpy_prox_to_solver_tolerance():
 
 
 def test_compiled_prox_on_power_zones_reaches_the_same_optimal_value():
-    from cvxdp.config import load_case
-    from cvxdp.runs import build_instance
+    from cvxdp.config.build import load_case
+    from cvxdp.config.runs import build_instance
 
     case = load_case("case14_3zones")
     case.model["objective"] = "cost"
@@ -173,7 +173,7 @@ def test_feasibility_and_boundedness_come_from_the_compiled_data(count_compiles)
 
 
 def test_prox_data_yields_the_constraint_rows_from_the_same_compile(count_compiles):
-    from cvxdp.compiled import _prox_pair
+    from cvxdp.model.compiled import _prox_pair
 
     for agent in _strictly_convex_agents() + make_agents(agents=3, seed=1):
         before = count_compiles["n"]
@@ -186,8 +186,8 @@ def test_prox_data_yields_the_constraint_rows_from_the_same_compile(count_compil
 
 
 def test_the_objective_domain_rows_do_not_restrict_the_projection():
-    from cvxdp.compiled import _prox_pair, prox_constraint_data
-    from cvxdp.local_solver import compile_projection
+    from cvxdp.model.compiled import _prox_pair, prox_constraint_data
+    from cvxdp.model.local_solver import compile_projection
 
     x = cp.Variable(3)
     # log(x + 2) needs x >= -2 (an exponential-cone row on u): the projection onto the ball must not see it
@@ -203,7 +203,7 @@ def test_the_objective_domain_rows_do_not_restrict_the_projection():
 
 
 def test_an_ambiguous_split_compiles_the_constraints_on_their_own(count_compiles):
-    from cvxdp.compiled import _prox_pair
+    from cvxdp.model.compiled import _prox_pair
 
     z = cp.Variable(3)
     # CVXPY canonicalizes the shared subexpression norm(z) once, for the objective and the constraint alike
@@ -217,7 +217,7 @@ def test_an_ambiguous_split_compiles_the_constraints_on_their_own(count_compiles
 
 
 def test_study_compiles_each_model_once(tmp_path, count_compiles):
-    from cvxdp.study import run_study
+    from cvxdp.studies.grid import run_study
 
     study = tmp_path / "study.toml"
     study.write_text(f"""
@@ -230,7 +230,7 @@ local_updates = [1]
 seeds = [0, 1]
 rounds = 2
 """)
-    from cvxdp.compiled import COMPILE_COUNT
+    from cvxdp.model.compiled import COMPILE_COUNT
 
     before = COMPILE_COUNT["n"]
     summary = run_study(study, tmp_path / "out", progress=False)
@@ -250,7 +250,7 @@ def test_the_cache_does_not_keep_agents_alive():
     import gc
     import weakref
 
-    from cvxdp import compiled
+    from cvxdp.model import compiled
 
     agents = make_agents(agents=3, seed=9)
     cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), seed=0)

@@ -1,4 +1,4 @@
-"""Per-round metrics from compiled maps equal CVXPY's own evaluation (cvxdp.evaluation)."""
+"""Per-round metrics from compiled maps equal CVXPY's own evaluation (cvxdp.model.evaluation)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.evaluation import Metrics, compiled_metrics
+from cvxdp.model.evaluation import Metrics, compiled_metrics
 from cvxdp_models.toy import make_agents
 
 
 def _instance(name: str, **model):
-    from cvxdp.config import load_case
-    from cvxdp.runs import build_instance
+    from cvxdp.config.build import load_case
+    from cvxdp.config.runs import build_instance
 
     case = load_case(name)
     case.model.update(model)
@@ -26,7 +26,7 @@ def _instance(name: str, **model):
 
 def _points(agent: cvxdp.Agent, rng: np.random.Generator) -> list[np.ndarray]:
     """Random points (mostly infeasible) and a feasible one (the projection of 0)."""
-    from cvxdp.local_solver import compile_projection
+    from cvxdp.model.local_solver import compile_projection
 
     n = agent.layout.size
     feasible, _ = compile_projection(agent).project(np.zeros(n), np.ones(n))
@@ -111,7 +111,7 @@ def test_metrics_follow_changed_data():
 
 
 def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
-    from cvxdp import evaluation
+    from cvxdp.model import evaluation
 
     agent = make_agents(agents=2, seed=3)[1]
     agent.check()
@@ -127,8 +127,8 @@ def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
 
 
 def test_graph_nodes_and_sharing_parties_evaluate_without_tree_walks(monkeypatch):
-    from cvxdp.decentralized import LocalProx
-    from cvxdp.vertical import VerticalParty
+    from cvxdp.families.graph.local import LocalProx
+    from cvxdp.model.vertical import VerticalParty
 
     x = cp.Variable(3)
     node = cvxdp.Agent("node", cp.sum_squares(x - 1) + cp.norm(x, 2), [cp.norm(x, 2) <= 1, x >= -0.5],

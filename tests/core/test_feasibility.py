@@ -1,4 +1,4 @@
-"""The post-run check of the consensus solution (cvxdp.feasibility) on the agents' compiled sets."""
+"""The post-run check of the consensus solution (cvxdp.model.feasibility) on the agents' compiled sets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import SolverFailedError
-from cvxdp.feasibility import _agent_target, solution_violation
+from cvxdp.model.feasibility import _agent_target, solution_violation
 
 
 def _agents() -> list[cvxdp.Agent]:
@@ -53,7 +53,7 @@ def test_distances_match_a_separate_projection_problem_and_leave_the_variables_a
 
 
 def test_a_projection_no_solver_answers_is_nan_not_an_error(monkeypatch):
-    import cvxdp.local_solver as local_solver
+    import cvxdp.model.local_solver as local_solver
 
     def refuse(self, v, c, *, round=None):
         raise SolverFailedError("every solver failed", agent=self.agent.name, round=None, status="x")

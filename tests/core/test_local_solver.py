@@ -8,7 +8,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import SolverFailedError
-from cvxdp.local_solver import BoxProjection, ConicProjection, compile_projection
+from cvxdp.model.local_solver import BoxProjection, ConicProjection, compile_projection
 
 # the reference solves ask Clarabel for a 1e-11 gap, which it sometimes reports as "inaccurate"
 pytestmark = pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
@@ -229,7 +229,7 @@ def test_clarabel_and_ecos_failures_are_recorded_when_a_later_solver_succeeds(mo
 
     x = cp.Variable(3)
     agent = cvxdp.Agent("qp", cp.sum_squares(x), [x >= -1, x <= 1, cp.sum(x) <= 1], shared={"x": x})
-    from cvxdp.local_solver import ROBUST_SETTINGS
+    from cvxdp.model.local_solver import ROBUST_SETTINGS
 
     # the live solver and every retry fail
     _degrade_first_solves(monkeypatch, 1 + len(ROBUST_SETTINGS), clarabel.SolverStatus.NumericalError, r_prim=1.0)
@@ -260,7 +260,7 @@ def _reference_polish(agent, target):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_polish_fixes_the_shared_block_and_minimizes_the_objective(compiled):
-    from cvxdp.local_solver import ProxSolver
+    from cvxdp.model.local_solver import ProxSolver
 
     agent = soc_agent()
     prox = ProxSolver(agent, compiled=compiled)
@@ -277,7 +277,7 @@ def test_polish_fixes_the_shared_block_and_minimizes_the_objective(compiled):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_polish_reports_an_infeasible_shared_block_as_none(compiled):
-    from cvxdp.local_solver import ProxSolver
+    from cvxdp.model.local_solver import ProxSolver
 
     agent = soc_agent()
     prox = ProxSolver(agent, compiled=compiled)

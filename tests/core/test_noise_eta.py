@@ -1,4 +1,4 @@
-"""eta that grows with the noise in a private run with eta="auto" (cvxdp.noise_eta, issue 12 item 1)."""
+"""eta that grows with the noise in a private run with eta="auto" (cvxdp.families.consensus.noise_eta, issue 12 item 1)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.noise_eta import ALIGNED, BURN_IN, CAP, GROWTH, NoiseEta, noise_dominated, release_noise_std
+from cvxdp.families.consensus.noise_eta import (
+    ALIGNED,
+    BURN_IN,
+    CAP,
+    GROWTH,
+    NoiseEta,
+    noise_dominated,
+    release_noise_std,
+)
 from cvxdp.schedules import AutoEta
 from cvxdp_models.toy import make_agents
 

@@ -8,7 +8,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.families.consensus import copies_mean
+from cvxdp.families.consensus.server import copies_mean
 from cvxdp_models.toy import make_agents
 
 POLISH_COLUMNS = ("polished", "polished_objective", "wall_time", "solver_time")

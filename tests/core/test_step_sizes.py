@@ -11,8 +11,13 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError, StepSizeWarning
+from cvxdp.families.consensus.step_sizes import (
+    ETA_FACTOR_QUADRATIC,
+    Curvature,
+    estimate_lipschitz,
+    has_constant_hessian,
+)
 from cvxdp.schedules import AdaptiveRho, AutoEta, as_schedule, describe
-from cvxdp.step_sizes import ETA_FACTOR_QUADRATIC, Curvature, estimate_lipschitz, has_constant_hessian
 
 
 def four_agents(seed: int = 0, scale: float = 10.0, lipschitz: bool = False):
@@ -89,7 +94,7 @@ def test_explicit_eta_is_measured_against_half_the_curvature_only_for_a_quadrati
     assert quad.covers(5.5) and not quad.covers(5.0) and not quad.covers(4.0)
     assert general.covers(10.0) and not general.covers(5.5)
     assert Curvature(None, "unknown", True).covers(1.0) is None
-    from cvxdp.step_sizes import check_explicit_eta
+    from cvxdp.families.consensus.step_sizes import check_explicit_eta
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -137,7 +142,7 @@ def test_a_logistic_agent_gets_eta_equal_to_the_smaller_of_its_bound_and_its_mea
 
 
 def test_the_eta_floor_follows_the_agents_scale():
-    from cvxdp.step_sizes import ETA_FLOOR, auto_etas
+    from cvxdp.families.consensus.step_sizes import ETA_FLOOR, auto_etas
 
     small = [Curvature(0.0, "estimated"), Curvature(6e-4, "estimated"), Curvature(9e-4, "estimated")]
     # an affine agent gets 1e-3 of the scale; a small curvature is not lifted (an absolute 1e-3 would lift both)
@@ -231,7 +236,7 @@ def test_four_agent_problem_with_rho_eta_5_warns_naming_the_agent_and_the_settin
 def test_a_private_run_at_its_noise_floor_is_not_called_stagnant_but_divergence_is_reported():
     import pandas as pd
 
-    from cvxdp.step_sizes import diagnose
+    from cvxdp.families.consensus.step_sizes import diagnose
 
     flat = pd.DataFrame({"round": range(1, 101), "primal_residual": [1.0] * 100})
     agents = pd.DataFrame({"round": list(range(1, 101)), "agent": ["a"] * 100, "residual": [1.0] * 100})

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.config import make_algorithm
+from cvxdp.config.build import make_algorithm
 from cvxdp.errors import InvalidParameterError
 
 

@@ -132,7 +132,7 @@ def test_objpert_numbers_unchanged_by_the_gradient_projection(monkeypatch):
         return cvxdp.solve(agents, algorithm=alg, privacy=mech, seed=3)
 
     projected = run()
-    from cvxdp.worker import AgentWorker
+    from cvxdp.families.consensus.node import AgentWorker
 
     monkeypatch.setattr(AgentWorker, "_grad_point", lambda self, msg: None)
     raw = run()
@@ -162,7 +162,7 @@ def test_erm_replace_one_is_sound():
 
 def test_vertical_worst_case_sensitivity_is_sound():
     """Release D_m x_m: one row of D_m replaced, x_m anywhere in the ball ||x|| <= b (before and after)."""
-    from cvxdp.algorithms.sharing import worst_case_sensitivity
+    from cvxdp.families.sharing.params import worst_case_sensitivity
 
     rng = np.random.default_rng(2)
     N, d, b = 5, 2, 1.5

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import cvxdp
+from cvxdp import build_model
 from cvxdp.errors import ConfigError
-from cvxdp_models import build_model
 from cvxdp_models.vertical import (
     PAPER_SPLITS,
     central_optimum,
@@ -152,7 +152,7 @@ def test_cli_run_and_central_on_the_case(tmp_path):
 
 # --------------------------------------------------------------------------- the study
 def test_sharing_study_writes_tables_figures_report(tmp_path):
-    from cvxdp.study_sharing import run_sharing_study
+    from cvxdp.studies.sharing import run_sharing_study
 
     info = run_sharing_study(CASES / "study_sharing.toml", tmp_path / "s", epochs=12)
     out = Path(info["out"])

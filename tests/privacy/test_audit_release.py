@@ -17,8 +17,8 @@ import warnings
 import numpy as np
 import pytest
 
-from cvxdp.privacy.audit import audit_release, transcript_statistic
-from cvxdp.privacy.audit_gamma import audit_penalty_perturbation
+from cvxdp.audits.gamma import audit_penalty_perturbation
+from cvxdp.audits.release import audit_release, transcript_statistic
 from cvxdp.privacy.mechanisms import make_mechanism
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import cvxdp
+from cvxdp.audits.release import BROKEN, AuditResult, audit_local_update, audit_mechanism
 from cvxdp.errors import InvalidParameterError
-from cvxdp.privacy.audit import BROKEN, AuditResult, audit_local_update, audit_mechanism
 from cvxdp.privacy.mechanisms import make_mechanism
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]

@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 import cvxdp
+from cvxdp.audits.gamma import audit_gamma_mechanism
 from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.privacy.audit_gamma import audit_gamma_mechanism
-from cvxdp.privacy.gamma import (
+from cvxdp.families.graph.mechanism import (
     ERMConstants,
     GammaLedger,
     PenaltyPerturbation,
@@ -165,7 +165,7 @@ def cvxdp_objective():
     return cp.sum_squares(_F)
 
 
-# --------------------------------------------------------------------------- audit (cvxdp.privacy.audit)
+# --------------------------------------------------------------------------- audit (cvxdp.audits.release)
 def test_audit_honest_gamma_mechanism_is_not_refuted():
     result = audit_gamma_mechanism(alpha=2.0, B=5, trials=100_000, seed=1)
 
@@ -189,8 +189,8 @@ def test_the_audited_release_is_what_solve_computes():
     """The audit's closed form is the first PP update of cvxdp.solve (same noise draw, linear loss)."""
     import cvxpy as cp
 
-    from cvxdp.decentralized import SmoothObjective
-    from cvxdp.privacy.gamma import attach_erm_constants
+    from cvxdp.families.graph.local import SmoothObjective
+    from cvxdp.families.graph.mechanism import attach_erm_constants
 
     C_, B_, reg, eta, alpha, d = 1.0, 5, 0.1, 0.5, 2.0, 3
     rng = np.random.default_rng(0)

@@ -15,8 +15,7 @@ from scipy import optimize, stats
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.privacy.accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_rdp
-from cvxdp.privacy.gamma import (
+from cvxdp.families.graph.mechanism import (
     GammaLedger,
     PenaltyPerturbation,
     bound_26,
@@ -26,6 +25,7 @@ from cvxdp.privacy.gamma import (
     madmm_step_epsilon,
     mradmm_step_epsilon,
 )
+from cvxdp.privacy.accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_rdp
 
 DELTA = 1e-6
 

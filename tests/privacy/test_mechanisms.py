@@ -11,8 +11,8 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from cvxdp.agent import Sensitivity
 from cvxdp.errors import DeclarationError, InvalidParameterError
+from cvxdp.model.agent import Sensitivity
 from cvxdp.privacy.accounting import PrivacyLedger
 from cvxdp.privacy.calibration import gaussian_sigma_analytic, gaussian_sigma_classic
 from cvxdp.privacy.mechanisms import (

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.algorithms.sharing import AssumptionViolation, lemma1_sensitivity
 from cvxdp.errors import DeclarationError, PrivacyWarning
-from cvxdp.privacy import PrivacyLedger
+from cvxdp.families.sharing.params import AssumptionViolation, lemma1_sensitivity
+from cvxdp.privacy.accounting import PrivacyLedger
 from cvxdp.privacy.notes import PAPER_PRESET
 
 
@@ -78,7 +78,7 @@ def test_paper_preset_true_over_claimed_epsilon_on_case14():
 def test_paper_preset_flagged_in_study_report(tmp_path):
     import pandas as pd
 
-    from cvxdp.study import load_study, write_report
+    from cvxdp.studies.grid import load_study, write_report
 
     results = pd.DataFrame([{"cell": "c", "mechanism": "ObjL", "epsilon": 1.0, "local_updates": 1, "seed": 0,
                              "objective": 1.0, "max_violation": 0.0, "eps_basic": 1.0, "delta_basic": 0.0,

@@ -17,10 +17,10 @@ import pytest
 from scipy import stats
 
 import cvxdp
-from cvxdp.agent import Sensitivity
+from cvxdp.audits.release import audit_mechanism
 from cvxdp.errors import InvalidParameterError, OptionalDependencyError
+from cvxdp.model.agent import Sensitivity
 from cvxdp.privacy import secure
-from cvxdp.privacy.audit import audit_mechanism
 from cvxdp.privacy.mechanisms import (
     ObjectivePerturbation,
     OutputPerturbation,

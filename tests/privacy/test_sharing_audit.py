@@ -4,9 +4,9 @@ Neighbouring blocks: ``D'_m`` is ``D_m`` with one row replaced (rows of unit nor
 ``||D_m - D'_m|| = 1``). Public inputs: ``y = 0`` and ``s_m = sum_{k != m} q_k - z`` with ``||s_m|| = b1``
 (for instance the other party sent 0 and ``z = -s_m``), so ``||y||, ||z|| <= b1`` and ``||x_m|| <= b1``:
 Assumption 1 holds. The release is the x-update (6) exactly as the round loop computes it
-(:func:`cvxdp.vertical.party_release_mean`) plus the noise plan the loop would use
-(:func:`cvxdp.vertical.party_plan`); each trial is reduced to its projection on the mean difference
-(post-processing) and :func:`cvxdp.privacy.audit.empirical_epsilon` turns the counts into a lower bound.
+(:func:`cvxdp.model.vertical.party_release_mean`) plus the noise plan the loop would use
+(:func:`cvxdp.model.vertical.party_plan`); each trial is reduced to its projection on the mean difference
+(post-processing) and :func:`cvxdp.audits.release.empirical_epsilon` turns the counts into a lower bound.
 
 Instances: ``D_m = I_d`` (N = d samples), rho = 10, lambda = 0.01, b1 = 1, M = 2; row 0 rotated by 60
 degrees towards e_1; ``s = (-0.7, sqrt(0.51), 0, ...)``.
@@ -26,10 +26,10 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.algorithms.sharing import lemma1_sensitivity
+from cvxdp.audits.sharing import audit_sharing, party_release_mean
+from cvxdp.families.sharing.params import lemma1_sensitivity
+from cvxdp.model.vertical import party_plan
 from cvxdp.privacy.calibration import gaussian_epsilon
-from cvxdp.sharing_audit import audit_sharing, party_release_mean
-from cvxdp.vertical import party_plan
 
 RHO, LAM, B1, M, DELTA = 10.0, 0.01, 1.0, 2, 1e-5
 TRIALS = 1_000_000
@@ -126,7 +126,7 @@ def test_everything_a_party_sends_over_three_epochs_through_solve():
     allows (a 20x under-calibrated twin was not flagged in our trials), and constant factors are audited per
     epoch above with a million trials.
     """
-    from cvxdp.sharing_audit import audit_sharing_release
+    from cvxdp.audits.sharing import audit_sharing_release
     from cvxdp_models.vertical import synthetic_parties
 
     parties, labels = synthetic_parties(8, 2, 2, seed=0)

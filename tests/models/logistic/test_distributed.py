@@ -99,16 +99,16 @@ def test_default_step_sizes_reach_the_central_optimum_without_tuning(agents, dig
 
 
 def test_the_shipped_case_uses_the_default_step_sizes():
-    from cvxdp.config import load_case
+    from cvxdp.config.build import load_case
 
     algorithm = load_case(CASES / "digits_fl.toml").algorithm
     assert "eta" not in algorithm and "rho" not in algorithm
 
 
 def test_shipped_case_files_run():
-    from cvxdp.config import load_case
-    from cvxdp.runs import run_case
-    from cvxdp.study import load_study
+    from cvxdp.config.build import load_case
+    from cvxdp.config.runs import run_case
+    from cvxdp.studies.grid import load_study
 
     case = load_case(CASES / "digits_fl.toml")
     assert case.template == "logistic"

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import cvxdp
+from cvxdp import build_model
 from cvxdp.errors import ConfigError
-from cvxdp_models import ModelInstance, build_model
+from cvxdp_models.base import ModelInstance
 from cvxdp_models.logistic.template import DEFAULTS, build
 
 HERE = Path(".")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cvxdp.study import run_study
+from cvxdp.studies.grid import run_study
 
 CASES = Path(__file__).resolve().parents[3] / "cases"
 

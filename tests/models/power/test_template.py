@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("pandapower")
 
 import cvxdp  # noqa: E402
+from cvxdp import build_model  # noqa: E402
 from cvxdp.errors import ConfigError  # noqa: E402
-from cvxdp_models import build_model  # noqa: E402
 from cvxdp_models.power.template import build, load_sensitivity  # noqa: E402
 
 CASE14 = {"network": "case14", "zones": [[1, 2, 3, 4, 5], [6, 10, 11, 12, 13], [7, 8, 9, 14]]}
@@ -27,7 +27,7 @@ def case14_balance():
 def test_agents_and_shared_keys(case14_balance):
     agents = case14_balance.agents
     assert [a.name for a in agents] == ["zone1", "zone2", "zone3"]
-    sizes = cvxdp.agent.check_agents(agents, private=True, noise="laplace")
+    sizes = cvxdp.model.agent.check_agents(agents, private=True, noise="laplace")
     info = case14_balance.info
     # cut lines of the paper's case14 partition and the buses at their ends
     cut = {f"line{k}" for k in info["cut_lines"]}
@@ -117,18 +117,18 @@ def test_load_scale_and_auto_zones():
 
 
 def test_build_through_the_registry_and_case_file():
-    from cvxdp.config import load_case
+    from cvxdp.config.build import load_case
 
     case = load_case("case14_3zones")
     inst = build_model(case.template, case.model, base_dir=case.path.parent)
     assert len(inst.agents) == 3 and inst.info["objective"] == "balance"
-    from cvxdp.config import make_algorithm
+    from cvxdp.config.build import make_algorithm
 
     assert isinstance(make_algorithm(case.algorithm), cvxdp.LinearizedADMM)
 
 
 def test_study_files_load():
-    from cvxdp.study import load_study
+    from cvxdp.studies.grid import load_study
 
     for name in ("study_case14", "study_case118"):
         study = load_study(name)
@@ -199,7 +199,7 @@ def test_central_reports_progress():
 def test_the_partitioner_is_part_of_the_fingerprint(monkeypatch):
     """Automatic zones depend on the partitioner: a run or study cell made with another one is refused."""
     import cvxdp_models.power.template as template
-    from cvxdp.runs import power_case, settings_context
+    from cvxdp.config.runs import power_case, settings_context
     from cvxdp_models.power.zones import PARTITIONER
 
     assert template.settings({"network": "case14", "auto_zones": 3})["partitioner"] == PARTITIONER

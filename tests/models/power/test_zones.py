@@ -51,7 +51,7 @@ def test_shipped_partitions(case14, case118):
 
 
 def test_shipped_case_files_hold_the_paper_partitions(case14, case118):
-    from cvxdp.config import load_case as load_case_file
+    from cvxdp.config.build import load_case as load_case_file
 
     assert load_case_file("case14_3zones").model["zones"] == CASE14_ZONES
     assert [sorted(z) for z in load_case_file("case118_3zones").model["zones"]] == [

@@ -1,0 +1,501 @@
+"""Empirical privacy auditing: a statistical lower bound on epsilon from samples of a mechanism.
+
+Given samplers of a mechanism's scalar output on two neighbouring inputs D and D', count threshold events
+``{out > t}`` and ``{out < t}`` and turn the counts into a high-confidence lower bound on epsilon with
+one-sided Clopper-Pearson intervals. A correct (epsilon, delta)-DP mechanism satisfies
+``P[M(D) in S] <= e^eps P[M(D') in S] + delta`` for every S, so
+``log((p_lo - delta) / p'_hi)`` is, with probability at least ``1 - alpha``, at most epsilon; a value above
+the claimed epsilon flags a bug (e.g. noise calibrated to the wrong sensitivity).
+
+Two audits of cvxdp's own mechanisms are built on it:
+
+* :func:`audit_mechanism`: the bare noise plan, ``0 + xi`` against ``Delta + xi``;
+* :func:`audit_local_update`: the realised output of one round (one local update) of a whole
+  :func:`cvxdp.solve` run on a one-agent box problem, ``f(x; d) = 0.5 (x - d)^2`` with ``d' = d + Delta``.
+
+Each takes ``broken=`` to build the broken twins the audit must catch: ``"half-sensitivity"`` (the noise is
+calibrated to ``Delta / 2``) and ``"reused-seed"`` (every run uses the same random stream). The attacker
+of both audits sees the target run and a *reference run* on public data (the noise seed discipline is the
+mechanism's: fresh streams, or the same stream when broken), and tests two statistics, each at
+``alpha / 2`` (Bonferroni): the target's output, and the target's output minus the reference's. A correct
+mechanism's reference run is independent of the secret, so both statistics are post-processing of an
+(epsilon, delta)-DP release; with a reused seed the difference is a deterministic function of the data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from ..params import check_choice, check_float, check_int, fail
+
+Sampler = Callable[[np.random.Generator, int], np.ndarray]
+
+#: The broken twins of :func:`audit_mechanism` and :func:`audit_local_update`.
+BROKEN = ("none", "half-sensitivity", "reused-seed")
+
+#: Default threshold quantiles of the pooled outputs: dense in the tails, where the loss ratio is largest.
+DEFAULT_QUANTILES = np.unique(np.concatenate([
+    [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.02, 0.05], np.linspace(0.1, 0.9, 17),
+    1.0 - np.array([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.02, 0.05])]))
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Outcome of :func:`empirical_epsilon`.
+
+    Attributes
+    ----------
+    epsilon_lower : float
+        ``max(0, max_S log((p_lo - delta) / p'_hi))``: with confidence ``1 - alpha`` the mechanism is not
+        (eps, delta)-DP for any eps below it.
+    claimed : float or None
+        The epsilon the mechanism claims, if given.
+    best_threshold : float or None
+        The threshold of the best event (None if no event gave a positive bound).
+    counts : dict
+        The best event: ``{"event": ">" or "<", "direction": "D,D'" or "D',D", "k": hits in the first
+        sample, "k_prime": hits in the second, "trials": n, "p_lo": ..., "p_prime_hi": ...}``.
+    trials, delta, alpha : as given.
+    statistic : str or None
+        For :func:`audit_mechanism` / :func:`audit_local_update`: the statistic of the best bound,
+        ``"output"`` or ``"difference"`` (output minus the reference run's); None for
+        :func:`empirical_epsilon`.
+    details : dict
+        What was audited (mechanism, mode, broken twin, sensitivity, noise scale and source, seeds, the
+        bound of each statistic, and for the solve audit the box and ``boundary_fraction``, the share of
+        the D run's outputs on or beyond the box bound); JSON-able.
+    """
+
+    epsilon_lower: float
+    claimed: float | None
+    best_threshold: float | None
+    counts: dict[str, Any] = field(default_factory=dict)
+    trials: int = 0
+    delta: float = 0.0
+    alpha: float = 0.05
+    statistic: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def violated(self) -> bool:
+        """True when the lower bound exceeds the claimed epsilon (the claim is refuted)."""
+        return self.claimed is not None and self.epsilon_lower > self.claimed
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able fields, plus ``violated``."""
+        return {"epsilon_lower": self.epsilon_lower, "claimed": self.claimed, "violated": self.violated,
+                "best_threshold": self.best_threshold, "counts": dict(self.counts), "trials": self.trials,
+                "delta": self.delta, "alpha": self.alpha, "statistic": self.statistic,
+                "details": dict(self.details)}
+
+
+def clopper_pearson_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
+    """One-sided lower confidence bound on a binomial p from ``k`` hits in ``n`` (holds w.p. 1 - level)."""
+    k = np.asarray(k, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lo = stats.beta.ppf(level, k, n - k + 1)
+    return np.where(k > 0, lo, 0.0)
+
+
+def clopper_pearson_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
+    """One-sided upper confidence bound on a binomial p from ``k`` hits in ``n`` (holds w.p. 1 - level)."""
+    k = np.asarray(k, dtype=float)
+    with np.errstate(invalid="ignore"):
+        hi = stats.beta.ppf(1.0 - level, k + 1, n - k)
+    return np.where(k < n, hi, 1.0)
+
+
+def _draw(sampler: Sampler, rng: np.random.Generator, n: int, name: str) -> np.ndarray:
+    out = np.asarray(sampler(rng, n), dtype=float).ravel()
+    if out.shape != (n,):
+        raise fail(name, "empirical_epsilon", f"a sampler returning {n} scalar outputs",
+                   f"an array of shape {out.shape}")
+    return np.sort(out)
+
+
+def empirical_epsilon(sample: Sampler, sample_prime: Sampler, *, trials: int, delta: float = 0.0,
+                      alpha: float = 0.05, thresholds: np.ndarray | None = None,
+                      rng: np.random.Generator, claimed: float | None = None) -> AuditResult:
+    """High-confidence lower bound on the epsilon of a mechanism from neighbouring-input samples.
+
+    Parameters
+    ----------
+    sample, sample_prime : callable ``(rng, n) -> ndarray``
+        Draw ``n`` scalar outputs of the mechanism on D and on a neighbour D'.
+    trials : int
+        Samples drawn from each.
+    delta : float
+        The mechanism's claimed delta, subtracted from the lower bound on ``p``.
+    alpha : float
+        Overall failure probability; each of the ``2 x 2 x len(thresholds)`` tests uses two
+        Clopper-Pearson bounds at level ``alpha / (4 len(thresholds))`` (Bonferroni).
+    thresholds : array, optional
+        Thresholds t of the events; default: the :data:`DEFAULT_QUANTILES` of the pooled outputs.
+    rng : numpy.random.Generator
+        The generator passed to both samplers.
+    claimed : float, optional
+        The claimed epsilon, stored in the result.
+
+    Returns
+    -------
+    AuditResult
+    """
+    owner = "empirical_epsilon"
+    n = check_int(trials, "trials", owner, 1)
+    dl = check_float(delta, "delta", owner, 0.0, 1.0, closed="left")
+    a = check_float(alpha, "alpha", owner, 0.0, 1.0)
+    if not isinstance(rng, np.random.Generator):
+        raise fail("rng", owner, "a numpy.random.Generator", type(rng).__name__)
+    if claimed is not None:
+        claimed = check_float(claimed, "claimed", owner, 0.0, math.inf, closed="left")
+    x = _draw(sample, rng, n, "sample")
+    y = _draw(sample_prime, rng, n, "sample_prime")
+    if thresholds is None:
+        t = np.unique(np.quantile(np.concatenate([x, y]), DEFAULT_QUANTILES))
+    else:
+        t = np.unique(np.asarray(thresholds, dtype=float).ravel())
+        if t.size == 0 or not np.all(np.isfinite(t)):
+            raise fail("thresholds", owner, "a non-empty array of finite floats", thresholds)
+    level = a / (4 * t.size)
+    # hits of {out > t} and {out < t} in each (sorted) sample, all thresholds at once
+    above = {"x": n - np.searchsorted(x, t, side="right"), "y": n - np.searchsorted(y, t, side="right")}
+    below = {"x": np.searchsorted(x, t, side="left"), "y": np.searchsorted(y, t, side="left")}
+    best = (-math.inf, None, {})
+    for event, hits in ((">", above), ("<", below)):
+        for direction, (p, q) in (("D,D'", ("x", "y")), ("D',D", ("y", "x"))):
+            p_lo = clopper_pearson_lower(hits[p], n, level)
+            q_hi = clopper_pearson_upper(hits[q], n, level)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), -math.inf)
+            i = int(np.argmax(bound))
+            if bound[i] > best[0]:
+                best = (float(bound[i]), float(t[i]),
+                        {"event": event, "direction": direction, "k": int(hits[p][i]),
+                         "k_prime": int(hits[q][i]), "trials": n, "p_lo": float(p_lo[i]),
+                         "p_prime_hi": float(q_hi[i])})
+    eps_lo, thr, counts = best
+    if eps_lo <= 0.0:
+        return AuditResult(0.0, claimed, None, {}, n, dl, a)
+    return AuditResult(eps_lo, claimed, thr, counts, n, dl, a)
+
+
+# --------------------------------------------------------------------------- audits of cvxdp's mechanisms
+def _fixed(values: np.ndarray) -> Sampler:
+    def sampler(rng: np.random.Generator, n: int) -> np.ndarray:
+        return values
+    return sampler
+
+
+def _two_statistics(out: np.ndarray, out_prime: np.ndarray, ref: np.ndarray, *, delta: float, alpha: float,
+                    claimed: float, seed: int, details: dict[str, Any]) -> AuditResult:
+    """The larger of the bounds from the output and from output minus reference, each at ``alpha / 2``."""
+    n = out.size
+    rng = np.random.default_rng(seed)  # unused by the fixed samplers; empirical_epsilon requires one
+    results = {
+        "output": empirical_epsilon(_fixed(out), _fixed(out_prime), trials=n, delta=delta, alpha=alpha / 2,
+                                    rng=rng, claimed=claimed),
+        "difference": empirical_epsilon(_fixed(out - ref), _fixed(out_prime - ref), trials=n, delta=delta,
+                                        alpha=alpha / 2, rng=rng, claimed=claimed),
+    }
+    name = max(results, key=lambda k: results[k].epsilon_lower)
+    best = results[name]
+    details = {**details, "statistics": {k: r.epsilon_lower for k, r in results.items()}}
+    return AuditResult(best.epsilon_lower, claimed, best.best_threshold, best.counts, n, best.delta, alpha,
+                       name if best.epsilon_lower > 0 else None, details)
+
+
+def _check_mechanism(mechanism: object, owner: str) -> Any:
+    from ..privacy.mechanisms import _Perturbation
+
+    if not isinstance(mechanism, _Perturbation):
+        raise fail("mechanism", owner, "a cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
+                   type(mechanism).__name__)
+    return mechanism.validate()
+
+
+def _check_audit(owner: str, sensitivity: float, trials: int, seed: int, broken: str | None,
+                 alpha: float) -> tuple[float, int, int, str, float]:
+    d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
+    n = check_int(trials, "trials", owner, 10)
+    s = check_int(seed, "seed", owner, 0)
+    b = check_choice("none" if broken is None else broken, "broken", owner, BROKEN)
+    a = check_float(alpha, "alpha", owner, 0.0, 1.0)
+    return d, n, s, b, a
+
+
+def _run_seeds(seed: int, broken: str) -> list[int]:
+    """Seeds of the runs on D, D' and the reference: fresh and distinct, or all ``seed`` when reused."""
+    if broken == "reused-seed":
+        return [seed] * 3
+    return [int(child.generate_state(1)[0]) for child in np.random.SeedSequence(seed).spawn(3)]
+
+
+def _declared_agent(sensitivity: float, size: int, broken: str) -> Any:
+    from types import SimpleNamespace
+
+    from ..model.agent import Sensitivity
+
+    declared = sensitivity / 2 if broken == "half-sensitivity" else sensitivity
+    return SimpleNamespace(name="audit", layout=SimpleNamespace(size=size),
+                           sensitivity=Sensitivity(l1=declared, l2=declared,
+                                                   relation="d' = d + Delta (one coordinate)"))
+
+
+def _quadratic_setup(mech: Any, owner: str, d: float, broken: str, rho: float, eta: float) -> tuple:
+    """``(rho, eta, c, box bound, declared sensitivity, honest plan)`` of the through-solve audits.
+
+    The box ``[-B, B]``, ``B = Delta / c + 3 s`` (s the noise spread in x), is sized from the correctly
+    calibrated noise, and is the same for the broken twins.
+    """
+    r = check_float(rho, "rho", owner, 0.0, math.inf)
+    e = check_float(eta, "eta", owner, 0.0, math.inf)
+    c = r + e
+    honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=True, steps=1,
+                             accountant="pld")
+    spread = honest.scale / c if mech.placement == "objective" else honest.scale
+    return r, e, c, d / c + 3.0 * spread, d / 2 if broken == "half-sensitivity" else d, honest
+
+
+def audit_mechanism(mechanism: Any, *, sensitivity: float = 1.0, trials: int | None = None, seed: int = 0,
+                    broken: str | None = None, alpha: float = 0.05) -> AuditResult:
+    """Audit a mechanism's bare noise: ``0 + xi`` (D) against ``Delta + xi`` (D') in one coordinate.
+
+    The noise plan is the mechanism's own for an agent declaring sensitivity ``Delta`` (projection weight
+    1, so OutPert's output sensitivity is ``Delta`` too); each trial is one coordinate of one draw (the
+    coordinates are i.i.d.). The release is :meth:`NoisePlan.perturb` (for ``noise_source="opendp"``
+    OpenDP's own release of the input). See the module docstring for the statistics and the reference run.
+
+    Parameters
+    ----------
+    mechanism : ObjectivePerturbation or OutputPerturbation
+        The mechanism (its epsilon/delta are per step here).
+    sensitivity : float
+        ``Delta``: the true shift between D and D', > 0.
+    trials : int, optional
+        Samples per input (>= 10); default 1,000,000 for numpy noise, 100,000 for OpenDP noise.
+    seed : int
+        Root seed of the audit: the runs on D, D' and the reference draw from distinct children of
+        ``SeedSequence(seed)`` (all from ``default_rng(seed)`` when ``broken="reused-seed"``).
+    broken : {None, "none", "half-sensitivity", "reused-seed"}
+        The broken twin to audit instead: noise calibrated to ``Delta / 2``, or one random stream reused
+        by every run.
+    alpha : float
+        Overall failure probability of the lower bound.
+
+    Returns
+    -------
+    AuditResult
+        ``claimed`` is the plan's per-step epsilon (``delta`` its delta); ``violated`` flags a refuted claim.
+    """
+    owner = "audit_mechanism"
+    mech = _check_mechanism(mechanism, owner)
+    if trials is None:
+        trials = 100_000 if mech.noise_source == "opendp" else 1_000_000
+    d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
+    plan = mech.noise_plan(_declared_agent(d, 1, b), min_weight=1.0, separable=True, steps=1,
+                           accountant="pld")
+    seeds = _run_seeds(s, b)
+    if b == "reused-seed":
+        gens = [np.random.default_rng(s) for _ in seeds]
+    else:
+        gens = [np.random.default_rng(x) for x in seeds]
+    zero, shift = np.zeros(n), np.full(n, d)
+    out, out_prime, ref = (plan.perturb(g, x) for g, x in zip(gens, (zero, shift, zero)))
+    details = {"mechanism": mech.short_name, "mode": "mechanism", "broken": b, "sensitivity": d,
+               "declared_sensitivity": plan.sensitivity, "noise": plan.noise, "noise_scale": plan.scale,
+               "noise_source": plan.noise_source, "seed": s, "run_seeds": seeds}
+    return _two_statistics(out, out_prime, ref, delta=plan.delta, alpha=a, claimed=plan.epsilon, seed=s,
+                           details=details)
+
+
+def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int = 20_000, seed: int = 0,
+                       broken: str | None = None, rho: float = 1.0, eta: float = 1.0,
+                       alpha: float = 0.05) -> AuditResult:
+    """Audit the realised output of one round of :func:`cvxdp.solve` (one local update, J = 1).
+
+    Problem: one agent, ``f(x; d) = 0.5 (x - d)^2`` on the box ``[-B, B]`` with ``d = 0`` (D) or
+    ``d' = Delta`` (D'), gradient sensitivity ``Delta``, everything shared; ``B = Delta / c + 3 s``
+    with ``c = eta + rho`` and ``s`` the spread of the noise in x (``scale / c`` for ObjPert, ``scale`` for
+    OutPert), so the projection clips the tails. Each run is
+    ``cvxdp.solve([agent], algorithm=LinearizedADMM(rho, eta, local_updates=1, rounds=1), privacy=mechanism,
+    seed=...)`` and the statistic is the agent's communicated ``result.local[agent]``.
+
+    The ``trials`` replicas are packed as the coordinates of one agent: the gradient, the weights ``c``, the
+    box projection and the noise are all coordinate-wise and the noise coordinates i.i.d., so coordinate i
+    of one run has exactly the distribution of a one-coordinate run (coordinate 0 *is* the one-coordinate
+    run with the same seed), and the declared sensitivity is that of one replica. The claimed epsilon is the
+    one the run's own privacy ledger records (basic composition over its single step).
+
+    Parameters
+    ----------
+    mechanism : ObjectivePerturbation or OutputPerturbation
+        The mechanism passed to ``cvxdp.solve``.
+    sensitivity : float
+        ``Delta``, > 0.
+    trials : int
+        Replicas per input (>= 10). One run of 20,000 takes about 0.4 s (three runs per audit).
+    seed : int
+        Root seed: the runs on D, D' and the reference use distinct seeds drawn from ``SeedSequence(seed)``,
+        or all use ``seed`` when ``broken="reused-seed"``.
+    broken : {None, "none", "half-sensitivity", "reused-seed"}
+        Broken twin: the agent declares ``Delta / 2``, or every run reuses the same seed.
+    rho, eta : float
+        Penalty and proximal weight of the local update.
+    alpha : float
+        Overall failure probability of the lower bound.
+
+    Returns
+    -------
+    AuditResult
+    """
+    import cvxpy as cp
+
+    from ..engine import solve
+    from ..families.consensus.ladmm import LinearizedADMM
+    from ..model.agent import Agent, Sensitivity
+
+    owner = "audit_local_update"
+    mech = _check_mechanism(mechanism, owner)
+    d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
+    r, e, c, bound, declared, _ = _quadratic_setup(mech, owner, d, b, rho, eta)
+    x = cp.Variable(n, name="x")
+    data = cp.Parameter(n, name="d", value=np.zeros(n))
+    agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
+                  gradient=lambda u: u - data.value,
+                  sensitivity=Sensitivity(l1=declared, l2=declared,
+                                          relation="d' = d + Delta (per replica coordinate)"))
+    algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=1)
+    seeds = _run_seeds(s, b)
+    outputs, claims = [], []
+    for value, run_seed in zip((0.0, d, 0.0), seeds):
+        data.value = np.full(n, value)
+        res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld")
+        outputs.append(np.asarray(res.local["audit"], dtype=float))
+        claims.append(res.ledger.spent("audit", "basic"))
+    eps_claim, delta_claim = max(claims)
+    plan = mech.noise_plan(agent, min_weight=c, separable=True, steps=1, accountant="pld")
+    details = {"mechanism": mech.short_name, "mode": "solve", "broken": b, "sensitivity": d,
+               "declared_sensitivity": declared, "noise": plan.noise, "noise_scale": plan.scale,
+               "noise_source": plan.noise_source, "rho": r, "eta": e, "box": [-bound, bound],
+               "seed": s, "run_seeds": seeds,
+               "boundary_fraction": float(np.mean(np.abs(outputs[0]) >= bound * (1 - 1e-12)))}
+    return _two_statistics(outputs[0], outputs[1], outputs[2], delta=delta_claim, alpha=a, claimed=eps_claim,
+                           seed=s, details=details)
+
+
+# --------------------------------------------------------------------------- everything a node releases
+def _recording_backend() -> Any:
+    """A serial backend that keeps everything the nodes' ``step`` returns (their releases), round by round.
+
+    ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.run.protocol.Release` objects of
+    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
+    """
+    from ..run.backends import SerialBackend
+
+    class RecordingBackend(SerialBackend):
+        def __init__(self) -> None:
+            super().__init__()
+            self.releases: list[list[Any]] = []
+            self.sent: list[list[np.ndarray]] = []
+
+        def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
+            results = super().call(method, args, round=round)
+            if method == "step":
+                self.releases.append(list(results))
+                self.sent.append([np.concatenate([np.ravel(a) for a in rel.arrays.values()]).copy()
+                                  for rel in results])
+            return results
+
+    return RecordingBackend()
+
+
+def transcript_statistic(transcript: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Linear statistic of a node's whole release: ``sum_r <w, release_r>`` per replica.
+
+    ``transcript`` has shape (rounds, replicas, k) (every released coordinate of every round); ``direction``
+    (k,) is the shift of the neighbour's data. For a Gaussian release whose mean moves along ``w`` this is
+    the likelihood-ratio (Neyman-Pearson) direction; for any mechanism it is post-processing of everything
+    the node sent, so a correct mechanism keeps it within its composed claim.
+    """
+    return np.einsum("rik,k->i", np.asarray(transcript, dtype=float), np.asarray(direction, dtype=float))
+
+
+def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sensitivity: float = 1.0,
+                  trials: int = 20_000, seed: int = 0, broken: str | None = None, rho: float = 1.0,
+                  eta: float = 1.0, alpha: float = 0.05) -> AuditResult:
+    """Audit everything a node releases over ``rounds`` rounds of :func:`cvxdp.solve` against the run's ledger.
+
+    Problem: one agent whose replicas each hold ``k = coordinates`` shared coordinates,
+    ``f(x; d) = 0.5 ||x - d||^2`` on a box; D has ``d = 0``, D' moves every replica's ``d`` by ``Delta w``
+    with ``w`` an extreme point of the unit q-ball (q = 2, Gaussian: ``w = 1/sqrt(k)``, spread over every
+    released coordinate; q = 1, Laplace: ``w = e_1``, where a linear statistic of Laplace noise is
+    strongest). The runs on D, D' and a reference run on D use the mechanism's seed discipline (distinct
+    seeds; one seed for ``broken="reused-seed"``; OpenDP ignores seeds). A recording backend keeps every
+    message ``E z`` of every round; the statistic is :func:`transcript_statistic` over all rounds and
+    coordinates (and its difference with the reference run's), each at ``alpha / 2``. The claim is the
+    run's own ledger: its PLD epsilon at the ledger's target delta over all ``rounds`` steps.
+
+    Parameters
+    ----------
+    mechanism : ObjectivePerturbation or OutputPerturbation
+    rounds : int
+        Rounds of the run (J = 1), >= 1.
+    coordinates : int
+        Released coordinates per replica, >= 1.
+    sensitivity : float
+        ``Delta``, > 0 (the replica's gradient moves by ``Delta`` in the mechanism's norm).
+    trials : int
+        Replicas per input (packed as the agent's coordinates; the problem, the box and the noise are
+        separable by coordinate, so replicas are independent).
+    seed, broken, rho, eta, alpha
+        As in :func:`audit_local_update`.
+
+    Returns
+    -------
+    AuditResult
+        ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``.
+    """
+    import cvxpy as cp
+
+    from ..engine import solve
+    from ..families.consensus.ladmm import LinearizedADMM
+    from ..model.agent import Agent, Sensitivity
+
+    owner = "audit_release"
+    mech = _check_mechanism(mechanism, owner)
+    d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
+    R = check_int(rounds, "rounds", owner, 1)
+    k = check_int(coordinates, "coordinates", owner, 1)
+    r, e, c, bound, declared, honest = _quadratic_setup(mech, owner, d, b, rho, eta)
+    # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
+    w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))
+    x = cp.Variable(n * k, name="x")
+    data = cp.Parameter(n * k, name="d", value=np.zeros(n * k))
+    agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
+                  gradient=lambda u: u - data.value,
+                  sensitivity=Sensitivity(l1=declared, l2=declared,
+                                          relation="d' = d + Delta w per replica (k coordinates)"))
+    algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=R)
+    seeds = _run_seeds(s, b)
+    stats_, claims = [], []
+    for value, run_seed in zip((0.0, 1.0, 0.0), seeds):
+        data.value = np.tile(value * d * w, n)
+        backend = _recording_backend()
+        res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld", backend=backend)
+        transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), n, k)
+        stats_.append(transcript_statistic(transcript, w))
+        summary = res.privacy["worst"]
+        claims.append((summary["pld"], res.privacy["target_delta"]))
+    eps_claim, delta_claim = max(claims)
+    details = {"mechanism": mech.short_name, "mode": "release", "broken": b, "sensitivity": d,
+               "declared_sensitivity": declared, "noise": honest.noise, "noise_source": mech.noise_source,
+               "rounds": R, "coordinates": k, "rho": r, "eta": e, "box": [-bound, bound], "seed": s,
+               "run_seeds": seeds}
+    return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
+                           seed=s, details=details)

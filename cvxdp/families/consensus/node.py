@@ -1,0 +1,185 @@
+"""The agent side of a run: private data, compiled subproblem, random generator and local copies.
+
+A worker lives inside a backend (in-process for the serial backend, a remote actor for Ray). Its ``step``
+returns a :class:`~cvxdp.run.protocol.Release` holding the shared block ``E_p z_p`` only; values computed on
+the agent's private data (objective, constraint violation, the actual noise norms, solver names, timings and
+fallbacks) come only from :meth:`AgentWorker.evaluate` (:class:`~cvxdp.run.protocol.Evaluation`), which the loop
+calls only when evaluation is on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model.agent import Agent
+from ...model.compiled import set_verdict
+from ...model.evaluation import compiled_metrics
+from ...model.local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
+from ...run.protocol import Evaluation, Release
+from .ladmm import linearized_updates
+from .updates import Algorithm, dual_update
+
+
+@dataclass(frozen=True)
+class RoundMessage:
+    """Server -> agent: the round, the agent's slice of w, the penalty and the noise plan (or None)."""
+
+    round: int
+    bw: np.ndarray
+    rho: float
+    eta: float
+    plan: object | None = None  # cvxdp.privacy.NoisePlan
+    placement: str | None = None
+    #: exact ADMM's consensus polishing: this agent's slice of the mean of the copies released in the round
+    #: before (public; None: no polish this round), and whether every agent's last attempted polish was feasible
+    #: (keep it)
+    polish: np.ndarray | None = None
+    keep_polish: bool = False
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    name: str
+    size: int
+    shared_size: int
+    is_box: bool
+
+
+class AgentWorker:
+    """Holds one agent's state and runs its local step; see :class:`RoundMessage` and the module docstring."""
+
+    def __init__(self, agent: Agent, algorithm: Algorithm, seed: np.random.SeedSequence,
+                 solvers: tuple[str, ...] = DEFAULT_SOLVERS) -> None:
+        self.agent = agent
+        self.algorithm = algorithm
+        self.rng = np.random.default_rng(seed)
+        self.sidx = agent.layout.shared_indices
+        # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the
+        # initial point: of W_p (LinearizedADMM), of min f_p s.t. W_p (exact ADMM: the prox step too)
+        exact = algorithm.name == "admm"
+        self.projection = compile_projection(agent, solvers=solvers, exact=exact)
+        if self.projection.is_box:  # emptiness and boundedness read off the bounds
+            agent.check_box(self.projection.lo, self.projection.hi)
+        else:  # raw Clarabel solves on the same compiled data
+            set_verdict(agent, self.projection.data)  # cached: check_feasible reads it
+            agent.check_feasible()
+        self.prox = ProxSolver(agent, solvers=solvers) if exact else None
+        self.metrics = compiled_metrics(agent)
+        if agent.initial is not None:
+            self.z = agent.layout.flatten(agent.initial)
+        else:
+            n = agent.layout.size
+            self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
+        self.lam = np.zeros(self.sidx.size)
+        self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
+        self.z_start = self.z.copy()  # issue 12: where L_p is estimated (the same point when a run resumes)
+        # consensus polishing (exact ADMM): this round's polished point and the last one every agent completed
+        # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
+        self.pending: tuple[int, np.ndarray | None] | None = None
+        self.kept: tuple[int, np.ndarray] | None = None
+
+    def info(self) -> WorkerInfo:
+        return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
+
+    def lipschitz(self, private: bool) -> tuple[float | None, str, bool]:
+        """``(L_p, source, quadratic)`` for eta (issue 12, :class:`cvxdp.families.consensus.step_sizes.Curvature`): the declared
+        public bound, or in a non-private run the smaller of it and an estimate at the starting point (computed
+        here, where the data are), and whether the objective is quadratic (its structure, not its data)."""
+        from .step_sizes import lipschitz_constants
+
+        return tuple(lipschitz_constants([self.agent], [self.z_start], private=private, need=False)[0])
+
+    def shared(self) -> np.ndarray:
+        return self.z[self.sidx].copy()
+
+    def step(self, msg: RoundMessage) -> Release:
+        start = time.perf_counter()
+        if self.prox is not None:
+            z, report = self.prox.solve(msg.bw + self.lam / msg.rho, msg.rho, round=msg.round)
+            norms, reports = [], [report]
+            if msg.keep_polish and self.pending is not None and self.pending[1] is not None:
+                self.kept = self.pending  # every agent's last attempted polish was feasible
+            if msg.polish is not None:
+                x, _ = self.prox.polish(msg.polish, round=msg.round)  # its time counts in compute_time
+                self.pending = (msg.round, x)
+        else:
+            project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
+            grad = lambda u: self.agent.grad(u, round=msg.round)  # noqa: E731 - names the round on NaN
+            z, norms, reports = linearized_updates(
+                self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
+                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
+                placement=msg.placement, grad_point=self._grad_point(msg))
+        self.z = z
+        ez = z[self.sidx].copy()
+        self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
+        self._last = (norms, reports, time.perf_counter() - start)
+        if msg.polish is None:
+            return Release(self.agent.name, msg.round, {"ez": ez})
+        # one bit leaves with the copy: whether the shared block fixed to the public mean was feasible here
+        feasible = np.array([float(self.pending[1] is not None)])
+        return Release(self.agent.name, msg.round, {"ez": ez, "polished": feasible})
+
+    def polished(self, latest: bool) -> tuple[int, np.ndarray] | None:
+        """The polished local solution (round, flat u) that the run returns: this round's when ``latest`` (every
+        agent's polish of it was feasible), else the last one kept; None if there is none."""
+        if latest and self.pending is not None and self.pending[1] is not None:
+            return self.pending[0], self.pending[1].copy()
+        return None if self.kept is None else (self.kept[0], self.kept[1].copy())
+
+    def evaluate(self, round: int) -> Evaluation:
+        """Non-private evaluation of the last step on this agent's data (never part of a release)."""
+        norms, reports, compute_time = self._last
+        z = self.z
+        values = {"objective": self.metrics.objective(z, round=round), "violation": self.metrics.violation(z),
+                  "solver_time": sum(r.seconds for r in reports), "compute_time": compute_time}
+        if self.pending is not None and self.pending[0] == round:  # the polished point's cost (NaN: infeasible)
+            x = self.pending[1]
+            values["polished_objective"] = math.nan if x is None else self.metrics.objective(x, round=round)
+        return Evaluation(
+            self.agent.name, round,
+            values=values,
+            lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
+            labels={"solver": "+".join(sorted({r.solver for r in reports}))})
+
+    def _grad_point(self, msg: RoundMessage):
+        """Private runs: where the gradient is taken, ``Proj_W(u)`` (SPEC §2.1: the sensitivity holds on W).
+
+        A box is a clip (the identity on W, so ObjPert's iterates are unchanged bit for bit); other sets are
+        projected (c-weighted, like the update) only under output perturbation, whose noisy outputs leave W — ObjPert's
+        iterates are already the outputs of a projection onto W.
+        """
+        if msg.plan is None:
+            return None
+        if self.projection.is_box:
+            lo, hi = self.projection.lo, self.projection.hi
+            return lambda u, c: (np.clip(u, lo, hi), None)
+        if msg.placement != "output":
+            return None
+        return lambda u, c: self.projection.project(u, c, round=msg.round)
+
+    def _perturber(self, plan):
+        """``value -> value + xi`` with this agent's own generator (never reseeded)."""
+        if plan is None:
+            return None
+        rng = self.rng
+        if getattr(plan, "noise_source", "numpy") == "opendp":  # the addition itself happens inside OpenDP
+            return lambda value: plan.perturb(rng, value)
+        return lambda value: value + plan.sample(rng, value.size)
+
+    def local(self) -> np.ndarray:
+        return self.z.copy()
+
+    def state(self) -> dict:
+        """Everything needed to resume this worker exactly (local copy, dual, generator state)."""
+        return {"z": self.z.copy(), "lam": self.lam.copy(), "rng": self.rng.bit_generator.state,
+                "pending": self.pending, "kept": self.kept}
+
+    def restore(self, state: dict) -> None:
+        self.z = np.asarray(state["z"], dtype=float).copy()
+        self.lam = np.asarray(state["lam"], dtype=float).copy()
+        self.rng.bit_generator.state = state["rng"]
+        self.pending, self.kept = state.get("pending"), state.get("kept")

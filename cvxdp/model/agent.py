@@ -1,0 +1,477 @@
+"""Declaring agents: a local objective and feasible set in CVXPY over private data (SPEC §1, §8).
+
+An :class:`Agent` only stores what it is given and runs the cheap structural checks. The flat layout of
+its local vector ``u`` (all variables of its problem, each flattened in column-major order, in the order
+CVXPY lists them) is computed once by :meth:`Agent.layout`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from cvxpy.atoms.affine.index import index as _index_atom
+from cvxpy.atoms.affine.index import special_index as _special_index_atom
+from cvxpy.lin_ops import lin_utils as lu
+
+from ..errors import DeclarationError, InfeasibleAgentError
+from ..params import check_float, fail
+
+GradientFn = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """Gradient sensitivity of an agent's objective under a declared neighbouring relation (SPEC §2.1).
+
+    Parameters
+    ----------
+    l1, l2 : float or None
+        ``sup_{u in W, D ~ D'} ||grad f(u; D) - grad f(u; D')||_q`` for q = 1 (Laplace) and q = 2 (Gaussian).
+    relation : str
+        Words naming the neighbouring relation these bounds hold for, e.g. ``"add/remove one sample"``.
+    alpha : float or None
+        The adjacency size used by the "paper" calibration preset (Delta = alpha for OutPert and
+        2 alpha for ObjPert, Ryu & Kim §6.1.1).
+    """
+
+    l1: float | None = None
+    l2: float | None = None
+    relation: str = "unspecified"
+    alpha: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("l1", "l2", "alpha"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value <= 0):
+                raise fail(name, "Sensitivity", "a float in (0, inf) or None", value)
+
+    def norm(self, q: int) -> float | None:
+        """The l_q bound (q = 1 or 2)."""
+        return self.l1 if q == 1 else self.l2
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each variable and each shared block sits in an agent's flat local vector ``u``."""
+
+    variables: tuple[cp.Variable, ...]
+    offsets: tuple[int, ...]
+    size: int
+    shared: Mapping[str, np.ndarray]  # key -> indices into u (column-major order of the expression)
+    shared_mask: np.ndarray = field(repr=False)  # bool, True where the coordinate is shared
+
+    @property
+    def shared_indices(self) -> np.ndarray:
+        """All shared coordinates of u, key by key in sorted key order."""
+        keys = sorted(self.shared)
+        return np.concatenate([self.shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+
+    def split(self, u: np.ndarray) -> dict[cp.Variable, np.ndarray]:
+        """Cut a flat vector into per-variable arrays of the variables' shapes."""
+        out = {}
+        for var, off in zip(self.variables, self.offsets):
+            out[var] = np.reshape(u[off:off + var.size], var.shape, order="F")
+        return out
+
+    def flatten(self, values: Mapping[cp.Variable, np.ndarray]) -> np.ndarray:
+        """Inverse of :meth:`split`."""
+        u = np.zeros(self.size)
+        for var, off in zip(self.variables, self.offsets):
+            u[off:off + var.size] = np.ravel(np.asarray(values[var], dtype=float), order="F")
+        return u
+
+
+def _all_finite(value) -> bool:
+    data = value.data if hasattr(value, "tocoo") else np.asarray(value)
+    return bool(np.all(np.isfinite(data)))
+
+
+_UNSUPPORTED = ("integer", "boolean", "complex", "imag", "hermitian")
+
+
+def _label(leaf) -> str:
+    return f"{type(leaf).__name__.lower()} {leaf.name()!r} (shape {leaf.shape})"
+
+
+def reserve_cvxpy_ids(roots: Sequence) -> None:
+    """Advance CVXPY's id counter past every id used in the expression trees under ``roots``."""
+    top, stack, seen = -1, list(roots), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for attr in ("id", "constr_id"):
+            value = node.__dict__.get(attr) if hasattr(node, "__dict__") else None
+            if isinstance(value, int):
+                top = max(top, value)
+        stack.extend(getattr(node, "args", ()))
+        stack.extend(getattr(node, "dual_variables", ()))
+    if top >= lu.ID_COUNTER.count:
+        lu.ID_COUNTER.count = top + 1
+
+
+def _is_selection(expr: cp.Expression) -> bool:
+    if isinstance(expr, cp.Variable):
+        return True
+    if isinstance(expr, (_index_atom, _special_index_atom)):
+        return _is_selection(expr.args[0])
+    return False
+
+
+class Agent:
+    """One agent: a convex objective and feasible set over private data, and its shared blocks.
+
+    Parameters
+    ----------
+    name : str
+        Unique agent name (used in every error message and in the ledger).
+    objective : cvxpy.Expression
+        Scalar convex objective ``f_p``; private data enter as :class:`cvxpy.Parameter` values.
+    constraints : sequence of cvxpy.Constraint
+        The local feasible set ``W_p`` (should be compact).
+    shared : mapping str -> cvxpy.Expression
+        Global key -> a variable of this problem or a slice of one. Agents sharing a key agree on it.
+    gradient : callable, optional
+        ``gradient(u) -> ndarray`` of the objective at the flat local vector ``u`` (see :meth:`layout`).
+        Defaults to CVXPY's ``Expression.grad`` (correct but slow, about a millisecond a call).
+    sensitivity : Sensitivity, optional
+        Gradient sensitivity under the declared neighbouring relation; required for private runs.
+    initial : mapping cvxpy.Variable -> array, optional
+        Starting point of the local copy; defaults to the projection of 0 onto ``W_p``. The first message
+        is computed from it, so a private run refuses it unless ``initial_public=True``.
+    initial_public : bool, default False
+        Declares ``initial`` data independent (public), so that a private run may start from it. A starting
+        point computed from private data is not accounted for by any mechanism: leave it out instead.
+    value : callable, optional
+        ``value(u) -> float``: a fast evaluation of the objective at flat ``u`` for the per-round metrics
+        (must equal CVXPY's value of ``objective``). Defaults to evaluating the CVXPY expression.
+    lipschitz : float, optional
+        A public bound ``L`` on the objective's curvature over ``W``: ``f(u) <= f(v) + <grad f(v), u - v> +
+        L/2 ||u - v||^2`` for ``u, v`` in ``W`` (a Lipschitz constant of the gradient on ``W`` is one), valid for
+        every neighbouring data set. ``LinearizedADMM(eta="auto")`` sets this agent's eta from it; a private run
+        with eta="auto" requires it. A non-private run also measures the curvature at the start from the data
+        and uses the smaller of the two (the measurement alone when no bound is declared).
+    rho_scale : mapping str -> float or array, optional
+        Public starting weights of the penalty per shared key (default 1). Exact :class:`~cvxdp.ADMM` with
+        ``rho="auto"`` penalizes coordinate ``k`` of ``key`` with ``rho * rho_scale[key][k]`` and balances
+        each block of equal weights on its own (:class:`~cvxdp.schedules.BlockBalance`; a per-block penalty,
+        like OSQP's larger rho on equality rows); the weights used are in ``result.config["rho_scale"]`` and
+        ``["rho_blocks"]``. An explicit rho, and :class:`~cvxdp.LinearizedADMM` (whose noise calibration
+        assumes one penalty), use one rho on every coordinate. Every agent holding a key must declare the same
+        weights; they must not depend on private data.
+    """
+
+    def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
+                 *, shared: Mapping[str, cp.Expression] | None = None, gradient: GradientFn | None = None,
+                 sensitivity: Sensitivity | None = None,
+                 initial: Mapping[cp.Variable, np.ndarray] | None = None,
+                 value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False,
+                 lipschitz: float | None = None, rho_scale: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.objective = objective
+        self.constraints = list(constraints)
+        self.shared = dict(shared or {})
+        self.gradient = gradient
+        self.sensitivity = sensitivity
+        self.initial = initial
+        self.initial_public = initial_public
+        self.value = value
+        self.lipschitz = lipschitz
+        self.rho_scale = rho_scale
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, shared={sorted(self.shared)})"
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (e.g. inside a Ray actor): CVXPY's ids travel with the expressions, so the receiving
+        process's id counter is moved past them; otherwise the auxiliary variables its canonicalization
+        creates could reuse an id of this agent's variables or parameters (and mix up their columns)."""
+        self.__dict__.update(state)
+        reserve_cvxpy_ids([self.objective, *self.constraints, *self.shared.values(), *(self.initial or {})])
+
+    # ------------------------------------------------------------------ checks
+    def _fail(self, message: str) -> DeclarationError:
+        return DeclarationError(f"Agent {self.name!r}: {message}")
+
+    def check(self) -> None:
+        """Structural checks: types, DCP, shared blocks, finite data. Raises :class:`DeclarationError`."""
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "Agent", "a non-empty str", self.name)
+        if not isinstance(self.objective, cp.Expression):
+            raise self._fail(f"the objective must be a cvxpy Expression. Got {type(self.objective).__name__}.")
+        self._check_kinds()
+        if not self.objective.is_scalar():
+            raise self._fail(f"the objective must be scalar. Got shape {self.objective.shape}.")
+        if not self.objective.is_convex():
+            raise self._fail("the objective is not convex under CVXPY's DCP rules "
+                             f"(curvature {self.objective.curvature}).")
+        for k, con in enumerate(self.constraints):
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
+            if not con.is_dcp():
+                raise self._fail(f"constraint {k} ({con}) does not follow CVXPY's DCP rules.")
+        if not isinstance(self.shared, dict) or not self.shared:
+            raise self._fail("'shared' must map at least one key to a variable or a slice of one.")
+        variables = set(self.problem.variables())
+        for key, expr in self.shared.items():
+            if not isinstance(key, str):
+                raise self._fail(f"shared key {key!r} must be a str.")
+            if not isinstance(expr, cp.Expression) or not _is_selection(expr):
+                raise self._fail(f"shared[{key!r}] must be a cvxpy Variable or a slice of one. Got {expr}.")
+            if not set(expr.variables()) <= variables:
+                raise self._fail(f"shared[{key!r}] uses a variable that appears in neither the objective "
+                                 "nor the constraints.")
+        for param in self.problem.parameters():
+            value = param.value
+            if value is None:
+                raise self._fail(f"data parameter {param.name()!r} has no value.")
+            if not np.all(np.isfinite(value)):
+                raise self._fail(f"data parameter {param.name()!r} holds NaN or infinite values.")
+        for where, exprs in (("the objective", [self.objective]), ("constraint", self.constraints)):
+            for k, expr in enumerate(exprs):
+                for const in expr.constants():
+                    value = const.value
+                    if np.issubdtype(np.asarray(value).dtype, np.number) and not _all_finite(value):
+                        place = where if where == "the objective" else f"constraint {k}"
+                        raise self._fail(f"a data constant of {place} holds NaN or infinite values "
+                                         f"(shape {const.shape}); data must be finite numbers.")
+        for name in ("gradient", "value"):
+            fn = getattr(self, name)
+            if fn is not None and not callable(fn):
+                raise self._fail(f"{name!r} must be callable. Got {type(fn).__name__}.")
+        if self.lipschitz is not None:
+            check_float(self.lipschitz, "lipschitz", f"Agent {self.name!r}", 0.0, math.inf, closed="left")
+        self._check_rho_scale()
+        if self.sensitivity is not None and not isinstance(self.sensitivity, Sensitivity):
+            raise self._fail(f"'sensitivity' must be a cvxdp.Sensitivity. Got {type(self.sensitivity).__name__}.")
+        # overlapping shared blocks inside one agent would double-count consensus
+        idx = self.layout.shared_indices
+        if len(np.unique(idx)) != len(idx):
+            raise self._fail("two shared blocks overlap; each coordinate may belong to one key only.")
+
+    def _check_rho_scale(self) -> None:
+        if self.rho_scale is None:
+            return
+        if not isinstance(self.rho_scale, Mapping):
+            raise self._fail(f"'rho_scale' must be a mapping from shared keys to positive weights. "
+                             f"Got {type(self.rho_scale).__name__}.")
+        for key, weights in self.rho_scale.items():
+            if key not in self.shared:
+                raise self._fail(f"'rho_scale' names {key!r}, which is not one of its shared keys "
+                                 f"({', '.join(sorted(self.shared))}).")
+            size = len(self.layout.shared[key])
+            arr = np.asarray(weights, dtype=float) if not isinstance(weights, (str, bytes)) else np.array(np.nan)
+            if arr.shape not in ((), (size,)) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                raise self._fail(f"'rho_scale[{key!r}]' must be a positive float or {size} positive floats. "
+                                 f"Got {weights!r} instead.")
+
+    def rho_weights(self, key: str) -> np.ndarray:
+        """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
+        size = len(self.layout.shared[key])
+        if self.rho_scale is None or key not in self.rho_scale:
+            return np.ones(size)
+        return np.broadcast_to(np.asarray(self.rho_scale[key], dtype=float), (size,)).copy()
+
+    def _check_kinds(self) -> None:
+        """Integer, boolean and complex variables, complex parameters and constants are not supported."""
+        exprs = [self.objective, *[c for c in self.constraints
+                                   if isinstance(c, cp.constraints.constraint.Constraint)]]
+        for expr in exprs:
+            for var in expr.variables():
+                kinds = [k for k in _UNSUPPORTED if var.attributes.get(k)]
+                if kinds:
+                    raise self._fail(f"{_label(var)} is declared {kinds[0]}=True; cvxdp solves continuous, "
+                                     "real convex problems only (drop the attribute or relax the variable).")
+            for leaf in [*expr.parameters(), *expr.constants()]:
+                if leaf.is_complex() or (leaf.value is not None and np.iscomplexobj(leaf.value)):
+                    raise self._fail(f"{_label(leaf)} is complex; cvxdp solves real problems only (split real "
+                                     "and imaginary parts into real data).")
+
+    def check_box(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The closed-form version of :meth:`check_feasible` for a box ``lo <= u <= hi``."""
+        if np.any(lo > hi):
+            k = int(np.argmax(lo > hi))
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty (coordinate {k} "
+                                       f"needs {lo[k]:g} <= u <= {hi[k]:g}).")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                          "and privacy analysis assume a compact set.", stacklevel=3)
+
+    def check_feasible(self) -> None:
+        """Raise :class:`InfeasibleAgentError` if ``W_p`` is empty; warn if it is unbounded.
+
+        Decided by raw Clarabel solves on the compiled data of ``W_p`` (the same data as the local
+        subproblem, canonicalized once per agent and data; see :func:`cvxdp.model.compiled.set_verdict`). Only when
+        those solves are inconclusive (a numerical failure) does it fall back to solving through CVXPY.
+        """
+        from .compiled import NotCompilable, set_verdict
+
+        try:
+            verdict = set_verdict(self)
+        except NotCompilable:
+            verdict = None
+        if verdict is None or verdict.infeasible is None:
+            self._check_feasible_cvxpy()
+            return
+        if verdict.infeasible:
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty "
+                                       f"(feasibility solve status {verdict.status!r}).")
+        if verdict.unbounded:
+            warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                          "and privacy analysis assume a compact set.", stacklevel=3)
+
+    def _check_feasible_cvxpy(self) -> None:
+        """Fallback of :meth:`check_feasible` through CVXPY (Clarabel, then ECOS)."""
+        prob = cp.Problem(cp.Minimize(0), self.constraints)
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.SolverError:
+            prob.solve(solver=cp.ECOS)
+        if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+            raise InfeasibleAgentError(f"Agent {self.name!r}: the local feasible set is empty "
+                                       f"(feasibility solve status {prob.status!r}).")
+        for sign in (1.0, -1.0):
+            probe = cp.Problem(cp.Maximize(sign * cp.sum(self._u_expr)), self.constraints)
+            try:
+                probe.solve(solver=cp.CLARABEL)
+            except cp.SolverError:
+                continue
+            if probe.status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
+                warnings.warn(f"Agent {self.name!r}: the local feasible set is unbounded; the convergence "
+                              "and privacy analysis assume a compact set.", stacklevel=4)
+                break
+
+    # ------------------------------------------------------------------ structure
+    @cached_property
+    def problem(self) -> cp.Problem:
+        """The agent's own problem ``min f_p s.t. W_p`` (used for checks and the central reference)."""
+        return cp.Problem(cp.Minimize(self.objective), self.constraints)
+
+    @cached_property
+    def layout(self) -> Layout:
+        """The flat layout of the local vector and the indices of each shared block."""
+        variables = tuple(sorted(self.problem.variables(), key=lambda v: v.id))
+        offsets, off = [], 0
+        for var in variables:
+            offsets.append(off)
+            off += var.size
+        saved = [var.value for var in variables]
+        try:
+            for var, o in zip(variables, offsets):
+                var.value = np.reshape(np.arange(o, o + var.size, dtype=float), var.shape, order="F")
+            shared = {key: np.rint(np.ravel(np.asarray(expr.value, dtype=float), order="F")).astype(int)
+                      for key, expr in self.shared.items()}
+        finally:
+            for var, val in zip(variables, saved):
+                var.value = val
+        mask = np.zeros(off, dtype=bool)
+        for idx in shared.values():
+            mask[idx] = True
+        return Layout(variables, tuple(offsets), off, shared, mask)
+
+    @cached_property
+    def _u_expr(self) -> cp.Expression:
+        parts = [v if v.ndim <= 1 else cp.vec(v, order="F") for v in self.layout.variables]
+        return parts[0] if len(parts) == 1 else cp.hstack(parts)
+
+    def u_expression(self) -> cp.Expression:
+        """The CVXPY expression of the flat local vector ``u``."""
+        return self._u_expr
+
+    # ------------------------------------------------------------------ evaluation
+    def _set(self, u: np.ndarray) -> None:
+        for var, value in self.layout.split(u).items():
+            var.value = value
+
+    def _nonfinite(self, what: str, round: int | None) -> DeclarationError:
+        when = f" in round {round}" if round is not None else ""
+        return self._fail(f"the {what} returned NaN or infinite values{when}; it must return finite numbers "
+                          "(check the data it closes over and the point it is evaluated at).")
+
+    def objective_value(self, u: np.ndarray, *, round: int | None = None) -> float:
+        """``f_p(u)`` (the user's ``value`` callable when given; a non-finite value raises naming it)."""
+        if self.value is not None:
+            v = float(self.value(u))
+            if not math.isfinite(v):
+                raise self._nonfinite("'value' callable", round)
+            return v
+        self._set(u)
+        return float(self.objective.value)
+
+    def violation(self, u: np.ndarray) -> float:
+        """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""
+        self._set(u)
+        worst = 0.0
+        for con in self.constraints:
+            v = con.violation()
+            worst = max(worst, float(np.max(v)) if np.size(v) else 0.0)
+        return worst
+
+    def grad(self, u: np.ndarray, *, round: int | None = None) -> np.ndarray:
+        """Gradient of the objective at ``u``: the user's callable, else CVXPY's ``Expression.grad``."""
+        if self.gradient is not None:
+            g = np.asarray(self.gradient(u), dtype=float).ravel()
+            if g.shape != (self.layout.size,):
+                raise self._fail(f"gradient returned shape {g.shape}; expected ({self.layout.size},).")
+            if not np.all(np.isfinite(g)):
+                raise self._nonfinite("'gradient' callable", round)
+            return g
+        self._set(u)
+        grads = self.objective.grad
+        g = np.zeros(self.layout.size)
+        for var, off in zip(self.layout.variables, self.layout.offsets):
+            gv = grads.get(var)
+            if gv is None:
+                raise self._fail("CVXPY cannot differentiate the objective here; pass gradient=.")
+            gv = gv.toarray() if hasattr(gv, "toarray") else np.asarray(gv)
+            g[off:off + var.size] = np.ravel(gv)
+        return g
+
+
+def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = None) -> dict[str, int]:
+    """Checks across agents: non-empty, unique names, each key the same size everywhere.
+
+    Returns the size of every shared key.
+    """
+    if not isinstance(agents, (list, tuple)) or len(agents) == 0:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
+    names: set[str] = set()
+    sizes: dict[str, tuple[int, str]] = {}
+    for agent in agents:
+        if not isinstance(agent, Agent):
+            raise fail("agents", "solve", "a list of cvxdp.Agent", type(agent).__name__)
+        agent.check()
+        if agent.name in names:
+            raise DeclarationError(f"Agent name {agent.name!r} is used twice; names must be unique.")
+        names.add(agent.name)
+        for key, idx in agent.layout.shared.items():
+            if key in sizes and sizes[key][0] != len(idx):
+                other_size, other = sizes[key]
+                raise DeclarationError(f"Shared key {key!r} has size {len(idx)} in agent {agent.name!r} but "
+                                       f"size {other_size} in agent {other!r}.")
+            sizes.setdefault(key, (len(idx), agent.name))
+        if private:
+            q = 1 if noise == "laplace" else 2
+            if agent.sensitivity is None or agent.sensitivity.norm(q) is None:
+                raise DeclarationError(f"Agent {agent.name!r}: a private run with {noise} noise needs "
+                                       f"sensitivity=cvxdp.Sensitivity(l{q}=...).")
+    holders: dict[str, list[str]] = {}
+    for agent in agents:
+        for key in agent.layout.shared:
+            holders.setdefault(key, []).append(agent.name)
+    alone = [a.name for a in agents if all(len(holders[k]) == 1 for k in a.layout.shared)]
+    if len(agents) > 1 and alone:
+        keys = {a.name: sorted(a.layout.shared) for a in agents if a.name in alone}
+        warnings.warn(f"Agent(s) {', '.join(map(repr, alone))} share no key with any other agent (keys: {keys}); "
+                      "they run uncoupled and the consensus couples nothing. Give agents that should agree the "
+                      "same shared key.", UserWarning, stacklevel=3)
+    return {k: v[0] for k, v in sizes.items()}

@@ -1,0 +1,178 @@
+"""Centralized reference: all agents' problems in one CVXPY problem with the consensus constraints.
+
+Every centralized solve goes through :func:`solve_with_fallback`: the requested solver first, then the other
+solvers of :data:`FALLBACK_ORDER`, each capped in iterations and time, and every move to the next solver
+announced by a :class:`SolverFallbackWarning` that names the solver that failed and its status.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import InvalidParameterError, SolverFailedError
+from .agent import Agent, check_agents
+
+__all__ = ["CentralResult", "FALLBACK_ORDER", "SOLVER_CAPS", "SolverFallbackWarning", "solve_central",
+           "solve_with_fallback"]
+
+#: Solvers a centralized solve tries, in this order after the requested one.
+FALLBACK_ORDER = ("CLARABEL", "ECOS", "SCS")
+#: Iteration cap of each solver (option name, value) and the name of its time-limit option (None: no such
+#: option; ECOS is an interior-point method whose iteration cap bounds its time).
+SOLVER_CAPS: dict[str, tuple[str, int, str | None]] = {
+    "CLARABEL": ("max_iter", 200, "time_limit"),
+    "ECOS": ("max_iters", 200, None),
+    "SCS": ("max_iters", 20_000, "time_limit_secs"),
+}
+_SOLVED = ("optimal", "optimal_inaccurate")
+_VERDICTS = ("infeasible", "infeasible_inaccurate", "unbounded", "unbounded_inaccurate")
+
+
+class SolverFallbackWarning(UserWarning):
+    """A centralized solve moved on to the next solver of its fallback chain."""
+
+
+def _caps(name: str, time_limit: float) -> tuple[dict[str, Any], str]:
+    option, iters, time_option = SOLVER_CAPS.get(name, (None, None, None))
+    caps: dict[str, Any] = {option: iters} if option else {}
+    if time_option:
+        caps[time_option] = float(time_limit)
+    text = ", ".join(([f"at most {iters} iterations"] if option else [])
+                     + ([f"{time_limit:g} s"] if time_option else []))
+    return caps, text
+
+
+def solve_with_fallback(problem: cp.Problem, solver: str = "CLARABEL", *, time_limit: float = 300.0,
+                        progress: Callable[[str], None] | None = None, label: str = "the centralized solve",
+                        **solver_options: Any) -> str:
+    """Solve ``problem`` with ``solver``, then with the other solvers of :data:`FALLBACK_ORDER`.
+
+    Each solver runs under the caps of :data:`SOLVER_CAPS` (iterations, and ``time_limit`` seconds where
+    the solver has a time limit); ``solver_options`` go to the requested solver only. A solver that raises,
+    hits a cap or returns no solution is followed by the next one, announced by a
+    :class:`SolverFallbackWarning` naming the solver and its status. The chain stops early when two solvers
+    agree that the problem is infeasible (or unbounded).
+
+    Parameters
+    ----------
+    problem : cvxpy.Problem
+    solver : str
+        First solver to try.
+    time_limit : float
+        Seconds each capped solver may run.
+    progress : callable(str), optional
+        Receives one line per step (which solver starts, its status and time).
+    label : str
+        What is being solved, for the messages.
+
+    Returns
+    -------
+    str
+        The solver whose solution ``problem`` now holds (status "optimal" or "optimal_inaccurate").
+
+    Raises
+    ------
+    SolverFailedError
+        If no solver solved the problem; the message lists each solver's status.
+    """
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
+        raise InvalidParameterError(f"The 'time_limit' parameter of solve_with_fallback must be a float in "
+                                    f"(0, inf). Got {time_limit!r} instead.")
+    order = [solver] + [s for s in FALLBACK_ORDER if s != solver]
+    installed = set(cp.installed_solvers())
+    tried: list[str] = []
+    for k, name in enumerate(order):
+        if name not in installed:
+            continue
+        caps, cap_text = _caps(name, time_limit)
+        options = {**caps, **(solver_options if k == 0 else {})}
+        if progress is not None:
+            progress(f"{label}: solving with {name}" + (f" ({cap_text})" if cap_text else ""))
+        start = time.perf_counter()
+        try:
+            problem.solve(solver=name, **options)
+            status = str(problem.status)
+        except cp.SolverError as exc:
+            status = f"solver error ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        elapsed = time.perf_counter() - start
+        if progress is not None:
+            progress(f"{label}: {name} status {status!r} after {elapsed:.1f} s")
+        tried.append(f"{name}: {status}")
+        if status in _SOLVED:
+            return name
+        verdicts = [t.split(": ", 1)[1] for t in tried if t.split(": ", 1)[1] in _VERDICTS]
+        if len(verdicts) >= 2 and verdicts[-1].split("_")[0] == verdicts[-2].split("_")[0]:
+            break
+        following = [s for s in order[k + 1:] if s in installed]
+        if following:
+            warnings.warn(f"{label}: {name} ended with status {status!r} after {elapsed:.1f} s; falling back "
+                          f"to {following[0]} ({_caps(following[0], time_limit)[1]}).",
+                          SolverFallbackWarning, stacklevel=2)
+    raise SolverFailedError(f"{label} failed with every solver ({'; '.join(tried)}).",
+                            status=str(problem.status))
+
+
+@dataclass(frozen=True)
+class CentralResult(Mapping):
+    """The centralized reference, shaped like a :class:`cvxdp.Result`: ``.solution`` (shared key -> array),
+    ``.local`` (agent name -> flat z_p), ``.objective`` (sum_p f_p at the optimum), ``.solver``, ``.status``,
+    ``.time_s``. Dict-style access (``ref["objective"]``) keeps working."""
+
+    objective: float
+    solution: dict[str, np.ndarray]
+    local: dict[str, np.ndarray]
+    solver: str
+    status: str
+    time_s: float
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+    @classmethod
+    def _keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def solve_central(agents: Sequence[Agent], *, solver: str = "CLARABEL", time_limit: float = 300.0,
+                  progress: Callable[[str], None] | None = None, **solver_options) -> CentralResult:
+    """Solve ``min sum_p f_p(z_p) s.t. z_p in W_p, E_p z_p = w`` centrally (:func:`solve_with_fallback`:
+    ``solver`` first, announced and capped fallbacks, ``time_limit`` seconds per solver).
+
+    Returns
+    -------
+    CentralResult
+        ``.objective``, ``.solution`` (key -> array, as ``Result.solution``), ``.local`` (name -> flat z_p,
+        as ``Result.local``), ``.solver``, ``.status``, ``.time_s``; also readable as a dict.
+    """
+    sizes = check_agents(agents, private=False)
+    w = {k: cp.Variable(n, name=f"w[{k}]") for k, n in sizes.items()}
+    constraints = []
+    for agent in agents:
+        constraints += agent.constraints
+        u = agent.u_expression()
+        for key, idx in agent.layout.shared.items():
+            constraints.append(u[idx] == w[key])
+    prob = cp.Problem(cp.Minimize(cp.sum([a.objective for a in agents])), constraints)
+    start = time.perf_counter()
+    used = solve_with_fallback(prob, solver, time_limit=time_limit, progress=progress,
+                               label="the centralized reference solve", **solver_options)
+    elapsed = time.perf_counter() - start
+    local = {a.name: a.layout.flatten({v: v.value for v in a.layout.variables}) for a in agents}
+    return CentralResult(objective=float(prob.value),
+                         solution={k: np.asarray(v.value).ravel() for k, v in w.items()}, local=local,
+                         solver=used, status=prob.status, time_s=elapsed)

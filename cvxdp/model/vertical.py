@@ -1,0 +1,388 @@
+"""Vertically partitioned learning: parties, the x-update, the privacy plan and audits of ADMM sharing (SPEC §5).
+
+The epochs run on the one round loop (:mod:`cvxdp.run.loop`) through :class:`cvxdp.families.sharing.server.SharingFamily`.
+
+Declaration: a party is a :class:`VerticalParty` (a :class:`cvxdp.Agent`) holding its private feature block
+``D_m`` as a ``cp.Parameter`` (``party.features``), its local model ``x_m`` (a ``cp.Variable``), its
+regulariser ``R_m`` (the agent's objective; default ``||x_m||^2 / 2``) and its feasible set ``X_m`` (the
+agent's constraints: the l2 ball ``||x_m|| <= bound`` that the privacy analysis needs, plus any of yours).
+One party may also hold the labels (the "active" party, which then hosts the centre).
+
+    parties = [cvxdp.VerticalParty("bank", D1, bound=10.0, labels=y, test_features=T1, test_labels=y_test),
+               cvxdp.VerticalParty("shop", D2, bound=10.0, test_features=T2)]
+    result = cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=2e-3, lam=1e-3, epochs=50),
+                         privacy=cvxdp.SharingGaussian(epsilon=0.5, delta=1e-5), seed=0)
+    result.solution["bank"]        # x_bank (it stays with the bank in a deployment)
+
+What crosses the wire (Algorithm 1): each epoch, party m pushes **one array of N numbers**,
+``q_m = D_m x_m + N(0, sigma_m^2 I_N)``; the centre broadcasts ``sum_k q_k - z`` and ``y`` (N numbers each).
+Nothing else leaves a party: the x-update runs on the party's own data against the pulled values
+(subtract-own-contribution trick, Algorithm 1 lines 3-4). ``result.agent_history`` records the size of
+every uplink; ``ADMMSharing(record_messages=True)`` keeps the messages themselves in ``result.messages``.
+The training objective and test log-loss in the history are *non-private evaluation* of the simulation
+(computed by the parties' ``evaluate``, on their private models; off with ``solve(..., evaluate=False)``);
+they are not messages.
+
+The x-update (6) is solved in closed form (eigen-decomposition of ``D_m^T D_m`` once, then a trust-region
+secular equation per epoch) when ``R_m`` is the default ``||x||^2/2`` and ``X_m`` is the ball alone; otherwise
+a CVXPY problem in d_m variables is compiled once (``g = D_m^T (y + rho s_m)`` is its only Parameter; DPP,
+warm-started) and solved with the solver fallback chain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import DeclarationError, InvalidParameterError, SolverFailedError
+from ..families.sharing.params import ADMMSharing, SharingGaussian, ball_ridge_solve, check_labels
+from ..params import check_float, fail
+from ..run.checkpoint import fingerprint
+from .agent import Agent
+
+#: Below this noise multiplier (sigma / C) the PLD accountant is not run: its grid grows like 1/multiplier^2
+#: (about a second at 0.01) and the epsilon is in the thousands anyway; RDP (closed form) is reported instead.
+MIN_PLD_MULTIPLIER = 0.05
+RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
+ROW_NORM_TOL = 1e-9
+_OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+
+
+# --------------------------------------------------------------------------- declaration
+class VerticalParty(Agent):
+    """One party of a vertically partitioned problem: a feature block, a local model, a regulariser, a set.
+
+    Parameters
+    ----------
+    name : str
+        Unique party name (ledger, history, ``result.solution`` key).
+    features : ndarray (N, d_m) or cvxpy.Parameter
+        The private block ``D_m``; stored as the Parameter ``party.features`` (its value is the data).
+        The privacy analysis needs every row to have l2 norm at most 1 (Assumption 1.3), checked before a
+        private run (``cvxdp_models.vertical.normalize_blocks`` rescales rows).
+    variable : cvxpy.Variable (d_m,), optional
+        The local model ``x_m``; created as ``cp.Variable(d_m, name="x_<name>")`` when omitted.
+    regularizer : cvxpy.Expression, optional
+        ``R_m(x_m)``, convex in ``variable`` only; default ``0.5 * cp.sum_squares(x_m)`` (curvature 1).
+    bound : float, optional
+        Radius b of the ball ``||x_m||_2 <= b`` added to the constraints (Assumption 1.1; required for a
+        private run).
+    constraints : sequence of cvxpy.Constraint
+        Further constraints on ``x_m`` (they switch the x-update from the closed form to a compiled solve).
+    curvature : float, optional
+        ``c1`` with ``|R_m''| <= c1``; needed for a private run with a custom regulariser (Lemma 1).
+    test_features : ndarray (N_test, d_m), optional
+        The party's block of a test set, for the ``test_logloss`` column (evaluation only).
+    labels, test_labels : array, optional
+        Declare this party the label holder (it hosts the centre); see :class:`cvxdp.ADMMSharing`.
+    """
+
+    def __init__(self, name: str, features: np.ndarray | cp.Parameter, variable: cp.Variable | None = None, *,
+                 regularizer: cp.Expression | None = None, bound: float | None = None,
+                 constraints: Sequence[cp.Constraint] = (), curvature: float | None = None,
+                 test_features: np.ndarray | None = None, labels: np.ndarray | None = None,
+                 test_labels: np.ndarray | None = None) -> None:
+        if isinstance(features, cp.Parameter):
+            param = features
+        else:
+            if np.iscomplexobj(features):  # a cast to float would drop the imaginary part silently
+                raise fail("features", "VerticalParty", "a 2-D array of real numbers", "a complex array")
+            try:
+                value = np.asarray(features.toarray() if hasattr(features, "toarray") else features, dtype=float)
+            except (TypeError, ValueError):
+                raise fail("features", "VerticalParty", "a 2-D array of numbers or a cvxpy Parameter",
+                           type(features).__name__) from None
+            if value.ndim != 2 or value.shape[0] == 0 or value.shape[1] == 0:
+                raise fail("features", "VerticalParty", "a non-empty 2-D array (samples x features)",
+                           f"an array of shape {value.shape}")
+            param = cp.Parameter(value.shape, value=value, name=f"D_{name}")
+        if param.ndim != 2:
+            raise fail("features", "VerticalParty", "a 2-D (samples x features) Parameter", param.shape)
+        if variable is None:
+            variable = cp.Variable(param.shape[1], name=f"x_{name}")
+        self.features = param
+        self.variable = variable
+        self.bound = bound
+        self.curvature = curvature
+        self.test_features = None if test_features is None else np.asarray(test_features, dtype=float)
+        self.labels = labels
+        self.test_labels = test_labels
+        self.default_regularizer = regularizer is None
+        self.extra_constraints = list(constraints)
+        objective = 0.5 * cp.sum_squares(variable) if regularizer is None else regularizer
+        ball = [] if bound is None or not _is_number(bound) else [cp.norm(variable, 2) <= float(bound)]
+        super().__init__(name, objective, ball + self.extra_constraints, shared={})
+
+    def __repr__(self) -> str:
+        return (f"VerticalParty({self.name!r}, samples={self.n_samples}, features={self.n_features}, "
+                f"bound={self.bound!r})")
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_samples(self) -> int:
+        return int(self.features.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[1])
+
+    @property
+    def data(self) -> np.ndarray:
+        """The value of ``features`` (the private block ``D_m``)."""
+        return np.asarray(self.features.value, dtype=float)
+
+    @property
+    def c1(self) -> float | None:
+        """The regulariser's curvature bound: 1 for the default ``||x||^2/2``, else the declared ``curvature``."""
+        if self.curvature is not None:
+            return float(self.curvature)
+        return 1.0 if self.default_regularizer else None
+
+    @property
+    def closed_form(self) -> bool:
+        """Whether the x-update has the closed (trust-region) form: default regulariser, ball constraint only."""
+        return self.default_regularizer and not self.extra_constraints
+
+    @property
+    def holds_labels(self) -> bool:
+        return self.labels is not None
+
+    def regularizer_value(self, x: np.ndarray) -> float:
+        """``R_m(x)``."""
+        if self.default_regularizer:
+            return 0.5 * float(x @ x)
+        from .evaluation import compiled_metrics
+
+        return compiled_metrics(self).objective(np.asarray(x, dtype=float))  # no CVXPY tree walk
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> None:
+        """Structural checks of the declaration (raises :class:`DeclarationError` naming the party)."""
+        if not isinstance(self.name, str) or not self.name:
+            raise fail("name", "VerticalParty", "a non-empty str", self.name)
+        value = self.features.value
+        if value is None:
+            raise self._fail("the features Parameter has no value.")
+        if not np.all(np.isfinite(value)):
+            raise self._fail("the features hold NaN or infinite values.")
+        x = self.variable
+        if not isinstance(x, cp.Variable) or x.ndim != 1 or x.size != self.n_features:
+            raise self._fail(f"'variable' must be a 1-D cvxpy Variable of size {self.n_features} (one entry per "
+                             f"feature). Got {x!r}.")
+        if not isinstance(self.objective, cp.Expression) or not self.objective.is_scalar():
+            raise self._fail("the regularizer must be a scalar cvxpy Expression.")
+        self._check_kinds()  # integer, boolean, complex variables and data
+        if not self.objective.is_convex():
+            raise self._fail("the regularizer is not convex under CVXPY's DCP rules.")
+        for k, con in enumerate(self.constraints):
+            if not isinstance(con, cp.constraints.constraint.Constraint):
+                raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
+            if not con.is_dcp():
+                raise self._fail(f"constraint {k} ({con}) does not follow CVXPY's DCP rules.")
+        if not set(self.problem.variables()) <= {x}:
+            raise self._fail("the regularizer and constraints may use the party's variable only.")
+        if self.bound is not None:
+            check_float(self.bound, "bound", f"VerticalParty {self.name!r}", 0.0, math.inf)
+        if self.curvature is not None:
+            check_float(self.curvature, "curvature", f"VerticalParty {self.name!r}", 0.0, math.inf, closed="left")
+        if self.test_features is not None and (self.test_features.ndim != 2
+                                               or self.test_features.shape[1] != self.n_features):
+            raise self._fail(f"test_features must have shape (n_test, {self.n_features}). "
+                             f"Got {self.test_features.shape}.")
+
+    def check_private(self, sensitivity: object) -> None:
+        """Assumption 1 of Hu et al. for a private run: bounded set, normalised rows, known curvature."""
+        if self.bound is None:
+            raise self._fail("a private run needs a bounded feasible set (Assumption 1.1): give bound=b, which "
+                             "adds ||x|| <= b.")
+        norms = np.linalg.norm(self.data, axis=1)
+        worst = float(np.max(norms))
+        if worst > 1.0 + ROW_NORM_TOL:
+            i = int(np.argmax(norms))
+            raise self._fail(f"row {i} of the features has l2 norm {worst:.6g} > 1; the sensitivity analysis "
+                             "needs every row normalised (Assumption 1.3). Rescale the rows, e.g. with "
+                             "cvxdp_models.vertical.normalize_blocks.")
+        if sensitivity == "paper" and self.c1 is None:
+            raise self._fail("a private run with Lemma 1's sensitivity needs the regularizer's curvature bound "
+                             "|R''| <= c1 (Assumption 1.2): pass curvature=c1.")
+
+
+def _is_number(v: object) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
+
+
+def check_parties(parties: object) -> list[VerticalParty]:
+    """Non-empty list of VerticalParty with unique names and one sample count; runs every party's check."""
+    if not isinstance(parties, (list, tuple)) or len(parties) == 0:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.VerticalParty (ADMMSharing)", parties)
+    names: set[str] = set()
+    n = None
+    for party in parties:
+        if not isinstance(party, VerticalParty):
+            raise fail("agents", "solve", "a list of cvxdp.VerticalParty for cvxdp.ADMMSharing",
+                       type(party).__name__)
+        party.check()
+        if party.name in names:
+            raise DeclarationError(f"Party name {party.name!r} is used twice; names must be unique.")
+        names.add(party.name)
+        if n is not None and party.n_samples != n:
+            raise DeclarationError(f"Party {party.name!r} has {party.n_samples} samples but the first party has "
+                                   f"{n}; vertically partitioned blocks must share their rows.")
+        n = party.n_samples
+    return list(parties)
+
+
+# --------------------------------------------------------------------------- the party's side
+class _LocalUpdate:
+    """Eq. (6) for one party: closed form (ball + ||x||^2/2) or a compiled CVXPY problem in d_m variables."""
+
+    def __init__(self, party: VerticalParty, rho: float, lam: float, solvers: tuple[str, ...]) -> None:
+        self.party, self.rho, self.lam, self.solvers = party, rho, lam, solvers
+        D = party.data
+        eigvals, eigvecs = np.linalg.eigh(D.T @ D)
+        self.eigvals, self.eigvecs = eigvals, eigvecs
+        self.bound = None if party.bound is None else float(party.bound)
+        self.closed = party.closed_form
+        if not self.closed:
+            x = party.variable
+            self.g = cp.Parameter(party.n_features, name=f"g_{party.name}")
+            root = np.sqrt(np.maximum(eigvals, 0.0))[:, None] * eigvecs.T  # ||root x||^2 = ||D x||^2
+            objective = self.g @ x + (rho / 2.0) * cp.sum_squares(root @ x)
+            if lam > 0:
+                objective = objective + lam * party.objective
+            self.problem = cp.Problem(cp.Minimize(objective), party.constraints)
+
+    def solve(self, g: np.ndarray, epoch: int) -> tuple[np.ndarray, str, list[str]]:
+        if self.closed:
+            return ball_ridge_solve(self.eigvals, self.eigvecs, g, self.lam, self.rho, self.bound), "closed-form", []
+        self.g.value = g
+        fallbacks: list[str] = []
+        for name in self.solvers:
+            try:
+                self.problem.solve(solver=name, warm_start=True)
+                status = self.problem.status
+            except (cp.SolverError, ValueError) as exc:
+                status = f"error ({exc.__class__.__name__})"
+            if status in _OK:
+                return np.asarray(self.party.variable.value, dtype=float).ravel(), name, fallbacks
+            fallbacks.append(f"{name}:{status}")
+        raise SolverFailedError(f"Party {self.party.name!r}: every solver failed on the x-update in epoch {epoch} "
+                                f"({', '.join(fallbacks)}).", agent=self.party.name, round=epoch,
+                                status=fallbacks[-1] if fallbacks else None)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a sharing run: ``direction`` "up" (party -> centre) or "down" (centre -> parties)."""
+
+    epoch: int
+    direction: str
+    sender: str
+    receiver: str
+    kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
+    payload: np.ndarray = field(repr=False)
+
+
+# --------------------------------------------------------------------------- helpers of the loop
+def _as_mechanism(privacy: Any) -> SharingGaussian | None:
+    if privacy is None:
+        return None
+    if isinstance(privacy, SharingGaussian):
+        return privacy.validate()
+    from ..privacy.mechanisms import OutputPerturbation
+
+    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
+        privacy.validate()
+        calibration = "classic" if privacy.calibration == "classic" else "analytic"
+        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
+                               calibrate=privacy.scope).validate()
+    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
+               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
+
+
+def _labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple[np.ndarray, np.ndarray | None, str]:
+    holders = [p for p in parties if p.holds_labels]
+    if algorithm.labels is not None:
+        labels, host = check_labels(algorithm.labels, "labels", "ADMMSharing", algorithm.loss), "centre"
+    elif len(holders) == 1:
+        labels = check_labels(holders[0].labels, "labels", f"VerticalParty {holders[0].name!r}", algorithm.loss)
+        host = holders[0].name
+    elif not holders:
+        raise InvalidParameterError("ADMMSharing needs the training labels: pass ADMMSharing(labels=...) (held by "
+                                    "the centre) or declare one party with labels=... (the label holder).")
+    else:
+        raise InvalidParameterError("Several parties declare labels ("
+                                    + ", ".join(repr(p.name) for p in holders)
+                                    + "); exactly one party may hold them, or pass ADMMSharing(labels=...).")
+    if len(labels) != parties[0].n_samples:
+        raise InvalidParameterError(f"The labels have {len(labels)} entries but the parties have "
+                                    f"{parties[0].n_samples} samples.")
+    test = algorithm.test_labels
+    if test is None and len(holders) == 1 and holders[0].test_labels is not None:
+        test = holders[0].test_labels
+    if test is not None:
+        test = check_labels(test, "test_labels", "ADMMSharing", algorithm.loss)
+        if not all(p.test_features is not None and len(p.test_features) == len(test) for p in parties):
+            test = None  # no test features on some party: no test column
+    return labels, test, host
+
+
+def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, lam: float, b1: float,
+               parties: int, epochs: int = 1, accountant: str = "pld") -> tuple[Any, dict[str, Any]]:
+    """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
+
+    Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
+    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.calibrate`. The round loop and
+    :func:`audit_sharing` both use it.
+    """
+    from ..privacy.noise import NoisePlan
+
+    C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
+                                    rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
+                                    parties=parties)
+    sigma, eps_step, delta_step = mechanism.calibrate(C, epochs=epochs, accountant=accountant)
+    plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
+    info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
+            "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
+    return plan, info
+
+
+def _fingerprint(config: dict, parties: list[VerticalParty], labels: np.ndarray, checkpoint: Any) -> dict[str, str]:
+    data = {f"party {p.name!r} features": p.data for p in parties}
+    return fingerprint(config, data={**data, "labels": labels}, context=checkpoint)
+
+
+def _accountant_ok(accountant: str, plans: Sequence[Any]) -> bool:
+    return accountant != "pld" or all(p is None or p.noise_multiplier >= MIN_PLD_MULTIPLIER for p in plans)
+
+
+def _ledger_summary(ledger: Any, pld_ok: bool) -> dict[str, Any]:
+    """``PrivacyLedger.summary()``, with PLD left out (None) when the multipliers are too small for it."""
+    if pld_ok:
+        return ledger.summary()
+    per_agent = {}
+    for name in ledger.agent_names:
+        b = ledger.spent(name, "basic")
+        rdp = ledger.spent(name, "rdp")[0]
+        per_agent[name] = {"basic": [b[0] if math.isfinite(b[0]) else None, b[1]],
+                           "rdp": rdp if math.isfinite(rdp) else None, "pld": None, "steps": ledger.steps(name)}
+    vals = list(per_agent.values())
+    basic_eps = [v["basic"][0] for v in vals]
+    rdps = [v["rdp"] for v in vals]
+    worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["rdp"] is None else per_agent[n]["rdp"])
+    return {"per_agent": per_agent,
+            "worst": {"basic": [None if None in basic_eps else max(basic_eps), max(v["basic"][1] for v in vals)],
+                      "rdp": None if None in rdps else max(rdps), "pld": None,
+                      "steps": max(v["steps"] for v in vals), "agent": worst_agent},
+            "target_delta": ledger.target_delta, **ledger.notes_summary(),
+            "note": f"PLD not computed: a noise multiplier is below {MIN_PLD_MULTIPLIER}"}
+
+
+# --------------------------------------------------------------------------- the round loop
+__all__ = ["MIN_PLD_MULTIPLIER", "Message", "RELATION", "VerticalParty", "check_parties", "party_plan"]

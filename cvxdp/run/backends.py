@@ -1,0 +1,154 @@
+"""Backends: the protocol, the serial backend (the embedded default) and the registry (Ray is an extra,
+:mod:`cvxdp.run.ray`). The protocol: where the nodes live and how the round loop talks to them.
+
+A backend is a transport only. It builds every node where it will run (from a picklable
+:class:`NodeSpec`), calls named methods on the nodes and returns their results in node order. It knows
+nothing about algorithms: the same seeds give the same numbers on every backend because every random
+generator lives inside its node.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..params import fail
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """How to build one node where it will run: ``build(*args)`` (picklable; data travel once, at start).
+
+    Attributes
+    ----------
+    name : str
+        The agent's name (errors name it).
+    build : callable
+        A class or factory function returning the node object.
+    args : tuple
+        Its positional arguments (the agent, the algorithm, the node's SeedSequence, solvers, ...).
+    work : float, default 1.0
+        A public estimate of the node's work per round, relative to the other nodes (the families give the
+        agent's number of variables: a shape, not data). A backend that places several nodes per worker
+        balances the workers by it (:func:`balanced_blocks`); it never changes the numbers.
+    """
+
+    name: str
+    build: Callable[..., Any]
+    args: tuple = ()
+    work: float = 1.0
+
+
+def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
+    """Split node positions ``0..n-1`` into ``min(k, n)`` contiguous, non-empty blocks (in node order) whose
+    largest total ``work`` is as small as contiguous blocks allow (bisection on the capacity, greedy fill).
+    Equal work gives blocks whose sizes differ by at most one, the larger first."""
+    n = len(work)
+    if n == 0:
+        return []
+    k = min(k, n)
+    if len(set(work)) == 1:
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        starts = [sum(sizes[:i]) for i in range(k)]
+        return [list(range(a, a + size)) for a, size in zip(starts, sizes)]
+
+    def fill(capacity: float) -> list[list[int]]:
+        blocks, current, total = [], [], 0.0
+        for i, w in enumerate(work):
+            if current and total + w > capacity:
+                blocks.append(current)
+                current, total = [], 0.0
+            current.append(i)
+            total += w
+        return [*blocks, current]
+
+    low, high = max(work), float(sum(work))
+    for _ in range(60):
+        middle = (low + high) / 2
+        if len(fill(middle)) <= k:
+            high = middle
+        else:
+            low = middle
+    blocks = fill(high)
+    while len(blocks) < k:  # more workers than blocks: split the heaviest block of several nodes at its middle
+        j = max((b for b in range(len(blocks)) if len(blocks[b]) > 1),
+                key=lambda b: sum(work[i] for i in blocks[b]))
+        block, half, total = blocks[j], sum(work[i] for i in blocks[j]) / 2, 0.0
+        cut = 1
+        for cut in range(1, len(block)):
+            total += work[block[cut - 1]]
+            if total >= half:
+                break
+        blocks[j:j + 1] = [block[:cut], block[cut:]]
+    return blocks
+
+
+class Backend(ABC):
+    """Lifecycle: :meth:`start` (nodes built where they run), :meth:`call` per round, :meth:`close`."""
+
+    @abstractmethod
+    def start(self, specs: Sequence[NodeSpec]) -> None:
+        """Build one node per spec (in order)."""
+
+    @abstractmethod
+    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+        """``getattr(node_i, method)(*args[i])`` on every node; the results in node order.
+
+        ``args=None`` calls every node without arguments. ``round`` is only used to name the round in errors.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources."""
+
+
+class SerialBackend(Backend):
+    """Runs the nodes in order in the calling process (the embedded default)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.names: list[str] = []
+
+    def start(self, specs: Sequence[NodeSpec]) -> None:
+        self.names = [s.name for s in specs]
+        self.nodes = [s.build(*s.args) for s in specs]
+
+    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+        if args is None:
+            return [getattr(node, method)() for node in self.nodes]
+        return [getattr(node, method)(*a) for node, a in zip(self.nodes, args)]
+
+
+BACKENDS = ("serial", "ray")
+
+
+def get_backend(name: str | Backend, **options) -> Backend:
+    """Return a backend instance for ``name`` ("serial" or "ray") or pass an instance through.
+
+    ``options`` go to the backend's constructor (Ray: ``num_cpus``, ``address``, ``nodes_per_actor``).
+    """
+    if isinstance(name, Backend):
+        return name
+    if name == "serial":
+        if options:
+            from ..errors import InvalidParameterError
+
+            raise InvalidParameterError(f"The serial backend takes no options. Got {', '.join(sorted(options))}.")
+        return SerialBackend()
+    if name == "ray":
+        from .ray import RayBackend  # imports ray itself only here (an optional extra)
+
+        return RayBackend(**options)
+    raise fail("backend", "solve", "one of 'serial', 'ray' or a cvxdp.run.backends.Backend", name)
+
+
+def __getattr__(name: str):
+    if name == "RayBackend":  # lazily: `from cvxdp.run.backends import RayBackend` without importing ray up front
+        from .ray import RayBackend
+
+        return RayBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BACKENDS", "Backend", "NodeSpec", "RayBackend", "SerialBackend", "get_backend"]  # noqa: F822 (RayBackend: lazily)

@@ -1,0 +1,447 @@
+"""Studies: the grid mechanisms x eps x J x seeds over one case, resumable, with tables, figures, report.
+
+Layout of ``--out DIR``::
+
+    DIR/runs/<cell>/        one saved Result per cell (cvxdp.studies.cells: finished cells are skipped on a
+                            rerun, a cell of a changed study -- or of a [model] the template now resolves
+                            differently -- is refused, an interrupted cell resumes)
+    DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
+    DIR/histories.csv       every round of every cell (tidy)
+    DIR/ledger.json         each cell's privacy ledger summary
+    DIR/*.png, DIR/report.md
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..config.build import MECHANISMS, StudyBackends, load_case, read_study_file
+from ..config.runs import build_instance, run_case, settings_context
+from ..errors import ConfigError, StepSizeWarning
+from ..run.outdir import locks_output
+from ..run.results import _jsonable
+from .cells import CellRunner, cell_config
+
+_STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
+               "delta", "baseline"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    mechanism: str
+    epsilon: float | None
+    local_updates: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        eps = "none" if self.epsilon is None else f"{self.epsilon:g}"
+        return f"{self.mechanism}_eps{eps}_J{self.local_updates}_seed{self.seed}"
+
+
+@dataclass
+class Study:
+    path: Path
+    name: str
+    case_path: Path
+    mechanisms: list[str]
+    epsilons: list[float]
+    local_updates: list[int]
+    seeds: list[int]
+    rounds: int | None
+    delta: float | None
+    baseline: bool
+    overrides: dict[str, dict]
+
+    def cells(self) -> list[Cell]:
+        cells = [Cell(m, float(e), int(j), int(s)) for m, e, j, s in
+                 itertools.product(self.mechanisms, self.epsilons, self.local_updates, self.seeds)]
+        if self.baseline:
+            cells = [Cell("none", None, int(j), self.seeds[0]) for j in self.local_updates] + cells
+        return cells
+
+
+def _list(table: dict, key: str, path: Path, kind: type, positive: bool) -> list:
+    values = table.get(key)
+    if not isinstance(values, list) or not values:
+        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list. Got {values!r} instead.")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or \
+                (positive and not v > 0) or (not positive and v < 0) or \
+                (isinstance(v, float) and not math.isfinite(v)):
+            what = "positive numbers" if kind is float else ("positive ints" if positive else "non-negative ints")
+            raise ConfigError(f"{path}: the '{key}' entry of [study] must hold {what}. Got {v!r} instead.")
+    return values
+
+
+def _study_delta(value: object, path: Path) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ConfigError(f"{path}: the 'delta' entry of [study] must be a float in (0, 1). Got {value!r} instead.")
+    return float(value)
+
+
+def _study_bool(value: object, key: str, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: the {key!r} entry of [study] must be true or false (a TOML boolean). "
+                          f"Got {value!r} instead.")
+    return value
+
+
+def load_study(path: str | Path) -> Study:
+    """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
+    path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"algorithm", "privacy", "run"})
+    mechanisms = table.get("mechanisms", ["ObjL", "ObjG", "OutL", "OutG"])
+    if not isinstance(mechanisms, list) or not mechanisms:
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be a non-empty list of names from ObjL, "
+                          f"ObjG, OutL, OutG. Got {mechanisms!r} instead.")
+    bad = [m for m in mechanisms if m not in MECHANISMS or m == "none"]
+    if bad:
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must hold names from ObjL, ObjG, OutL, "
+                          f"OutG. Got {bad[0]!r} instead.")
+    rounds = table.get("rounds")
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise ConfigError(f"{path}: the 'rounds' entry of [study] must be an int in [1, inf). Got {rounds!r} instead.")
+    return Study(path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
+                 epsilons=_list(table, "epsilons", path, float, True),
+                 local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],
+                 seeds=_list(table, "seeds", path, int, False) if "seeds" in table else [0],
+                 rounds=rounds, delta=_study_delta(table.get("delta"), path),
+                 baseline=_study_bool(table.get("baseline", True), "baseline", path),
+                 overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")})
+
+
+def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
+    privacy = {"mechanism": cell.mechanism}
+    if cell.epsilon is not None:
+        privacy["epsilon"] = cell.epsilon
+        if cell.mechanism.endswith("G"):
+            privacy["delta"] = study.delta if study.delta is not None else base.privacy.get("delta", 1e-6)
+    case = base.with_overrides(algorithm={**study.overrides["algorithm"], "local_updates": cell.local_updates,
+                                          "rounds": rounds or study.rounds},
+                               privacy={**study.overrides["privacy"]},
+                               run={**study.overrides["run"], "seed": cell.seed})
+    case.privacy = {k: v for k, v in case.privacy.items() if k not in ("mechanism", "epsilon", "delta")}
+    if cell.mechanism == "none":
+        case.privacy = {"mechanism": "none"}
+    else:
+        case.privacy.update(privacy)
+    return case
+
+
+def _report_step_advice(advice: dict[str, int], shown: int = 3) -> None:
+    """Issue the study's step-size warnings once each (with the number of runs), the first ``shown`` of them."""
+    for message, runs in list(advice.items())[:shown]:
+        warnings.warn(StepSizeWarning(f"{message} [{runs} run(s) of this study]"), stacklevel=5)
+    if len(advice) > shown:
+        warnings.warn(StepSizeWarning(f"... and {len(advice) - shown} more distinct step-size warnings in this "
+                                      "study (run a single case with cvxdp run to see them)."), stacklevel=5)
+
+
+@locks_output("study directory")  # a second study writing the same directory is refused
+def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
+              data: str | Path | None = None, run: dict | None = None) -> dict:
+    """Run (or resume) a study and write its tables, figures and report into ``out``.
+
+    ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
+    ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
+    """
+    study = load_study(path)
+    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
+    out = Path(out)
+    runner = CellRunner(out)
+    base = load_case(study.case_path)
+    if data is not None:
+        if base.template in ("power", "toy"):
+            raise ConfigError(f"--data sets [model] path, which the {base.template} template does not read; it "
+                              "applies to file data sets (logistic cases, e.g. FEMNIST) and to sharing and graph "
+                              "studies.")
+        base.model["path"] = str(Path(data).resolve())
+    (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
+                                                          "rounds": rounds or study.rounds}), indent=2))
+    cells = study.cells()
+    rows, histories, ledgers = [], [], {}
+    step_advice: dict[str, int] = {}  # StepSizeWarning message -> number of runs that raised it
+    # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
+    # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
+    # template without a settings hook)
+    context, instance = settings_context(base)
+    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
+    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
+        for cell in bar:
+            bar.set_postfix_str(cell.key)
+            case = _cell_case(study, base, cell, rounds)
+
+            def compute(cell_dir: Path, case=case) -> tuple:
+                nonlocal instance
+                if instance is None:
+                    instance = build_instance(base)
+                with warnings.catch_warnings(record=True) as caught:  # step-size advice: once per study, not per run
+                    warnings.simplefilter("always")
+                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+                for w in caught:
+                    if issubclass(w.category, StepSizeWarning):
+                        step_advice[str(w.message)] = step_advice.get(str(w.message), 0) + 1
+                    else:
+                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                return outcome.result, outcome.summary
+
+            result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
+            cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                         "local_updates": cell.local_updates, "seed": cell.seed}
+            priv = summary.pop("privacy", None) or {}
+            flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+            basic = priv.get("basic")
+            rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                         "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
+                         "eps_pld": priv.get("pld")})
+            histories.append(result.history.assign(**cell_cols))
+            ledgers[cell.key] = result.privacy
+    bar.close()
+    _report_step_advice(step_advice)
+    results = pd.DataFrame(rows)
+    with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
+        warnings.simplefilter("ignore", FutureWarning)
+        history = pd.concat([h for h in histories if len(h)], ignore_index=True)
+    results.to_csv(out / "results.csv", index=False)
+    history.to_csv(out / "histories.csv", index=False)
+    (out / "ledger.json").write_text(json.dumps(_jsonable(ledgers), indent=2))
+    meta_file = out / "records.json"  # smallest agent's record count, kept for reports of resumed studies
+    if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
+        meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
+    n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
+    files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
+        + [write_report(results, history, out, study, n_records=n_records)]
+    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
+            "reused": runner.reused, "files": files}
+
+
+def _family(study: Study) -> str:
+    return "power" if load_case(study.case_path).template == "power" else "fl"
+
+
+def _seeds(study: Study) -> str:
+    n = len(study.seeds)
+    return f"mean of {n} seeds, band = min-max" if n > 1 else "1 seed: no spread shown"
+
+
+def _rounds(history: pd.DataFrame) -> int:
+    return int(history["round"].max()) if len(history) else 0
+
+
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
+    """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
+    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step."""
+    from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
+
+    family = _family(study)
+    files = []
+    js = sorted(study.local_updates)
+    metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
+                      title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
+                            f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is "
+                            "1)", family=family)
+    files.append("noise_vs_epsilon.png")
+    private = history[history["mechanism"] != "none"]
+    shared = _positive_range(private["objective"].values)  # one y range for every J
+    for J in sorted({js[0], js[-1]}):
+        name = f"objective_vs_rounds_J{J}.png"
+        metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
+                         title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
+                               f"({_seeds(study)}; private panels share one y range across J)")
+        files.append(name)
+    for mech in ("ObjG", "ObjL"):
+        if mech in study.mechanisms:
+            name = f"residual_{mech}_by_J.png"
+            metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
+                             family=family, reference="none",
+                             title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
+                                   f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
+                                   f"(see *_vs_total_epsilon.png)")
+            files.append(name)
+            break
+    T = _rounds(history)
+    for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
+        if metric in results.columns and results[metric].notna().any():
+            name = f"{metric}_vs_epsilon.png"
+            metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
+                              title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
+            files.append(name)
+            if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
+                name = f"{metric}_vs_total_epsilon.png"
+                metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
+                                  x="total", rounds=T,
+                                  title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
+                                        f"privacy per agent (basic composition; {_seeds(study)})")
+                files.append(name)
+    return files
+
+
+def _pairs(study: Study) -> list[tuple[str, str]]:
+    return [(o, p) for o, p in (("ObjL", "OutL"), ("ObjG", "OutG")) if o in study.mechanisms and p in study.mechanisms]
+
+
+def compare_mechanisms(results: pd.DataFrame, study: Study, metric: str = "objective") -> pd.DataFrame:
+    """Mean final ``metric`` over seeds of ObjPert and OutPert per (noise, eps, J), and who was lower."""
+    means = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])[metric].mean()
+    rows = []
+    for obj, outp in _pairs(study):
+        for eps in sorted(study.epsilons):
+            for J in sorted(study.local_updates):
+                a, b = means.get((obj, eps, J)), means.get((outp, eps, J))
+                if a is None or b is None:
+                    continue
+                rows.append({"pair": f"{obj} vs {outp}", "epsilon": eps, "local_updates": J, obj[:3]: a,
+                             "Out": b, "objpert_lower": bool(a < b)})
+    return pd.DataFrame(rows)
+
+
+def residual_by_j(results: pd.DataFrame, study: Study) -> pd.DataFrame:
+    """Mean final consensus residual of the objective-perturbation mechanisms per eps and J."""
+    sub = results[results["mechanism"].isin(["ObjG", "ObjL"])]
+    return sub.groupby(["mechanism", "epsilon", "local_updates"])["consensus_residual"].mean().unstack()
+
+
+def equal_total_privacy(results: pd.DataFrame, study: Study, rounds: int, metric: str) -> pd.DataFrame:
+    """Smallest and largest J compared at the same TOTAL epsilon T x J x eps_step: rows where the grid holds
+    eps_step = e at J_max and eps_step = e x J_max / J_min at J_min."""
+    js = sorted(study.local_updates)
+    if len(js) < 2:
+        return pd.DataFrame()
+    lo, hi = js[0], js[-1]
+    grouped = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])
+    means = grouped[metric].mean()
+    pld = grouped["eps_pld"].mean() if "eps_pld" in results.columns else pd.Series(dtype=float)
+    eps_grid = sorted(study.epsilons)
+    rows = []
+    for mech in study.mechanisms:
+        for e in eps_grid:
+            match = [x for x in eps_grid if math.isclose(x, e * hi / lo, rel_tol=1e-9)]
+            if not match or (mech, e, hi) not in means or (mech, match[0], lo) not in means:
+                continue
+            a, b = means[(mech, match[0], lo)], means[(mech, e, hi)]
+            rows.append({"mechanism": mech, "total eps (basic)": rounds * hi * e, f"J={lo} eps_step": match[0],
+                         f"J={lo} eps_pld": pld.get((mech, match[0], lo)), f"J={lo} {metric}": a,
+                         f"J={hi} eps_step": e, f"J={hi} eps_pld": pld.get((mech, e, hi)), f"J={hi} {metric}": b,
+                         f"J={hi} lower": bool(b < a)})
+    return pd.DataFrame(rows)
+
+
+def _definitions(family: str) -> list[str]:
+    if family == "power":
+        return ["Definitions: `objective` = sum over zones of the squared active and reactive power-balance "
+                "deviations (p.u.^2, paper eq. 28; loads are the private data); `consensus residual` = "
+                "sum_p ||B_p w - E_p z_p||_2 (p.u.); `max violation` = largest constraint violation of a sent z_p "
+                "(p.u.); `noise magnitude` = mean ||xi||_2 per local update (eq. 29). Privacy: eps_step is per "
+                "local update; each agent's basic total is T x J x eps_step."]
+    return ["Definitions: `train_cost` = sum_p f_p at the consensus w (mean cross-entropy over all training "
+            "samples, nats); `test_error` = fraction of test samples misclassified by w; `consensus residual` = "
+            "sum_p ||w - z_p||_2; `noise magnitude` = mean ||xi||_2 per local update. Privacy: eps_step is per "
+            "local update; each agent's basic total is T x J x eps_step."]
+
+
+def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study,
+                 n_records: int | None = None) -> str:
+    """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
+    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing."""
+    from .caveats import MEANINGLESS_EPSILON, privacy_caveats
+    from .tables import markdown_table
+
+    family = _family(study)
+    T = _rounds(history)
+    lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
+             f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
+             *_definitions(family), ""]
+    sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
+                                                                                                   "exact")
+    lines += [f"Calibration: sensitivity = '{sens}' " + (
+        "(the model's declared sensitivity: ObjPert noise on the gradient sensitivity, OutPert noise on the output "
+        "sensitivity Delta / min(c); every run is a DP guarantee for the stated relation)." if sens == "exact" else
+        "(the papers' preset, used as is: it reproduces their figures and is only a guarantee where the preset "
+        "bounds the true sensitivity)."), ""]
+    base = results[results["mechanism"] == "none"]
+    metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
+    if len(base):
+        cols = [c for c in ("objective", "train_cost", "test_error") if c in base.columns]
+        lines += ["Non-private reference (final values): " + "; ".join(
+            f"J={int(r['local_updates'])}: " + ", ".join(f"{c} {r[c]:.6g}" for c in cols)
+            for _, r in base.iterrows()), ""]
+    cmp = compare_mechanisms(results, study, metric)
+    if len(cmp):
+        table = cmp.rename(columns={"epsilon": "eps_step", "local_updates": "J", "Obj": f"ObjPert {metric}",
+                                    "Out": f"OutPert {metric}", "objpert_lower": "ObjPert lower"})
+        lines += [f"## ObjPert vs OutPert (mean final {metric} over seeds; lower is better)", "",
+                  markdown_table(table, floatfmt=".6g"), ""]
+        for J in sorted(study.local_updates):
+            cells = cmp[cmp["local_updates"] == J]
+            wins = cells[cells["objpert_lower"]]
+            lines.append(f"At J = {J}, ObjPert was lower in {len(wins)} of {len(cells)} (pair, eps) cells."
+                         + ("" if len(wins) == len(cells) else " Not lower at: " + ", ".join(
+                             f"{r['pair']} eps={r['epsilon']:g}" for _, r in cells[~cells["objpert_lower"]].iterrows())
+                            + "."))
+        lines.append(f"Over the whole grid: ObjPert lower in {int(cmp['objpert_lower'].sum())} of {len(cmp)} "
+                     "(pair, eps, J) cells.")
+        if "test_error" in results.columns and results["test_error"].notna().any():
+            te = compare_mechanisms(results, study, "test_error")
+            lines += ["", "Test error (mean over seeds; lower is better):", "",
+                      markdown_table(te.rename(columns={"epsilon": "eps_step", "local_updates": "J",
+                                                        "Obj": "ObjPert test error", "Out": "OutPert test error",
+                                                        "objpert_lower": "ObjPert lower"}), floatfmt=".4g"), "",
+                      f"By test error ObjPert was lower in {int(te['objpert_lower'].sum())} of {len(te)} cells."]
+        lines.append("")
+    viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
+    if len(viol):
+        lines += ["## Feasibility of the communicated iterates (max violation over the grid)", "",
+                  ", ".join(f"{m}: {v:.3g}" for m, v in viol.items()), ""]
+    if len(study.local_updates) > 1:
+        res = residual_by_j(results, study)
+        if len(res):
+            lo, hi = min(study.local_updates), max(study.local_updates)
+            lines += [f"## Consensus residual by J at equal eps_step (mean final value; J = {hi} spends {hi}x the "
+                      "privacy of J = {lo})".replace("{lo}", str(lo)), "",
+                      markdown_table(res.reset_index(), floatfmt=".4g"), ""]
+            lower = [row.dropna().values[-1] < row.dropna().values[0] for _, row in res.iterrows()
+                     if len(row.dropna()) > 1]
+            lines.append(f"At equal eps_step, J = {hi} had a lower residual than J = {lo} in {sum(lower)} of "
+                         f"{len(lower)} (mechanism, eps) cells. Caveat: at equal eps_step, J = {hi} spends {hi} times "
+                         "the total privacy; the table below compares at equal total epsilon.")
+        for m in dict.fromkeys(["consensus_residual", metric]):
+            eq = equal_total_privacy(results, study, T, m)
+            if len(eq):
+                lines += ["", f"## J at equal TOTAL privacy (basic composition T x J x eps_step): final {m}", "",
+                          markdown_table(eq, floatfmt=".4g"), "",
+                          f"At equal total epsilon (basic composition), J = {max(study.local_updates)} was lower in "
+                          f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells. Under PLD the same "
+                          "basic total is a smaller epsilon for the run with more, smaller steps (column eps_pld)."]
+        lines.append("")
+    priv = results[results["mechanism"] != "none"][["cell", "eps_basic", "delta_basic", "eps_rdp", "eps_pld"]]
+    lines += ["## Privacy (worst agent, whole run; every run)", "", markdown_table(priv, floatfmt=".4g"), ""]
+    if len(priv):
+        big = priv[priv["eps_pld"].fillna(priv["eps_basic"]) > MEANINGLESS_EPSILON]
+        if len(big):
+            lines.append(f"{len(big)} of {len(priv)} private runs have a worst-agent PLD total above "
+                         f"{MEANINGLESS_EPSILON:g} (largest {big['eps_pld'].max():.4g}): such totals mean no "
+                         "meaningful privacy; the comparisons above are about the per-step mechanisms.")
+        worst_delta = priv["delta_basic"].max()
+        lines += privacy_caveats(None, worst_delta, n_records, what="largest basic-composition total")
+    if "guarantee" in results.columns and (results["guarantee"] == False).any():  # noqa: E712
+        from ..privacy.notes import PAPER_PRESET
+
+        lines += [f"**{PAPER_PRESET[0].upper() + PAPER_PRESET[1:]}.** The ledgers of these cells record "
+                  "guarantee = false.", ""]
+    lines += ["Seeded runs are for research, not release: anyone who knows a seed can replay the noise "
+              "(a default run draws fresh secret entropy).", ""]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return "report.md"
+
+
+__all__ = ["Cell", "Study", "load_study", "run_study"]
