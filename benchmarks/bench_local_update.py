@@ -133,7 +133,7 @@ def main() -> None:
 
 def bench_setup(case: str) -> dict:
     """(g) vs (h) above: compile time and count of the exact-ADMM data on fresh agents of ``case``."""
-    from cvxdp.families.consensus.node import AgentWorker
+    from cvxdp.families.consensus.node import ConsensusNode
     from cvxdp.model import compiled
 
     count = compiled.COMPILE_COUNT
@@ -152,7 +152,7 @@ def bench_setup(case: str) -> dict:
     n0, start = count["n"], time.perf_counter()
     for agent, seed in zip(worker_agents, seeds):
         agent.check()
-        AgentWorker(agent, algorithm, seed)
+        ConsensusNode(agent, algorithm, seed)
     worker_s, worker_n = time.perf_counter() - start, count["n"] - n0
     return {"case": case, "agents": len(new_agents), "old_compiles": old_n, "old_s": old_s, "new_compiles": new_n,
             "new_s": new_s, "worker_setup_s": worker_s, "worker_compiles": worker_n}

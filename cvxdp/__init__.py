@@ -32,7 +32,7 @@ _LAZY: dict[str, str] = {
     "PenaltyPerturbation": ".families.graph.mechanism",
     "Result": ".run.results", "load_result": ".run.results",
     "VerticalParty": ".model.vertical",
-    "SmoothObjective": ".families.graph.local",
+    "SmoothObjective": ".model.agent",
     "ERMConstants": ".families.graph.mechanism", "attach_erm_constants": ".families.graph.mechanism",
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
 }
@@ -52,12 +52,11 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .engine import solve
     from .families.consensus.admm import ADMM
     from .families.consensus.ladmm import LinearizedADMM
-    from .families.graph.local import SmoothObjective
     from .families.graph.madmm import DVP, MADMM
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.radmm import MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
-    from .model.agent import Agent, Sensitivity
+    from .model.agent import Agent, Sensitivity, SmoothObjective
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.vertical import VerticalParty
     from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger

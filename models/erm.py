@@ -6,7 +6,7 @@ Node i holds ``D_i = {(x_n, y_n)}_{n=1}^{B_i}`` (rows ``||x_n|| <= 1``, labels i
 
 so that ``sum_i O(f, D_i)`` is the regularized ERM (1). Each node is a :class:`cvxdp.Agent` over a variable
 ``f`` with ``shared={"f": f}``, its data in a CVXPY Parameter (rows ``y_n x_n``), a numpy value / gradient /
-Hessian (:class:`cvxdp.families.graph.local.SmoothObjective`, which read the Parameter's current value) and the ERM
+Hessian (:class:`cvxdp.SmoothObjective`, which read the Parameter's current value) and the ERM
 constants of the privacy bounds (:class:`cvxdp.families.graph.mechanism.ERMConstants`: C, B_i, rho/N, c1 = 1/4).
 Neighbouring relation: replace one sample of one node (default; ``B_i`` is then the node's own count, which
 the relation leaves unchanged): gradient sensitivity ``2C/B_i`` (l2). ``erm_agents(..., samples=[B_1, ...])``

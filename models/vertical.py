@@ -411,7 +411,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
 
     def evaluate(result: Any) -> dict[str, float]:
         lam = lam_of(result)
-        w = np.concatenate([np.asarray(result.solution[n], dtype=float) for n in data.names])
+        w = np.concatenate([np.asarray(result.local[n], dtype=float) for n in data.names])  # private: evaluation
         out = {"train_objective": _logloss(data.X_train @ w, data.y_train) + 0.5 * lam * float(w @ w)}
         if len(data.y_test):
             m = data.X_test @ w

@@ -118,10 +118,9 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     import cvxpy as cp
 
     from ..engine import solve
-    from ..families.graph.local import SmoothObjective
     from ..families.graph.madmm import MADMM
     from ..families.graph.radmm import MRADMM
-    from ..model.agent import Agent
+    from ..model.agent import Agent, SmoothObjective
 
     owner = "audit_penalty_perturbation"
     kind = check_choice(algorithm, "algorithm", owner, ("madmm", "mradmm"))

@@ -393,9 +393,10 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
 def _recording_backend() -> Any:
     """A serial backend that keeps everything the nodes' ``step`` returns (their releases), round by round.
 
-    ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.run.protocol.Release` objects of
+    ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.model.node.Release` objects of
     every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
     """
+    from ..model.node import Node
     from ..run.backends import SerialBackend
 
     class RecordingBackend(SerialBackend):
@@ -406,7 +407,7 @@ def _recording_backend() -> Any:
 
         def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
             results = super().call(method, args, round=round)
-            if method == "step":
+            if method is Node.step:
                 self.releases.append(list(results))
                 self.sent.append([np.concatenate([np.ravel(a) for a in rel.arrays.values()]).copy()
                                   for rel in results])

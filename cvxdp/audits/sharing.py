@@ -12,7 +12,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..families.sharing.params import SharingGaussian
-from ..model.vertical import VerticalParty, _as_mechanism, _LocalUpdate, party_plan
+from ..families.sharing.server import as_mechanism, party_plan
+from ..model.local_solver import PartyUpdate
+from ..model.vertical import VerticalParty
 from ..params import check_choice, check_float, check_int, fail
 
 
@@ -22,7 +24,7 @@ def party_release_mean(party: VerticalParty, *, y: np.ndarray, s: np.ndarray, rh
     """The noiseless part ``D_m x_m`` of one release, for public inputs ``y`` and ``s_m = sum_{k!=m} q_k - z``
     (the x-update (6) exactly as the round loop runs it)."""
     party.check()
-    update = _LocalUpdate(party, float(rho), float(lam), tuple(solvers))
+    update = PartyUpdate(party, float(rho), float(lam), tuple(solvers))
     x, _, _ = update.solve(party.data.T @ (np.asarray(y, dtype=float) + rho * np.asarray(s, dtype=float)), 0)
     return party.data @ x
 
@@ -45,7 +47,7 @@ def audit_sharing(party: VerticalParty, neighbour: np.ndarray, mechanism: Sharin
 
     from .release import empirical_epsilon
 
-    mech = _as_mechanism(mechanism)
+    mech = as_mechanism(mechanism)
     if mech is None:
         raise fail("mechanism", "audit_sharing", "a cvxdp.SharingGaussian", mechanism)
     if not party.closed_form:
@@ -110,7 +112,7 @@ def audit_sharing_release(parties: Sequence[VerticalParty], index: int, neighbou
     from .release import BROKEN, _run_seeds, _two_statistics, transcript_statistic
 
     owner = "audit_sharing_release"
-    mech = _as_mechanism(mechanism)
+    mech = as_mechanism(mechanism)
     if mech is None:
         raise fail("mechanism", owner, "a cvxdp.SharingGaussian", mechanism)
     parties = list(parties)

@@ -127,6 +127,24 @@ def _is_selection(expr: cp.Expression) -> bool:
     return False
 
 
+class SmoothObjective:
+    """A gradient callable that also exposes the objective's value (and optionally its Hessian) in numpy.
+
+    Pass it as ``cvxdp.Agent(..., gradient=SmoothObjective(value, gradient, hessian))``: the engine calls it
+    like any gradient, and the decentralized primal update uses ``value``/``hessian`` for a fast exact solve
+    (Newton) when the agent has no constraints. All three take the flat local vector ``u``.
+    """
+
+    def __init__(self, value: Callable[[np.ndarray], float], gradient: Callable[[np.ndarray], np.ndarray],
+                 hessian: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        self.value = value
+        self.gradient = gradient
+        self.hessian = hessian
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        return self.gradient(u)
+
+
 class Agent:
     """One agent: a convex objective and feasible set over private data, and its shared blocks.
 

@@ -33,24 +33,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import cvxpy as cp
 import numpy as np
 
-from ..errors import DeclarationError, InvalidParameterError, SolverFailedError
-from ..families.sharing.params import ADMMSharing, SharingGaussian, ball_ridge_solve, check_labels
+from ..errors import DeclarationError
 from ..params import check_float, fail
-from ..run.checkpoint import fingerprint
 from .agent import Agent
 
-#: Below this noise multiplier (sigma / C) the PLD accountant is not run: its grid grows like 1/multiplier^2
-#: (about a second at 0.01) and the epsilon is in the thousands anyway; RDP (closed form) is reported instead.
-MIN_PLD_MULTIPLIER = 0.05
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
 ROW_NORM_TOL = 1e-9
-_OK = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
 
 
 # --------------------------------------------------------------------------- declaration
@@ -212,6 +204,20 @@ class VerticalParty(Agent):
                              "|R''| <= c1 (Assumption 1.2): pass curvature=c1.")
 
 
+def check_labels(value: object, name: str, owner: str, loss: str) -> np.ndarray:
+    """A 1-D finite float array; for the logistic loss every entry must be -1 or +1."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise fail(name, owner, "a 1-D array of numbers", type(value).__name__) from None
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise fail(name, owner, "a non-empty 1-D array of finite numbers", f"an array of shape {arr.shape}")
+    if loss == "logistic" and not np.all(np.isin(arr, (-1.0, 1.0))):
+        bad = arr[~np.isin(arr, (-1.0, 1.0))][0]
+        raise fail(name, owner, "labels in {-1, +1} for the logistic loss", f"an array holding {bad!r}")
+    return arr
+
+
 def _is_number(v: object) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
 
@@ -237,152 +243,5 @@ def check_parties(parties: object) -> list[VerticalParty]:
     return list(parties)
 
 
-# --------------------------------------------------------------------------- the party's side
-class _LocalUpdate:
-    """Eq. (6) for one party: closed form (ball + ||x||^2/2) or a compiled CVXPY problem in d_m variables."""
-
-    def __init__(self, party: VerticalParty, rho: float, lam: float, solvers: tuple[str, ...]) -> None:
-        self.party, self.rho, self.lam, self.solvers = party, rho, lam, solvers
-        D = party.data
-        eigvals, eigvecs = np.linalg.eigh(D.T @ D)
-        self.eigvals, self.eigvecs = eigvals, eigvecs
-        self.bound = None if party.bound is None else float(party.bound)
-        self.closed = party.closed_form
-        if not self.closed:
-            x = party.variable
-            self.g = cp.Parameter(party.n_features, name=f"g_{party.name}")
-            root = np.sqrt(np.maximum(eigvals, 0.0))[:, None] * eigvecs.T  # ||root x||^2 = ||D x||^2
-            objective = self.g @ x + (rho / 2.0) * cp.sum_squares(root @ x)
-            if lam > 0:
-                objective = objective + lam * party.objective
-            self.problem = cp.Problem(cp.Minimize(objective), party.constraints)
-
-    def solve(self, g: np.ndarray, epoch: int) -> tuple[np.ndarray, str, list[str]]:
-        if self.closed:
-            return ball_ridge_solve(self.eigvals, self.eigvecs, g, self.lam, self.rho, self.bound), "closed-form", []
-        self.g.value = g
-        fallbacks: list[str] = []
-        for name in self.solvers:
-            try:
-                self.problem.solve(solver=name, warm_start=True)
-                status = self.problem.status
-            except (cp.SolverError, ValueError) as exc:
-                status = f"error ({exc.__class__.__name__})"
-            if status in _OK:
-                return np.asarray(self.party.variable.value, dtype=float).ravel(), name, fallbacks
-            fallbacks.append(f"{name}:{status}")
-        raise SolverFailedError(f"Party {self.party.name!r}: every solver failed on the x-update in epoch {epoch} "
-                                f"({', '.join(fallbacks)}).", agent=self.party.name, round=epoch,
-                                status=fallbacks[-1] if fallbacks else None)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One message of a sharing run: ``direction`` "up" (party -> centre) or "down" (centre -> parties)."""
-
-    epoch: int
-    direction: str
-    sender: str
-    receiver: str
-    kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
-    payload: np.ndarray = field(repr=False)
-
-
-# --------------------------------------------------------------------------- helpers of the loop
-def _as_mechanism(privacy: Any) -> SharingGaussian | None:
-    if privacy is None:
-        return None
-    if isinstance(privacy, SharingGaussian):
-        return privacy.validate()
-    from ..privacy.mechanisms import OutputPerturbation
-
-    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
-        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
-        privacy.validate()
-        calibration = "classic" if privacy.calibration == "classic" else "analytic"
-        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
-                               calibrate=privacy.scope).validate()
-    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
-               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
-
-
-def _labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple[np.ndarray, np.ndarray | None, str]:
-    holders = [p for p in parties if p.holds_labels]
-    if algorithm.labels is not None:
-        labels, host = check_labels(algorithm.labels, "labels", "ADMMSharing", algorithm.loss), "centre"
-    elif len(holders) == 1:
-        labels = check_labels(holders[0].labels, "labels", f"VerticalParty {holders[0].name!r}", algorithm.loss)
-        host = holders[0].name
-    elif not holders:
-        raise InvalidParameterError("ADMMSharing needs the training labels: pass ADMMSharing(labels=...) (held by "
-                                    "the centre) or declare one party with labels=... (the label holder).")
-    else:
-        raise InvalidParameterError("Several parties declare labels ("
-                                    + ", ".join(repr(p.name) for p in holders)
-                                    + "); exactly one party may hold them, or pass ADMMSharing(labels=...).")
-    if len(labels) != parties[0].n_samples:
-        raise InvalidParameterError(f"The labels have {len(labels)} entries but the parties have "
-                                    f"{parties[0].n_samples} samples.")
-    test = algorithm.test_labels
-    if test is None and len(holders) == 1 and holders[0].test_labels is not None:
-        test = holders[0].test_labels
-    if test is not None:
-        test = check_labels(test, "test_labels", "ADMMSharing", algorithm.loss)
-        if not all(p.test_features is not None and len(p.test_features) == len(test) for p in parties):
-            test = None  # no test features on some party: no test column
-    return labels, test, host
-
-
-def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, lam: float, b1: float,
-               parties: int, epochs: int = 1, accountant: str = "pld") -> tuple[Any, dict[str, Any]]:
-    """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
-
-    Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
-    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.calibrate`. The round loop and
-    :func:`audit_sharing` both use it.
-    """
-    from ..privacy.noise import NoisePlan
-
-    C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
-                                    rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
-                                    parties=parties)
-    sigma, eps_step, delta_step = mechanism.calibrate(C, epochs=epochs, accountant=accountant)
-    plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
-    info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
-            "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
-    return plan, info
-
-
-def _fingerprint(config: dict, parties: list[VerticalParty], labels: np.ndarray, checkpoint: Any) -> dict[str, str]:
-    data = {f"party {p.name!r} features": p.data for p in parties}
-    return fingerprint(config, data={**data, "labels": labels}, context=checkpoint)
-
-
-def _accountant_ok(accountant: str, plans: Sequence[Any]) -> bool:
-    return accountant != "pld" or all(p is None or p.noise_multiplier >= MIN_PLD_MULTIPLIER for p in plans)
-
-
-def _ledger_summary(ledger: Any, pld_ok: bool) -> dict[str, Any]:
-    """``PrivacyLedger.summary()``, with PLD left out (None) when the multipliers are too small for it."""
-    if pld_ok:
-        return ledger.summary()
-    per_agent = {}
-    for name in ledger.agent_names:
-        b = ledger.spent(name, "basic")
-        rdp = ledger.spent(name, "rdp")[0]
-        per_agent[name] = {"basic": [b[0] if math.isfinite(b[0]) else None, b[1]],
-                           "rdp": rdp if math.isfinite(rdp) else None, "pld": None, "steps": ledger.steps(name)}
-    vals = list(per_agent.values())
-    basic_eps = [v["basic"][0] for v in vals]
-    rdps = [v["rdp"] for v in vals]
-    worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["rdp"] is None else per_agent[n]["rdp"])
-    return {"per_agent": per_agent,
-            "worst": {"basic": [None if None in basic_eps else max(basic_eps), max(v["basic"][1] for v in vals)],
-                      "rdp": None if None in rdps else max(rdps), "pld": None,
-                      "steps": max(v["steps"] for v in vals), "agent": worst_agent},
-            "target_delta": ledger.target_delta, **ledger.notes_summary(),
-            "note": f"PLD not computed: a noise multiplier is below {MIN_PLD_MULTIPLIER}"}
-
-
 # --------------------------------------------------------------------------- the round loop
-__all__ = ["MIN_PLD_MULTIPLIER", "Message", "RELATION", "VerticalParty", "check_parties", "party_plan"]
+__all__ = ["RELATION", "VerticalParty", "check_labels", "check_parties"]

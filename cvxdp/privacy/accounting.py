@@ -376,6 +376,11 @@ def accountant_factory(accountant: str) -> Callable[[], privacy_accountant.Priva
 
 
 # --------------------------------------------------------------------------- ledger
+#: Below this noise multiplier (sigma / sensitivity) the PLD accountant is not run: its grid grows like
+#: 1/multiplier^2 (about a second at 0.01) and the epsilon is in the thousands anyway; RDP (closed form) is reported.
+MIN_PLD_MULTIPLIER = 0.05
+
+
 def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
@@ -512,36 +517,50 @@ class PrivacyLedger(GuaranteeNotes):
         slack = 1.0 + rtol
         return eps > b_eps * slack or dl > b_dl * slack
 
-    def summary(self, *, pld: bool = True) -> dict[str, Any]:
-        """JSON-able totals: per agent and worst agent, for every accountant.
+    def pld_feasible(self) -> bool:
+        """Whether PLD is computed for this ledger: every recorded Laplace/Gaussian event has a noise multiplier of at
+        least :data:`MIN_PLD_MULTIPLIER` (below it PLD's grid explodes and the epsilon is in the thousands anyway)."""
+        return all(getattr(e, "noise_multiplier", math.inf) >= MIN_PLD_MULTIPLIER
+                   for entries in self._entries.values() for (e, _) in entries)
 
-        ``{"per_agent": {name: {"basic": [eps, delta], "rdp": eps, "pld": eps, "steps": n}},
+    def summary(self, *, pld: bool | None = None) -> dict[str, Any]:
+        """JSON-able totals: per agent and worst agent, for every accountant (the one summary of every family).
+
+        ``{"per_agent": {name: {"basic": [eps, delta], "rdp": eps, "pld": eps, "steps": n, "free_steps": m}},
         "worst": {... same keys, each the max over agents ..., "agent": name with the largest PLD eps},
-        "target_delta": delta}``. Infinite epsilons are written as None (JSON null); with ``pld=False`` the
-        PLD totals are not computed (None, and the worst agent is the one with the largest basic epsilon).
+        "target_delta": delta, "guarantee": bool, "notes": [...]}``. Infinite epsilons are written as None (JSON
+        null). ``pld``: None (default) computes PLD unless a noise multiplier is below :data:`MIN_PLD_MULTIPLIER`
+        (then the PLD totals are None, a ``"note"`` says why and the worst agent is the one with the largest RDP
+        epsilon); False never computes it (the worst agent is then the one with the largest basic epsilon).
+        ``free_steps`` counts the steps that read no data (NoOp events, e.g. recycled MR-ADMM iterations).
         """
+        skipped = pld is None and not self.pld_feasible()
+        pld = (not skipped) if pld is None else bool(pld)
         per_agent: dict[str, dict[str, Any]] = {}
         for name in self._entries:
             b = self.spent(name, "basic")
             per_agent[name] = {"basic": [_finite_or_none(b[0]), b[1]],
                                "rdp": _finite_or_none(self.spent(name, "rdp")[0]),
                                "pld": _finite_or_none(self.spent(name, "pld")[0]) if pld else None,
-                               "steps": self.steps(name)}
+                               "steps": self.steps(name), "free_steps": self.free_steps(name)}
 
-        def worst(key: str) -> float | None:
+        def worst(key: str) -> Any:
             vals = [v[key] for v in per_agent.values()]
             return None if any(x is None for x in vals) else max(vals)
 
         basic = [v["basic"] for v in per_agent.values()]
         worst_eps = None if any(b[0] is None for b in basic) else max(b[0] for b in basic)
-        key = "pld" if pld else "basic"
+        key = "pld" if pld else ("rdp" if skipped else "basic")
         worst_agent = max(per_agent, key=lambda n: math.inf if _first(per_agent[n][key]) is None
                           else _first(per_agent[n][key]))
-        return {"per_agent": per_agent,
-                "worst": {"basic": [worst_eps, max(b[1] for b in basic)], "rdp": worst("rdp"),
-                          "pld": worst("pld") if pld else None, "steps": max(v["steps"] for v in per_agent.values()),
-                          "agent": worst_agent},
-                "target_delta": self.target_delta, **self.notes_summary()}
+        out = {"per_agent": per_agent,
+               "worst": {"basic": [worst_eps, max(b[1] for b in basic)], "rdp": worst("rdp"),
+                         "pld": worst("pld") if pld else None, "steps": worst("steps"),
+                         "free_steps": worst("free_steps"), "agent": worst_agent},
+               "target_delta": self.target_delta, **self.notes_summary()}
+        if skipped:
+            out["note"] = f"PLD not computed: a noise multiplier is below {MIN_PLD_MULTIPLIER}"
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able full state; :meth:`from_dict` rebuilds an equal ledger."""
@@ -572,3 +591,21 @@ class PrivacyLedger(GuaranteeNotes):
                 and self.notes == other.notes)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def ledger_from_dict(d: Mapping[str, Any]) -> PrivacyLedger:
+    """A :class:`PrivacyLedger` from its :meth:`~PrivacyLedger.to_dict`, or from the per-iteration format that graph
+    runs were saved in before there was one ledger (``"cvxdp-gamma-ledger/1"``: one pure-epsilon claim per
+    iteration, 0 for a recycled one), converted: a pure-epsilon event per claim, a NoOp event per recycled step."""
+    if not (isinstance(d, Mapping) and d.get("format") == "cvxdp-gamma-ledger/1"):
+        return PrivacyLedger.from_dict(d)
+    try:
+        ledger = PrivacyLedger(list(d["agents"]), target_delta=d["target_delta"])
+        for name, steps in d["agents"].items():
+            for _, eps in steps:
+                event = dp_accounting.NoOpDpEvent() if float(eps) == 0.0 else pure_epsilon_event(float(eps))
+                ledger.record(name, event, 1)
+        ledger._restore_notes(d)
+    except (KeyError, TypeError, ValueError) as err:
+        raise InvalidParameterError(f"ledger_from_dict: malformed graph ledger dict ({err!r}).") from err
+    return ledger

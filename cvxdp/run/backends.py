@@ -85,6 +85,15 @@ def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
     return blocks
 
 
+def method_name(method: Callable[..., Any]) -> str:
+    """The name a backend calls on each node: ``method`` must be a method of :class:`cvxdp.model.Node` or of a
+    node class (a function defined in a class), e.g. ``Node.step``."""
+    name, qualname = getattr(method, "__name__", None), getattr(method, "__qualname__", "")
+    if not callable(method) or not name or "." not in qualname or name.startswith("_"):
+        raise fail("method", "Backend.call", "a public method of a node class, e.g. cvxdp.model.Node.step", method)
+    return name
+
+
 class Backend(ABC):
     """Lifecycle: :meth:`start` (nodes built where they run), :meth:`call` per round, :meth:`close`."""
 
@@ -93,8 +102,11 @@ class Backend(ABC):
         """Build one node per spec (in order)."""
 
     @abstractmethod
-    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
-        """``getattr(node_i, method)(*args[i])`` on every node; the results in node order.
+    def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
+             round: int | None = None) -> list[Any]:
+        """``method`` on every node with ``args[i]``: a method of :class:`cvxdp.model.Node` or of the node class
+        the family built (``Node.step``, ``ConsensusNode.polished``), dispatched to each node's own class; the
+        results in node order.
 
         ``args=None`` calls every node without arguments. ``round`` is only used to name the round in errors.
         """
@@ -114,10 +126,12 @@ class SerialBackend(Backend):
         self.names = [s.name for s in specs]
         self.nodes = [s.build(*s.args) for s in specs]
 
-    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+    def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
+             round: int | None = None) -> list[Any]:
+        name = method_name(method)
         if args is None:
-            return [getattr(node, method)() for node in self.nodes]
-        return [getattr(node, method)(*a) for node, a in zip(self.nodes, args)]
+            return [getattr(node, name)() for node in self.nodes]
+        return [getattr(node, name)(*a) for node, a in zip(self.nodes, args)]
 
 
 BACKENDS = ("serial", "ray")

@@ -1,12 +1,16 @@
 """The only round loop: budget guard, ledger, tolerance stop, progress, callback, checkpoint and Result.
 
-Every algorithm family (:mod:`cvxdp.families`) plugs in through :class:`cvxdp.protocol.Family`; the
-backend only places the nodes and moves messages. Per round: the family plans the round from public values
-(no data touched), the loop stops before a round that would exceed the budget, the nodes ``step`` and
-return their :class:`~cvxdp.protocol.Release` (checked: nothing else may leave a node), the ledger records
-the round's charges, the family aggregates the releases into the released metrics, and — only when
-``evaluate`` is on — the nodes ``evaluate`` on their private data; those values are kept apart and labelled
-:data:`~cvxdp.protocol.EVALUATION_LABEL`.
+Every algorithm family plugs in through :class:`cvxdp.run.family.Family`; the backend only places the nodes
+(:class:`cvxdp.model.node.Node`) and moves messages. Per round: the family plans the round from public values
+(no data touched) with each node's privacy :class:`~cvxdp.run.family.Charge`; the loop stops before a round
+that would take an agent past the budget; the nodes ``step`` and return their
+:class:`~cvxdp.model.node.Release` (checked: nothing else may leave a node); the ledger records the charges;
+the family aggregates the releases into the released metrics; and, only when ``evaluate`` is on, the nodes
+``evaluate`` on their private data. Those values are kept apart and labelled
+:data:`~cvxdp.model.node.EVALUATION_LABEL`.
+
+The ledger, its per-round privacy columns (worst agent's basic and RDP totals; PLD once, at the end) and its
+summary are the same for every family.
 """
 
 from __future__ import annotations
@@ -22,20 +26,20 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ._seeding import seed_config
+from ..errors import CvxdpError
+from ..model import EVALUATION_LABEL, Evaluation, Node, Release, solution_violation
+from ..privacy import PrivacyLedger
 from .backends import Backend
-from .checkpoint import load_checkpoint, save_checkpoint
-from .errors import CvxdpError
-from .feasibility import solution_violation
+from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
+from .family import Family, RoundPlan, ordered
 from .outdir import OutputLock
-from .protocol import EVALUATION_LABEL, Evaluation, Family, Release, ordered
 from .results import Result
+from .seeding import seed_config
 
 
 @dataclass
 class LoopState:
-    """The loop's own progress; with the family's server state, the nodes' states and the ledger it is a
-    checkpoint."""
+    """The loop's own progress; with the family's state, the nodes' states and the ledger it is a checkpoint."""
 
     t: int = 0
     rows: list[dict] = field(default_factory=list)
@@ -45,18 +49,11 @@ class LoopState:
     stop_reason: str | None = None
 
 
-def _check_releases(releases: Sequence[Any], names: Sequence[str], t: int) -> None:
-    for name, rel in zip(names, releases):
-        if not isinstance(rel, Release):
-            raise CvxdpError(f"Agent {name!r} returned a {type(rel).__name__} from its step in round {t}; a node "
-                             "may only release a cvxdp.protocol.Release.")
-
-
-def _check_evaluations(evaluations: Sequence[Any], names: Sequence[str], t: int) -> None:
-    for name, ev in zip(names, evaluations):
-        if not isinstance(ev, Evaluation):
-            raise CvxdpError(f"Agent {name!r} returned a {type(ev).__name__} from evaluate in round {t}; "
-                             "expected a cvxdp.protocol.Evaluation.")
+def _check(values: Sequence[Any], kind: type, names: Sequence[str], t: int, what: str) -> None:
+    for name, value in zip(names, values):
+        if not isinstance(value, kind):
+            raise CvxdpError(f"Agent {name!r} returned a {type(value).__name__} from its {what} in round {t}; a node "
+                             f"may only return a cvxdp.model.{kind.__name__} there.")
 
 
 def _frame(rows: list[dict], evals: list[dict], keys: tuple[str, ...], order: Sequence[str]) -> pd.DataFrame:
@@ -81,8 +78,7 @@ def _ranges(rounds: Sequence[int]) -> list[list[int]]:
 def _warn_evaluation_change(loop: LoopState, evaluate: bool) -> None:
     """A resumed run with another ``evaluate`` than the checkpointed rounds: the problem is the same (the flag only
     decides what is recorded), so it resumes, but the evaluated columns then cover only some rounds; say which."""
-    done = loop.t
-    evaluated = len(loop.eval_rows)
+    done, evaluated = loop.t, len(loop.eval_rows)
     if done == 0 or (evaluate and evaluated == done) or (not evaluate and evaluated == 0):
         return
     before = f"rounds {loop.eval_rows[0]['round']}-{loop.eval_rows[-1]['round']}" if evaluated else "no round"
@@ -93,6 +89,37 @@ def _warn_evaluation_change(loop: LoopState, evaluate: bool) -> None:
                   "keep them complete.", UserWarning, stacklevel=4)
 
 
+def _exceeds(family: Family, ledger: PrivacyLedger, plan: RoundPlan) -> bool:
+    """Whether recording the plan's charges would take some agent past the budget (the guard's accountant)."""
+    return any(ledger.would_exceed(name, c.event, c.count, family.budget, family.guard_accountant, claim=c.claim)
+               for name, c in zip(family.names, plan.charges) if c is not None and c.claim[0] > 0)
+
+
+def _privacy_row(family: Family, ledger: PrivacyLedger, t: int) -> dict[str, float]:
+    """Privacy spent so far by the worst agent (basic and RDP; PLD costs too much per round: once, at the end)."""
+    row = {f"eps_{acc}": max(ledger.spent(n, acc)[0] for n in family.names) for acc in ("basic", "rdp")}
+    return {**row, **family.privacy_columns(ledger, t)}
+
+
+def _with_final_pld(history: pd.DataFrame, summary: dict) -> pd.DataFrame:
+    """The ``eps_pld`` column: the worst agent's PLD total in the last row, NaN in earlier rows."""
+    pld = (summary.get("worst") or {}).get("pld")
+    history = history.copy()
+    history["eps_pld"] = np.nan
+    if len(history) and pld is not None:
+        history.loc[history.index[-1], "eps_pld"] = float(pld)
+    return history
+
+
+def _postfix(family: Family, row: dict) -> dict[str, str]:
+    """The progress bar: a released residual, and the objective labelled as private evaluation when there is one."""
+    label, column = family.progress
+    out = {label: f"{row[column]:.2e}"} if column in row and row[column] is not None else {}
+    if "objective" in row:
+        out["objective (private eval)"] = f"{row['objective']:.4g}"
+    return out
+
+
 def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, seed: int | None,
              base_config: dict[str, Any], evaluate: bool, progress: bool = False,
              callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
@@ -101,47 +128,51 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     names = family.names
     config = {**base_config, **seed_config(seed), **family.config()}
     # the backend only places nodes: a run checkpointed on one backend resumes on another
-    fp = family.fingerprint({k: v for k, v in config.items() if k != "backend"}, checkpoint) \
-        if checkpoint is not None else None
+    fp = fingerprint({k: v for k, v in config.items() if k != "backend"}, family.agents,
+                     data=family.fingerprint_data(), context=checkpoint) if checkpoint is not None else None
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
-        backend.start(family.node_specs(root.spawn(len(names))))
-        state = family.start(backend)
-        ledger = family.new_ledger()
+        backend.start(family.nodes(root.spawn(len(names))))
+        state = family.start(backend.call(Node.declare))
+        ledger = PrivacyLedger(names, target_delta=family.target_delta)
         loop = LoopState()
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         if saved is not None:
             state, loop = saved["server"], saved["loop"]
-            backend.call("restore", [(s,) for s in saved["nodes"]])
-            ledger = family.ledger_from_dict(saved["ledger"])
+            backend.call(Node.restore, [(s,) for s in saved["nodes"]])
+            ledger = PrivacyLedger.from_dict(saved["ledger"])
             _warn_evaluation_change(loop, evaluate)
-        family.notes(ledger, backend)
-        T = family.rounds
-        bar = tqdm(total=T, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
+        for note, voids, warn in family.notes:
+            ledger.note(note, voids=voids, warn=warn)
+        private = family.privacy is not None
+        bar = tqdm(total=family.rounds, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
                    unit=family.unit, leave=False)
-        while loop.t < T and loop.stop_reason is None:
+        while loop.t < family.rounds and loop.stop_reason is None:
             t = loop.t + 1
             start = time.perf_counter()
             plan = family.plan(t, state)
-            if family.budget is not None and family.would_exceed(ledger, plan):
+            if family.budget is not None and private and _exceeds(family, ledger, plan):
                 loop.stop_reason = "budget"
                 break
-            family.before_step(t, plan, state, ledger)
-            releases = backend.call("step", [(m,) for m in plan.messages], round=t)
-            _check_releases(releases, names, t)
-            family.record(ledger, t, plan)
+            for note in plan.notes:
+                ledger.note(note)
+            releases = backend.call(Node.step, [(m,) for m in plan.messages], round=t)
+            _check(releases, Release, names, t, "step")
+            for name, charge in zip(names, plan.charges):
+                if charge is not None:
+                    ledger.record(name, charge.event, charge.count, claim=charge.claim)
             row, agent_rows = family.aggregate(t, plan, releases, state)
             row = {"round": t, **plan.released, **row}
             for i, extra in enumerate(plan.agent_released or [{} for _ in names]):
                 agent_rows[i] = {"round": t, "agent": names[i], **extra, **agent_rows[i]}
-            if family.privacy is not None:
-                row.update(family.privacy_row(ledger, t))
+            if private:
+                row.update(_privacy_row(family, ledger, t))
             full = row
             if evaluate:
-                evaluations = backend.call("evaluate", [(t,) for _ in names], round=t)
-                _check_evaluations(evaluations, names, t)
-                ev_row, ev_agents = family.evaluation_row(evaluations)
+                evaluations = backend.call(Node.evaluate, [(t,) for _ in names], round=t)
+                _check(evaluations, Evaluation, names, t, "evaluate")
+                ev_row, ev_agents = family.evaluate(evaluations)
                 loop.eval_rows.append({"round": t, **ev_row})
                 loop.eval_agent_rows.extend({"round": t, "agent": n, **r} for n, r in zip(names, ev_agents))
                 full = {**row, **ev_row}
@@ -151,34 +182,38 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             loop.t = t
             if family.converged(t, state, row):
                 loop.stop_reason = "tolerance"
-            if checkpoint is not None and (t % checkpoint_every == 0 or loop.stop_reason or t == T):
+            if checkpoint is not None and (t % checkpoint_every == 0 or loop.stop_reason or t == family.rounds):
                 save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "loop": loop,
-                                             "nodes": backend.call("state"), "ledger": ledger.to_dict(),
+                                             "nodes": backend.call(Node.state), "ledger": ledger.to_dict(),
                                              "entropy": root.entropy})
             bar.update(1)
-            bar.set_postfix(**family.postfix(state, full))
+            bar.set_postfix(**_postfix(family, full))
             if callback is not None:
                 callback(t, {**full, "wall_time": row["wall_time"]})
         bar.close()
-        local = dict(zip(names, backend.call("local")))
-        solution = family.solution(state, local)
-        extras = family.collect(state, backend)
+        local = dict(zip(names, backend.call(Node.local)))
+        solution = family.solution(state)
+        config["evaluation"]["rounds"] = _ranges([int(r["round"]) for r in loop.eval_rows])
+        config["evaluation"]["columns"] = sorted({k for r in loop.eval_rows for k in r} - {"round"})
+        config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r}
+                                                       - {"round", "agent"})
+        history = _frame(loop.rows, loop.eval_rows, ("round",), family.history_order)
+        if not len(history.columns):
+            history = pd.DataFrame(columns=list(family.history_order))
+        agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ("round", "agent"), family.agent_order)
+        summary = ledger.summary()
+        history = ordered(_with_final_pld(history, summary), family.history_order)
+        agents = family.agents
+        result = Result(history=history, agent_history=agent_history, solution=solution, local=local,
+                        privacy=summary, config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger,
+                        agents=list(agents),
+                        solution_violation=solution_violation(agents, solution, local) if family.violation_check
+                        else None)
+        family.finish(result, state, backend)
     finally:
         backend.close()
         lock.release()
-    config["evaluation"]["rounds"] = _ranges([int(r["round"]) for r in loop.eval_rows])
-    evaluated_cols = sorted({k for r in loop.eval_rows for k in r} - {"round"})
-    config["evaluation"]["columns"] = evaluated_cols
-    config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r} - {"round", "agent"})
-    history = _frame(loop.rows, loop.eval_rows, ("round",), family.history_order)
-    if not len(history.columns):
-        history = pd.DataFrame(columns=[c for c in family.history_order])
-    agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ("round", "agent"), family.agent_order)
-    summary = family.summary(ledger)
-    history = family.finish_history(history, summary)
-    agents = family.agents
-    result = Result(history=history, agent_history=agent_history, solution=solution, local=local, privacy=summary,
-                    config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger, agents=list(agents),
-                    solution_violation=solution_violation(agents, solution, local) if family.violation_check
-                    else None, **extras)
-    return family.finish(result, state)
+    return result
+
+
+__all__ = ["LoopState", "run_loop"]

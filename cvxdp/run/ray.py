@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import BackendError, OptionalDependencyError
 from ..params import check_int, fail
-from .backends import Backend, NodeSpec, balanced_blocks
+from .backends import Backend, NodeSpec, balanced_blocks, method_name
 
 try:  # Ray's own (vendored) cloudpickle: present wherever Ray is
     from ray import cloudpickle
@@ -200,7 +200,9 @@ class RayBackend(Backend):
         blobs = [cloudpickle.dumps([specs[i] for i in block]) for block in self.blocks]
         self._gather("build", [a.build.remote(b) for a, b in zip(self.actors, blobs)], None)
 
-    def call(self, method: str, args: Sequence[tuple] | None = None, *, round: int | None = None) -> list[Any]:
+    def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
+             round: int | None = None) -> list[Any]:
+        method = method_name(method)
         if not self.actors:
             raise BackendError(f"RayBackend.call({method!r}) before start() (or after close()).", method=method,
                                round=round)

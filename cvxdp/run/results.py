@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import CorruptFileError, CvxdpError, OutputError
+from ..privacy.accounting import ledger_from_dict
 from .outdir import atomic_write, atomic_write_text, describe_oserror, prepare_dir
 
 RESULT_FILE = "result.json"
@@ -269,12 +270,7 @@ def load_result(path: str | Path) -> Result:
     ledger = None
     if meta.get("ledger"):
         try:
-            if meta["ledger"].get("format") == "cvxdp-gamma-ledger/1":  # graph runs saved before the one ledger
-                from ..families.graph.mechanism import GammaLedger
-                ledger = GammaLedger.from_dict(meta["ledger"])
-            else:
-                from ..privacy.accounting import PrivacyLedger
-                ledger = PrivacyLedger.from_dict(meta["ledger"])
+            ledger = ledger_from_dict(meta["ledger"])  # graph runs saved before the one ledger are converted
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise _corrupt(path, RESULT_FILE, f"has an unreadable ledger ({type(exc).__name__}: {exc})") from None
     return Result(history=tables["history.csv"], agent_history=tables["agent_history.csv"],

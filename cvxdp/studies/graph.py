@@ -196,7 +196,7 @@ def _setting_case(base: Any, setting: Setting, rounds: int | None, seed: int, al
 
 def _planned_bound(instance: Any, case: Any) -> float:
     from ..config.build import make_algorithm, make_privacy
-    from ..families.graph.local import privacy_plan
+    from ..families.graph.mechanism import privacy_plan
 
     return float(privacy_plan(make_algorithm(case.algorithm), instance.agents, make_privacy(case.privacy))
                  .sum().max())
@@ -206,8 +206,7 @@ def _matched_alpha(instance: Any, base: Any, study: GraphStudy, setting: Setting
                    cache: dict[str, float]) -> float:
     """The constant alpha at which ``setting``'s planned bound equals its ``match_bound`` setting's."""
     from ..config.build import make_algorithm, make_privacy
-    from ..families.graph.local import privacy_plan
-    from ..families.graph.mechanism import alpha_for_bound
+    from ..families.graph.mechanism import alpha_for_bound, privacy_plan
 
     ref = study.setting(setting.match_bound)
     ref_alpha = None

@@ -162,7 +162,7 @@ def test_checkpoint_resume_gives_the_uninterrupted_run(erm5, tmp_path):
 
     assert np.array_equal(resumed.history["objective"], full.history["objective"])
     assert all(np.array_equal(resumed.local[n], full.local[n]) for n in full.local)
-    assert resumed.privacy["ledger"] == full.privacy["ledger"]
+    assert resumed.ledger == full.ledger
     with pytest.raises(cvxdp.errors.CvxdpError, match="another configuration"):
         cvxdp.solve(inst.agents, algorithm=algo, privacy=pp, seed=3, checkpoint=tmp_path)
 

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import cvxdp
+from cvxdp import SmoothObjective
 from cvxdp.errors import InvalidParameterError
-from cvxdp.families.graph.local import SmoothObjective, privacy_plan, recycled_step
-from cvxdp.families.graph.mechanism import bound_32, privacy_curve_32
+from cvxdp.families.graph.mechanism import bound_32, privacy_curve_32, privacy_plan
+from cvxdp.families.graph.node import recycled_step
 from cvxdp.families.graph.topology import check_graph
 from cvxdp_models.erm import make_erm
 

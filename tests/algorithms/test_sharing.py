@@ -15,7 +15,6 @@ import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError
 from cvxdp.families.sharing.params import (
     AssumptionViolation,
-    ball_ridge_solve,
     corollary1,
     lemma1_sensitivity,
     theorem1_epsilon,
@@ -24,6 +23,7 @@ from cvxdp.families.sharing.params import (
     z_update_logistic,
     z_update_squared,
 )
+from cvxdp.model.local_solver import ball_ridge_solve
 from cvxdp.model.vertical import VerticalParty
 
 SIGMA_DELTA = 1e-5
@@ -52,7 +52,7 @@ def test_nonprivate_sharing_reaches_centralized_optimum(bc, lam, rho_n, epochs):
     res = cvxdp.solve(parties_of(bc), algorithm=cvxdp.ADMMSharing(rho=rho_n / bc.n_samples, lam=lam, epochs=epochs))
     final = float(res.history["objective"].iloc[-1])
     assert (final - ref["objective"]) / ref["objective"] <= 1e-4
-    w = np.concatenate([res.solution[n] for n in bc.names])
+    w = np.concatenate([res.local[n] for n in bc.names])
     w_ref = np.concatenate([ref["solution"][n] for n in bc.names])
     assert np.linalg.norm(w - w_ref) <= 2e-2 * np.linalg.norm(w_ref)  # flat directions converge slowest
     # scikit-learn with the matching regularisation (C = 1/(N lam), no intercept) agrees with the reference
@@ -67,7 +67,7 @@ def test_squared_loss_reaches_ridge_solution(bc):
     # the parallel (Jacobi) updates need rho of at least about the loss curvature (1/N here; 0.5/N diverges)
     res = cvxdp.solve(parties_of(bc), algorithm=cvxdp.ADMMSharing(rho=1.5 / n, lam=lam, epochs=600,
                                                                   loss="squared"))
-    w = np.concatenate([res.solution[k] for k in bc.names])
+    w = np.concatenate([res.local[k] for k in bc.names])
     assert np.linalg.norm(w - w_star) <= 1e-4 * np.linalg.norm(w_star)
     assert "test_logloss" not in res.history  # the squared loss reports test_loss only
     assert "test_loss" in res.history
@@ -134,7 +134,7 @@ def test_cvxpy_path_matches_closed_form(bc):
     assert not custom[0].closed_form and parties_of(bc)[0].closed_form
     compiled = cvxdp.solve(custom, algorithm=alg)
     for name in bc.names:
-        assert np.allclose(compiled.solution[name], closed.solution[name], atol=1e-6)
+        assert np.allclose(compiled.local[name], closed.local[name], atol=1e-6)
     assert set(compiled.agent_history["solver"]) <= {"CLARABEL", "ECOS"}
     assert set(closed.agent_history["solver"]) == {"closed-form"}
 
@@ -161,7 +161,7 @@ def test_only_one_number_per_sample_per_party_is_sent(bc, private):
     # the uplink is D_m x_m (+ noise) - never x_m or raw features
     last = {m.sender: m.payload for m in up if m.epoch == T}
     for p in parties:
-        exact = p.data @ res.solution[p.name]
+        exact = p.data @ res.local[p.name]
         if private:
             resid = last[p.name] - exact
             assert 0.4 < np.std(resid) < 0.6  # N(0, 0.5^2 I_N)
@@ -207,7 +207,7 @@ def test_same_seed_same_numbers_and_per_party_generators(bc):
         c = cvxdp.solve(parties, algorithm=alg, privacy=mech, seed=12)
     assert a.history.drop(columns=["wall_time", "solver_time"]).equals(b.history.drop(columns=["wall_time",
                                                                                               "solver_time"]))
-    assert not np.allclose(a.solution["party1"], c.solution["party1"])
+    assert not np.allclose(a.local["party1"], c.local["party1"])
     # epoch 1: x = 0, so each uplink is exactly the party's first N draws of its own generator
     children = np.random.SeedSequence(11).spawn(len(parties))
     for p, child in zip(parties, children):
@@ -281,7 +281,7 @@ def test_sigma_mode_claim_and_outg_alias(bc):
         sig = a.privacy["mechanism"]["parties"]["party1"]["sigma"]
         c = cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.SharingGaussian(sigma=sig, delta=SIGMA_DELTA,
                                                                               calibration="classic"))
-    assert np.array_equal(a.solution["party1"], b.solution["party1"])  # OutG is the sharing mechanism
+    assert np.array_equal(a.local["party1"], b.local["party1"])  # OutG is the sharing mechanism
     assert c.privacy["mechanism"]["parties"]["party1"]["eps_step"] == pytest.approx(0.5, rel=1e-12)
     with pytest.raises(InvalidParameterError, match="privacy"):
         cvxdp.solve(parties, algorithm=alg, privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=0.5,
@@ -372,13 +372,13 @@ def test_result_history_save_load_and_summary(bc, tmp_path):
                 "consensus_residual"):
         assert col in res.history
     assert list(res.history["epoch"]) == [1, 2, 3, 4, 5]
-    assert set(res.solution) == set(bc.names)
+    assert set(res.solution) == {"z"} and set(res.local) == set(bc.names)  # the parties keep their models
     assert res.values("party1")[res.agents[0].variable].shape == (15,)
     summary = res.summary()
     assert summary["rounds"] == 5 and summary["stop_reason"] == "rounds"
     res.save(tmp_path / "r")
     back = cvxdp.load_result(tmp_path / "r")
-    assert np.array_equal(back.solution["party2"], res.solution["party2"])
+    assert np.array_equal(back.local["party2"], res.local["party2"])
     assert back.config["algorithm"]["name"] == "sharing"
 
 
@@ -400,6 +400,6 @@ def test_checkpoint_resume_equals_uninterrupted_run(bc, tmp_path):
         with pytest.raises(Stop):
             cvxdp.solve(parties, algorithm=alg, privacy=mech, seed=4, checkpoint=tmp_path, callback=interrupt)
         resumed = cvxdp.solve(parties, algorithm=alg, privacy=mech, seed=4, checkpoint=tmp_path)
-    assert np.array_equal(resumed.solution["party1"], full.solution["party1"])
+    assert np.array_equal(resumed.local["party1"], full.local["party1"])
     assert np.allclose(resumed.history["objective"], full.history["objective"], rtol=0, atol=0)
     assert resumed.ledger.steps("party1") == 8

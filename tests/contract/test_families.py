@@ -18,7 +18,7 @@ import pytest
 import cvxdp
 from cvxdp.audits.release import _recording_backend
 from cvxdp.errors import CvxdpError
-from cvxdp.run.protocol import EVALUATION_LABEL, Release
+from cvxdp.model.node import EVALUATION_LABEL, Release
 from cvxdp.run.results import load_result
 
 ROUNDS = 4
@@ -241,7 +241,7 @@ def test_a_node_that_sends_anything_but_a_release_is_refused():
     class Leaky(SerialBackend):
         def call(self, method, args=None, *, round=None):
             results = super().call(method, args, round=round)
-            if method == "step":  # a node that also sends its objective value
+            if method.__name__ == "step":  # a node that also sends its objective value
                 return [{"ez": rel["ez"], "objective": 1.0} for rel in results]
             return results
 

@@ -127,7 +127,7 @@ def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
 
 
 def test_graph_nodes_and_sharing_parties_evaluate_without_tree_walks(monkeypatch):
-    from cvxdp.families.graph.local import LocalProx
+    from cvxdp.model.local_solver import LocalProx
     from cvxdp.model.vertical import VerticalParty
 
     x = cp.Variable(3)

@@ -132,9 +132,9 @@ def test_objpert_numbers_unchanged_by_the_gradient_projection(monkeypatch):
         return cvxdp.solve(agents, algorithm=alg, privacy=mech, seed=3)
 
     projected = run()
-    from cvxdp.families.consensus.node import AgentWorker
+    from cvxdp.families.consensus.node import ConsensusNode
 
-    monkeypatch.setattr(AgentWorker, "_grad_point", lambda self, msg: None)
+    monkeypatch.setattr(ConsensusNode, "_grad_point", lambda self, msg: None)
     raw = run()
     cols = [c for c in raw.history.columns if not c.endswith("time")]
     assert projected.history[cols].equals(raw.history[cols])

@@ -137,7 +137,7 @@ def test_summary_is_json_and_has_worst_agent():
     assert json.loads(json.dumps(summary, allow_nan=False)) == summary
     assert set(summary["per_agent"]) == {"a", "b", "c"}
     row = summary["per_agent"]["b"]
-    assert set(row) == {"basic", "rdp", "pld", "steps"} and row["steps"] == 160
+    assert set(row) == {"basic", "rdp", "pld", "steps", "free_steps"} and row["steps"] == 160
     worst = summary["worst"]
     assert worst["pld"] == max(r["pld"] for r in summary["per_agent"].values())
     assert worst["basic"][0] == pytest.approx(139.0) and worst["steps"] == 160

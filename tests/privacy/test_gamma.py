@@ -13,7 +13,6 @@ from cvxdp.audits.gamma import audit_gamma_mechanism
 from cvxdp.errors import DeclarationError, InvalidParameterError
 from cvxdp.families.graph.mechanism import (
     ERMConstants,
-    GammaLedger,
     PenaltyPerturbation,
     alpha_for_bound,
     bound_26,
@@ -127,25 +126,27 @@ def test_penalty_perturbation_validation_is_uniform():
         pp.alphas(["a", "b", "c"])
 
 
-def test_ledger_totals_summary_and_round_trip():
-    ledger = GammaLedger(["a", "b"], target_delta=1e-6, bound="(32)")
-    for t in range(1, 41):
-        if t % 2:
-            ledger.record("a", t, 0.1)
-            ledger.record("b", t, 0.2)
-        else:
-            ledger.record_free("a", t)
-            ledger.record_free("b", t)
+def test_graph_ledgers_saved_before_the_one_ledger_are_converted():
+    """A graph run's ledger in the old per-iteration format (one pure-epsilon claim per iteration, 0 for a recycled
+    one) loads as the one PrivacyLedger with the same totals."""
+    from cvxdp.privacy.accounting import ledger_from_dict
+
+    old = {"format": "cvxdp-gamma-ledger/1", "target_delta": 1e-6, "bound": "(32)",
+           "notes": [{"reason": "a note", "voids": False}],
+           "agents": {"a": [[t, 0.1 if t % 2 else 0.0] for t in range(1, 41)],
+                      "b": [[t, 0.2 if t % 2 else 0.0] for t in range(1, 41)]}}
+    ledger = ledger_from_dict(old)
     summary = ledger.summary()
 
     assert ledger.spent("b", "basic") == (pytest.approx(4.0), 0.0)
     assert ledger.steps("a") == 20 and ledger.free_steps("a") == 20
-    assert summary["worst"]["agent"] == "b" and summary["paper_bound"] == pytest.approx(4.0)
+    assert summary["worst"]["agent"] == "b" and summary["worst"]["basic"][0] == pytest.approx(4.0)
     assert summary["worst"]["pld"] <= summary["worst"]["rdp"] <= 4.0 + 1e-12  # both tighter than basic here
     assert summary["worst"]["pld"] < 4.0
-    assert GammaLedger.from_dict(ledger.to_dict()) == ledger
-    assert GammaLedger.from_dict(summary) == ledger
-    assert ledger.would_exceed("b", 0.2, (4.1, 0.0)) and not ledger.would_exceed("a", 0.2, (4.1, 0.0))
+    assert summary["notes"] == [{"reason": "a note", "voids": False}]
+    assert ledger_from_dict(ledger.to_dict()) == ledger
+    assert ledger.would_exceed("b", cvxdp.privacy.accounting.pure_epsilon_event(0.2), 1, (4.1, 0.0), "basic")
+    assert not ledger.would_exceed("a", cvxdp.privacy.accounting.pure_epsilon_event(0.2), 1, (4.1, 0.0), "basic")
 
 
 def test_erm_constants_are_required_for_private_runs():
@@ -189,7 +190,7 @@ def test_the_audited_release_is_what_solve_computes():
     """The audit's closed form is the first PP update of cvxdp.solve (same noise draw, linear loss)."""
     import cvxpy as cp
 
-    from cvxdp.families.graph.local import SmoothObjective
+    from cvxdp import SmoothObjective
     from cvxdp.families.graph.mechanism import attach_erm_constants
 
     C_, B_, reg, eta, alpha, d = 1.0, 5, 0.1, 0.5, 2.0, 3

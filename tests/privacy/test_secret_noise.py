@@ -98,7 +98,7 @@ def test_unseeded_run_resumes_bit_identically_and_keeps_its_entropy_private(tmp_
 
 def test_graph_and_sharing_loops_default_to_secret_noise():
     data = [np.array([0.5, -0.2]), np.array([0.1, 0.3]), np.array([-0.4, 0.2])]
-    from cvxdp.families.graph.local import SmoothObjective
+    from cvxdp import SmoothObjective
     from cvxdp.families.graph.mechanism import ERMConstants, attach_erm_constants
 
     agents = []

@@ -1,10 +1,12 @@
-"""The agent side of a run: private data, compiled subproblem, random generator and local copies.
+"""The party side of a consensus run (LinearizedADMM, ADMM): private data, compiled subproblem, generator, copies.
 
-A worker lives inside a backend (in-process for the serial backend, a remote actor for Ray). Its ``step``
-returns a :class:`~cvxdp.run.protocol.Release` holding the shared block ``E_p z_p`` only; values computed on
-the agent's private data (objective, constraint violation, the actual noise norms, solver names, timings and
-fallbacks) come only from :meth:`AgentWorker.evaluate` (:class:`~cvxdp.run.protocol.Evaluation`), which the loop
-calls only when evaluation is on.
+A :class:`ConsensusNode` lives where its party runs (in-process for the serial backend, a Ray actor, or the
+party's own machine). Its ``step`` returns a :class:`~cvxdp.model.node.Release` holding the shared block
+``E_p z_p`` only (and exact ADMM's one polish bit); values computed on the agent's private data (objective,
+constraint violation, the actual noise norms, solver names, timings and fallbacks) come only from
+:meth:`ConsensusNode.evaluate` (:class:`~cvxdp.model.node.Evaluation`), which the loop calls only when evaluation
+is on. It imports the party's side of cvxdp only (:mod:`cvxdp.model`, :mod:`cvxdp.privacy`, its family's
+parameters and update math), never coordinator code.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import numpy as np
 
 from ...model.agent import Agent
 from ...model.compiled import set_verdict
+from ...model.curvature import lipschitz_constants
 from ...model.evaluation import compiled_metrics
 from ...model.local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
-from ...run.protocol import Evaluation, Release
+from ...model.node import Evaluation, Node, Release
 from .ladmm import linearized_updates
 from .updates import Algorithm, dual_update
 
@@ -41,20 +44,27 @@ class RoundMessage:
     keep_polish: bool = False
 
 
-@dataclass(frozen=True)
-class WorkerInfo:
-    name: str
-    size: int
-    shared_size: int
-    is_box: bool
+class ConsensusNode(Node):
+    """Holds one agent's state and runs its local step; see :class:`RoundMessage` and the module docstring.
 
-
-class AgentWorker:
-    """Holds one agent's state and runs its local step; see :class:`RoundMessage` and the module docstring."""
+    Parameters
+    ----------
+    agent : cvxdp.Agent
+    algorithm : LinearizedADMM or ADMM
+    seed : numpy.random.SeedSequence
+        The node's own entropy (its generator is never reseeded).
+    solvers : tuple of str
+        The local solver chain.
+    private : bool
+        Whether the run is private (curvature from declared bounds only).
+    curvature : bool
+        Whether to determine ``L_p`` before round 1 (:func:`cvxdp.families.consensus.step_sizes.needs_curvature`).
+    """
 
     def __init__(self, agent: Agent, algorithm: Algorithm, seed: np.random.SeedSequence,
-                 solvers: tuple[str, ...] = DEFAULT_SOLVERS) -> None:
+                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, private: bool = False, curvature: bool = False) -> None:
         self.agent = agent
+        self.name = agent.name
         self.algorithm = algorithm
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
@@ -76,25 +86,19 @@ class AgentWorker:
             self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
         self.lam = np.zeros(self.sidx.size)
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
-        self.z_start = self.z.copy()  # issue 12: where L_p is estimated (the same point when a run resumes)
+        # L_p for eta: the declared public bound (private runs), or the smaller of it and an estimate at the start
+        self.curvature = lipschitz_constants([agent], [self.z.copy()], private=private)[0] if curvature else None
         # consensus polishing (exact ADMM): this round's polished point and the last one every agent completed
         # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
         self.pending: tuple[int, np.ndarray | None] | None = None
         self.kept: tuple[int, np.ndarray] | None = None
 
-    def info(self) -> WorkerInfo:
-        return WorkerInfo(self.agent.name, self.agent.layout.size, int(self.sidx.size), self.projection.is_box)
-
-    def lipschitz(self, private: bool) -> tuple[float | None, str, bool]:
-        """``(L_p, source, quadratic)`` for eta (issue 12, :class:`cvxdp.families.consensus.step_sizes.Curvature`): the declared
-        public bound, or in a non-private run the smaller of it and an estimate at the starting point (computed
-        here, where the data are), and whether the objective is quadratic (its structure, not its data)."""
-        from .step_sizes import lipschitz_constants
-
-        return tuple(lipschitz_constants([self.agent], [self.z_start], private=private, need=False)[0])
-
-    def shared(self) -> np.ndarray:
-        return self.z[self.sidx].copy()
+    def declare(self) -> dict:
+        """Public: the local size, the shared size, whether the set is a box, the curvature bound ``L_p`` (a
+        :class:`~cvxdp.model.curvature.Curvature` or None) and the initial copy ``E_p z_p`` (the agent's public
+        ``initial``, or the projection of 0 onto its feasible set, treated as public)."""
+        return {"name": self.name, "size": self.agent.layout.size, "shared_size": int(self.sidx.size),
+                "is_box": self.projection.is_box, "curvature": self.curvature, "shared": self.z[self.sidx].copy()}
 
     def step(self, msg: RoundMessage) -> Release:
         start = time.perf_counter()

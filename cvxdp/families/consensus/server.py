@@ -1,7 +1,7 @@
 """The consensus family (SPEC §2): LinearizedADMM and ADMM over agents with shared blocks.
 
-Server: ``w = global_update(E z, lambda)`` and ``lambda_p += rho (B_p w - E_p z_p)``; nodes
-(:class:`cvxdp.families.consensus.node.AgentWorker`) run the J local updates and release ``E_p z_p`` only.
+The coordinator: ``w = global_update(E z, lambda)`` and ``lambda_p += rho (B_p w - E_p z_p)``; the nodes
+(:class:`cvxdp.families.consensus.node.ConsensusNode`) run the J local updates and release ``E_p z_p`` only.
 """
 
 from __future__ import annotations
@@ -12,31 +12,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ...errors import CvxdpError, DeclarationError, InvalidParameterError
 from ...model.agent import check_agents
+from ...model.node import Evaluation, Release
 from ...params import check_float, fail
+from ...privacy.notes import PAPER_PRESET
 from ...run.backends import Backend, NodeSpec
-from ...run.protocol import Evaluation, Family, Release, RoundPlan
+from ...run.family import Charge, Family, RoundPlan
+from .node import ConsensusNode, RoundMessage
 from .noise_eta import NoiseEta, release_noise_std
-from .step_sizes import EtaPlan, auto_rho_start, diagnose, next_rho
+from .step_sizes import EtaPlan, auto_rho_start, diagnose, needs_curvature, next_rho
 from .updates import dual_update, global_update
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
                    "noise_magnitude", "rho", "eta", "solver_time", "fallbacks", "wall_time"]
-
-
-def with_final_pld(history: pd.DataFrame, privacy: dict | None) -> pd.DataFrame:
-    """Add the ``eps_pld`` column: the worst agent's PLD total in the last row (PLD is computed once, at the
-    end, as it costs tens of ms per round); NaN in earlier rows (eps_basic / eps_rdp track every round)."""
-    pld = ((privacy or {}).get("worst") or {}).get("pld")
-    history = history.copy()
-    history["eps_pld"] = np.nan
-    if len(history) and pld is not None:
-        history.loc[history.index[-1], "eps_pld"] = float(pld)
-    return history
 
 
 def _check_privacy(privacy: Any, algorithm: Any) -> None:
@@ -180,11 +171,9 @@ class ConsensusFamily(Family):
             else check_float(self.target_delta, "target_delta", "solve", 0.0, 1.0)
         if hasattr(algorithm, "bind_epsilon"):  # the authors' eta schedule reads epsilon from the mechanism
             algorithm.bind_epsilon(getattr(privacy, "epsilon", None))
-        self.infos: list[Any] = []
-
-    @property
-    def rounds(self) -> int:
-        return self.algorithm.rounds
+        if privacy is not None and privacy.sensitivity == "paper":
+            self.notes.append((PAPER_PRESET, True, True))
+        self.infos: list[dict[str, Any]] = []
 
     def config(self) -> dict[str, Any]:
         out = {"target_delta": self.target_delta, "shared_sizes": self.sizes}
@@ -197,23 +186,24 @@ class ConsensusFamily(Family):
         """rho of every global coordinate: the scalar, or ``rho * weights`` with declared ``rho_scale``."""
         return rho if state.weights is None else rho * state.weights
 
-    def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
-        from .node import AgentWorker
-
+    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
+        private = self.privacy is not None
+        curvature = needs_curvature(self.algorithm, private)
         # work: the agent's number of variables (a shape, public), for backends that balance nodes per worker
-        return [NodeSpec(a.name, AgentWorker, (a, self.algorithm, s, self.solvers), work=float(a.layout.size))
-                for a, s in zip(self.agents, seeds)]
+        return [NodeSpec(a.name, ConsensusNode, (a, self.algorithm, s, self.solvers, private, curvature),
+                         work=float(a.layout.size)) for a, s in zip(self.agents, seeds)]
 
-    def start(self, backend: Backend) -> ConsensusState:
-        self.infos = backend.call("info")
+    def start(self, declarations: Sequence[Mapping[str, Any]]) -> ConsensusState:
+        self.infos = list(declarations)
         # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.families.consensus.step_sizes)
-        self.eta_plan = EtaPlan.start(self.algorithm, self.agents, backend, private=self.privacy is not None)
+        self.eta_plan = EtaPlan.start(self.algorithm, self.names, [d["curvature"] for d in declarations],
+                                      private=self.privacy is not None)
         # rho="auto" of LinearizedADMM starts at the agents' curvature scale when that is below 1 (public in a
         # private run: the eta plan reads declared bounds only)
         self.rho_schedule = (auto_rho_start(self.algorithm.rho_schedule, self.eta_plan)
                              if self.algorithm.name == "ladmm" and self.algorithm.rho_is_auto
                              else self.algorithm.rho_schedule)
-        return ConsensusState(ez=backend.call("shared"), lam=[np.zeros(len(g)) for g in self.gidx],
+        return ConsensusState(ez=[d["shared"] for d in declarations], lam=[np.zeros(len(g)) for g in self.gidx],
                               weights=None if self.weights is None else self.weights.copy(),
                               noise_eta=NoiseEta.start(len(self.agents)) if self._grows_eta() else None)
 
@@ -228,16 +218,8 @@ class ConsensusFamily(Family):
         noise_eta = getattr(state, "noise_eta", None)
         return etas if noise_eta is None else [e * float(m) for e, m in zip(etas, noise_eta.scale)]
 
-    def notes(self, ledger: Any, backend: Backend) -> None:
-        if self.privacy is not None and self.privacy.sensitivity == "paper":
-            from ...privacy.notes import PAPER_PRESET
-
-            ledger.note(PAPER_PRESET)
-
     # ---------------------------------------------------------------- one round
     def plan(self, t: int, state: ConsensusState) -> RoundPlan:
-        from .node import RoundMessage
-
         alg, privacy = self.algorithm, self.privacy
         rho = next_rho(self.rho_schedule, t, state, self.gidx)  # rho="auto": relative released residuals
         etas = self.etas(t, state)  # one eta per agent
@@ -248,8 +230,8 @@ class ConsensusFamily(Family):
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
             for p, (agent, info) in enumerate(zip(self.agents, self.infos)):
-                min_c = etas[p] if info.size > info.shared_size else etas[p] + rho
-                plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info.is_box, steps=self.steps,
+                min_c = etas[p] if info["size"] > info["shared_size"] else etas[p] + rho
+                plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info["is_box"], steps=self.steps,
                                               accountant=self.accountant)
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
@@ -262,25 +244,19 @@ class ConsensusFamily(Family):
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
                                  polish=None if mean is None else mean[g], keep_polish=keep)
                     for bw, r, plan, e, g in zip(targets, rhos, plans, etas, self.gidx)]
-        return RoundPlan(messages=messages, charges=plans, released=released, context=(w, targets, rhos, mean))
+        charges = [None if plan is None else Charge(plan.dp_event(), (plan.epsilon, plan.delta), self.J)
+                   for plan in plans]
+        return RoundPlan(messages=messages, charges=charges, released=released,
+                         context=(w, targets, rhos, mean, plans))
 
     def _polishes(self) -> bool:
         """Exact ADMM with ``polish=True``: a round polishes the copies released in the round before (in the
         rounds :meth:`cvxdp.ADMM.polish_gap` leaves after failed attempts)."""
         return bool(getattr(self.algorithm, "polish", False))
 
-    def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
-        return any(ledger.would_exceed(n, c, count=self.J, budget=self.budget, accountant=self.accountant)
-                   for n, c in zip(self.names, plan.charges) if c is not None)
-
-    def record(self, ledger: Any, t: int, plan: RoundPlan) -> None:
-        for n, c in zip(self.names, plan.charges):
-            if c is not None:
-                ledger.record(n, c, count=self.J)
-
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        (w, targets, rhos, mean), rho = plan.context, plan.released["rho"]
+        (w, targets, rhos, mean, noise_plans), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
             r = w[self.gidx[p]] - rel["ez"]
@@ -291,7 +267,7 @@ class ConsensusFamily(Family):
         if getattr(state, "noise_eta", None) is not None:  # released copies and public noise scales only
             privacy = self.privacy
             stds = [release_noise_std(c.scale, privacy.noise, privacy.placement, m.eta + float(np.mean(r)))
-                    for c, m, r in zip(plan.charges, plan.messages, rhos)]
+                    for c, m, r in zip(noise_plans, plan.messages, rhos)]
             state.noise_eta.observe(state.ez, [rel["ez"] for rel in releases], stds,
                                     remaining=self.algorithm.rounds - t, growth=self.algorithm.auto_eta.noise_growth)
         state.ez = [rel["ez"] for rel in releases]
@@ -317,11 +293,7 @@ class ConsensusFamily(Family):
             row["polished"] = math.nan  # not attempted this round
         return row, agent_rows
 
-    def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
-        # privacy spent so far, worst agent; PLD only at the end (it costs ~10 ms)
-        return {f"eps_{acc}": max(ledger.spent(n, acc)[0] for n in self.names) for acc in ("basic", "rdp")}
-
-    def evaluation_row(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def evaluate(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         norms = [x for ev in evaluations for x in ev.lists["noise_norms"]]
         row = {"objective": sum(ev.values["objective"] for ev in evaluations),
                "max_violation": max(ev.values["violation"] for ev in evaluations),
@@ -349,33 +321,28 @@ class ConsensusFamily(Family):
                 and state.primal <= alg.tol_primal and state.dual <= alg.tol_dual)
 
     # ---------------------------------------------------------------- the end
-    def solution(self, state: ConsensusState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def solution(self, state: ConsensusState) -> dict[str, np.ndarray]:
         rho = state.rho_prev if state.rho_prev is not None else self.rho_schedule(1)
         w = global_update(state.ez, state.lam, self.gidx, self.n_global, self.penalty(rho, state))
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
 
-    def collect(self, state: ConsensusState, backend: Backend) -> dict[str, Any]:
+    def _polished(self, state: ConsensusState, backend: Backend) -> dict[str, Any] | None:
         """Exact ADMM's polished point (:attr:`cvxdp.Result.polished`): the round, the mean of the copies the
         agents fixed their shared blocks to (public) and their polished local solutions (private)."""
         polished = getattr(state, "polished", None)
         if polished is None:
-            return {}
+            return None
         t, mean = polished
-        answers = backend.call("polished", [(bool(state.polish_complete),) for _ in self.names])
+        answers = backend.call(ConsensusNode.polished, [(bool(state.polish_complete),) for _ in self.names])
         if any(a is None or a[0] != t for a in answers):  # the nodes must hold the round the server recorded
             raise CvxdpError(f"The agents' polished solutions do not belong to round {t}: "
                              f"{[None if a is None else a[0] for a in answers]}.")
-        return {"polished": {"round": t, "solution": {k: mean[self.offsets[k]:self.offsets[k] + self.sizes[k]].copy()
-                                                      for k in self.keys},
-                             "local": {n: a[1] for n, a in zip(self.names, answers)}}}
+        return {"round": t, "solution": {k: mean[self.offsets[k]:self.offsets[k] + self.sizes[k]].copy()
+                                         for k in self.keys},
+                "local": {n: a[1] for n, a in zip(self.names, answers)}}
 
-    def summary(self, ledger: Any) -> dict[str, Any]:
-        return ledger.summary()
-
-    def finish_history(self, history: pd.DataFrame, summary: Mapping[str, Any]) -> pd.DataFrame:
-        return with_final_pld(history, dict(summary))
-
-    def finish(self, result: Any, state: ConsensusState) -> Any:
+    def finish(self, result: Any, state: ConsensusState, backend: Backend) -> None:
+        result.polished = self._polished(state, backend)
         if state.weights is not None:  # the per-block penalty weights the run ended with
             result.config["rho_blocks"] = {f"{v:g}": float(state.weights[self.weights == v][0])
                                            for v in np.unique(self.weights)}
@@ -392,4 +359,3 @@ class ConsensusFamily(Family):
         diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm.name,
                  etas=self.etas(self.algorithm.rounds, state), constants=self.eta_plan.constants,
                  private=self.privacy is not None, stacklevel=5)
-        return result

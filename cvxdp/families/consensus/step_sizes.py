@@ -1,12 +1,9 @@
 """Step sizes the engine chooses (issue 12 item 1): per-agent eta, and run diagnostics for rho/eta.
 
-* :func:`lipschitz_constants` — each agent's gradient Lipschitz constant ``L_p``. In a private run only a
-  public, declared bound is used (``Agent(..., lipschitz=L)``): nothing computed from private data may steer
-  a private run. A non-private run estimates ``L_p`` from the data by power iteration on gradient differences
-  (exact for quadratic objectives; the local curvature at the starting point otherwise) and takes the smaller
-  of the estimate and the declared bound: a declared bound holds for every neighbouring data set and is often
-  far above this data's curvature (the logistic template's ``C^2/2`` is 170-800x the curvature of digits' and
-  FEMNIST's agents at the start), which made the linearized step 100x too short.
+* Each agent's gradient Lipschitz constant ``L_p`` comes from its node (:mod:`cvxdp.model.curvature`): the declared
+  public bound in a private run, the smaller of it and an estimate from the data in a non-private run (a declared
+  bound holds for every neighbouring data set and is often far above this data's curvature: the logistic
+  template's ``C^2/2`` is 170-800x the curvature of digits' and FEMNIST's agents at the start).
 * :func:`auto_rho_start` — where LinearizedADMM's ``rho="auto"`` starts: its rule only raises rho, so it starts
   at the agents' curvature scale (the largest ``L_p``) when that is below 1.
 * :func:`auto_etas` — ``eta_p = factor * L_p``, floored so that an affine objective still gets a positive weight.
@@ -27,13 +24,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ...errors import DeclarationError, StepSizeWarning
+from ...model.curvature import Curvature
 
 #: eta_p = ETA_FACTOR * L_p for a general objective (the majorization condition eta_p >= L_p)
 ETA_FACTOR = 1.0
@@ -43,144 +40,6 @@ ETA_FACTOR_QUADRATIC = 0.55
 #: smallest automatic eta, relative to the agents' curvature scale ``min(1, max_p L_p)`` (an affine objective has
 #: ``L_p = 0`` and still needs a positive weight; 1e-3 absolute when every agent is affine)
 ETA_FLOOR = 1e-3
-
-
-class Curvature(NamedTuple):
-    """An agent's curvature bound for eta: ``value`` (``L_p``, None if unknown), where it came from
-    (``"declared"``, ``"estimated"`` or ``"unknown"``) and whether the objective is quadratic."""
-
-    value: float | None
-    source: str
-    quadratic: bool = False
-
-    @property
-    def needed(self) -> float | None:
-        """The smallest eta the convergence theory covers: ``L_p / 2`` (exclusive) for a quadratic objective,
-        ``L_p`` otherwise."""
-        if self.value is None or not math.isfinite(self.value):
-            return None
-        return self.value / 2 if self.quadratic else self.value
-
-    def covers(self, eta: float) -> bool | None:
-        """Whether ``eta`` meets :attr:`needed` (strictly above ``L_p / 2`` for a quadratic objective, at least
-        ``L_p`` otherwise); None when ``L_p`` is unknown."""
-        needed = self.needed
-        if needed is None:
-            return None
-        return eta > needed * (1 + 1e-9) if self.quadratic else eta >= needed * (1 - 1e-9)
-
-
-#: CVXPY atoms of degree two with a constant Hessian when their arguments are affine (and the second argument of
-#: quad_over_lin / quad_form is constant); power only with p = 2
-_QUADRATIC_ATOMS = ("quad_over_lin", "QuadForm")
-_POWER_ATOMS = ("Power", "PowerApprox")
-
-
-def has_constant_hessian(expr) -> bool:
-    """Whether a CVXPY expression is a polynomial of degree at most two in its variables (its Hessian does not
-    depend on the point): affine atoms over such expressions, and ``sum_squares``/``square``/``power(., 2)``/
-    ``quad_form``/``quad_over_lin`` with a constant denominator over affine arguments.
-
-    Structural: it reads the expression tree, not the parameters' values. CVXPY's own ``is_quadratic()`` also
-    accepts piecewise atoms such as ``huber``, whose curvature vanishes where they are linear, so it is not used.
-    """
-    from cvxpy.atoms.affine.affine_atom import AffAtom
-    from cvxpy.expressions.leaf import Leaf
-
-    def degree2(e) -> bool:
-        if isinstance(e, Leaf) or e.is_constant():
-            return True
-        if isinstance(e, AffAtom):  # a sum, a scaling, an index, ... of degree-2 terms
-            return all(degree2(a) for a in e.args)
-        name = type(e).__name__
-        if name in _POWER_ATOMS:
-            p = getattr(e, "p", None)
-            p = getattr(p, "value", p)
-            return p is not None and float(p) in (1.0, 2.0) and e.args[0].is_affine()
-        return name in _QUADRATIC_ATOMS and e.args[0].is_affine() and all(a.is_constant() for a in e.args[1:])
-
-    try:
-        return bool(expr.is_convex()) and degree2(expr)
-    except Exception:  # an expression CVXPY cannot classify: treat it as general (the safe side)
-        return False
-
-
-def estimate_lipschitz(grad: Callable[[np.ndarray], np.ndarray], u0: np.ndarray, *, iterations: int = 50,
-                       rtol: float = 1e-6) -> float:
-    """Largest curvature of ``grad`` at ``u0`` by power iteration on gradient differences.
-
-    ``d -> (grad(u0 + h d) - grad(u0)) / h`` is the Hessian-vector product for a quadratic objective (exact for
-    any ``h``) and its finite-difference approximation otherwise. The start direction is fixed (deterministic).
-    Returns a non-negative float (``inf`` when the differences are not finite).
-    """
-    u0 = np.asarray(u0, dtype=float)
-    n = u0.size
-    if n == 0:
-        return 0.0
-    g0 = np.asarray(grad(u0), dtype=float)
-    h = 1e-4 * (1.0 + float(np.linalg.norm(u0)) / math.sqrt(n))
-    d = 1.0 + 0.5 * np.cos(np.arange(n) * 1.7)  # fixed, non-degenerate start direction
-    d /= np.linalg.norm(d)
-    est = 0.0
-    for _ in range(iterations):
-        hd = (np.asarray(grad(u0 + h * d), dtype=float) - g0) / h
-        if not np.all(np.isfinite(hd)):
-            return math.inf
-        norm = float(np.linalg.norm(hd))
-        if norm == 0.0:
-            return 0.0
-        converged = abs(norm - est) <= rtol * norm
-        est, d = norm, hd / norm
-        if converged:
-            break
-    return est
-
-
-def declared_lipschitz(agent) -> float | None:
-    """The agent's declared public bound (``Agent(lipschitz=...)``), or None."""
-    value = getattr(agent, "lipschitz", None)
-    return None if value is None else float(value)
-
-
-def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, private: bool,
-                        need: bool = True) -> list[Curvature]:
-    """A :class:`Curvature` per agent: ``L_p``, its source (``"declared"``, ``"estimated"`` or ``"unknown"``) and
-    whether the objective is quadratic (:func:`has_constant_hessian`, structural).
-
-    ``private=True`` uses declared bounds only; with ``need=True`` a missing one raises a
-    :class:`~cvxdp.errors.DeclarationError` naming the agent and what to do. A non-private run estimates ``L_p``
-    at ``starts`` (:func:`estimate_lipschitz`) and takes the smaller of the estimate and a declared bound (the
-    source says which one was used): the declared bound is a worst case over neighbouring data sets, the
-    estimate this data's curvature.
-    """
-    out: list[Curvature] = []
-    for agent, u0 in zip(agents, starts):
-        declared = declared_lipschitz(agent)
-        quadratic = has_constant_hessian(agent.objective)
-        if private:
-            if declared is not None:
-                out.append(Curvature(declared, "declared", quadratic))
-                continue
-            if need:
-                raise DeclarationError(
-                    f"Agent {agent.name!r}: a private run with LinearizedADMM(eta='auto') needs a public bound on "
-                    "the Lipschitz constant of the objective's gradient: declare Agent(..., lipschitz=L) (a value "
-                    "that holds for every neighbouring data set), or give eta explicitly (e.g. eta=10.0). It is "
-                    "not estimated from the data, since that would steer a private run with unaccounted "
-                    "information.")
-            out.append(Curvature(None, "unknown", quadratic))
-            continue
-        try:
-            estimate = estimate_lipschitz(lambda u, a=agent: a.grad(u), u0)
-        except DeclarationError as exc:  # a non-finite gradient: say when it happened
-            raise DeclarationError(f"{exc} This happened while estimating the Lipschitz constant of its gradient "
-                                   "for eta, before round 1 (give eta explicitly and declare Agent(lipschitz=...) "
-                                   "to skip the estimate).") from None
-        if declared is not None and declared <= estimate:
-            out.append(Curvature(declared, "declared", quadratic))
-        else:
-            out.append(Curvature(estimate, "estimated", quadratic))
-    return out
 
 
 def eta_factor(curvature: Curvature, factor: float | None = None, *, private: bool = False) -> float:
@@ -233,6 +92,16 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Cur
             stacklevel=6)  # <- EtaPlan.start <- family.start <- run_loop <- solve <- caller
 
 
+def needs_curvature(algorithm, private: bool) -> bool:
+    """Whether the nodes measure ``L_p`` before round 1: LinearizedADMM with ``eta="auto"``, or a non-private run
+    with a constant eta (checked against it). Never when eta is given otherwise: nothing to estimate for."""
+    from ...schedules import Constant
+
+    if algorithm.name != "ladmm":
+        return False
+    return algorithm.auto_eta is not None or (not private and isinstance(algorithm.eta_schedule, Constant))
+
+
 class EtaPlan:
     """The eta of every agent in every round, resolved once at the start of a run (engine hook)."""
 
@@ -243,29 +112,25 @@ class EtaPlan:
         self.fixed = auto_etas(constants, auto.factor, private=private) if auto is not None else None
 
     @classmethod
-    def start(cls, algorithm, agents: Sequence, backend, *, private: bool) -> EtaPlan:
+    def start(cls, algorithm, names: Sequence[str], curvatures: Sequence[Curvature | None], *,
+              private: bool) -> EtaPlan:
         """Resolve eta per agent (LinearizedADMM) and warn about an explicit eta below a known ``L_p``.
 
-        The constants come from each worker (``AgentWorker.lipschitz``: declared, or estimated where the data
-        live in a non-private run); a private run with ``eta="auto"`` and an undeclared bound is refused here.
+        ``curvatures`` come from the nodes' declarations (:func:`needs_curvature` says when they measure one:
+        declared, or estimated where the data live in a non-private run; a private run with ``eta="auto"`` and an
+        undeclared bound is refused by the node, naming the agent).
         """
-        names = [a.name for a in agents]
+        names = list(names)
         if algorithm.name != "ladmm":
             return cls(algorithm, names, None)
-        auto = algorithm.auto_eta is not None
-        if private and auto:  # fail fast, naming the agent (declared bounds only)
-            lipschitz_constants(agents, [np.zeros(0)] * len(agents), private=True)
-        if auto:
-            return cls(algorithm, names, [Curvature(*c) for c in backend.call("lipschitz", [(private,)] * len(agents))],
-                       private=private)
-        from ...schedules import Constant
-
+        if algorithm.auto_eta is not None:
+            return cls(algorithm, names, list(curvatures), private=private)
         plan = cls(algorithm, names, None)
-        if not private and isinstance(algorithm.eta_schedule, Constant):
+        if needs_curvature(algorithm, private):
             # an explicit eta is checked against the same L_p as eta="auto" would use: the smaller of the declared
             # bound and the curvature measured at the start (non-private runs only: a private run may not look at
             # its data; its residuals are still diagnosed at the end).
-            plan.constants = [Curvature(*c) for c in backend.call("lipschitz", [(False,)] * len(agents))]
+            plan.constants = list(curvatures)
             check_explicit_eta(names, float(algorithm.eta_schedule.value), plan.constants)
         return plan
 
@@ -378,6 +243,5 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     return out
 
 
-__all__ = ["Curvature", "ETA_FACTOR", "ETA_FACTOR_QUADRATIC", "EtaPlan", "ETA_FLOOR", "auto_etas", "check_explicit_eta",
-           "declared_lipschitz", "diagnose", "estimate_lipschitz", "eta_factor", "has_constant_hessian",
-           "lipschitz_constants"]
+__all__ = ["ETA_FACTOR", "ETA_FACTOR_QUADRATIC", "ETA_FLOOR", "EtaPlan", "auto_etas", "auto_rho_start",
+           "check_explicit_eta", "diagnose", "eta_factor", "needs_curvature", "next_rho"]

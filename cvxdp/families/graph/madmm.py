@@ -67,7 +67,7 @@ class GraphADMM(Algorithm):
         ``initial`` takes precedence. 0 starts from zero.
     local_solver : {"auto", "newton", "lbfgs", "cvxpy"}
         The exact primal update. "auto": damped Newton when the agent's gradient is a
-        :class:`cvxdp.families.graph.local.SmoothObjective` with a Hessian and there are no constraints, L-BFGS
+        :class:`cvxdp.SmoothObjective` with a Hessian and there are no constraints, L-BFGS
         when it has a gradient and no constraints, else the compiled CVXPY problem (DPP: only the penalty's
         square root and the linear term change).
     tol : float, optional

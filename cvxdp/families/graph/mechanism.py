@@ -37,21 +37,22 @@ is kept for saved results.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...errors import DeclarationError, InvalidParameterError
 from ...params import check_float, check_int, fail
-from ...privacy.accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_event
-from ...privacy.notes import GuaranteeNotes
+from ...privacy.accounting import PureEpsilonDpEvent, pure_epsilon_event
+from .topology import check_graph
 
 __all__ = [
-    "ERMConstants", "GammaLedger", "PenaltyPerturbation", "alpha_for_bound", "attach_erm_constants",
+    "ERMConstants", "PenaltyPerturbation", "alpha_for_bound", "attach_erm_constants",
     "bound_26", "bound_32", "check_bound_condition", "erm_constants", "gamma_norm_logpdf", "gamma_step_event",
-    "gamma_summary",
+
     "madmm_step_epsilon", "mradmm_step_epsilon", "privacy_curve_26", "privacy_curve_32",
     "sample_gamma_norm",
 ]
@@ -374,217 +375,17 @@ GAMMA_ACCOUNTANTS = {
 }
 
 
-def gamma_summary(ledger: PrivacyLedger, *, bound: str, pld: bool = True) -> dict[str, Any]:
-    """The privacy summary of a Gamma-norm graph run from its :class:`PrivacyLedger`.
-
-    Same keys as :meth:`GammaLedger.summary`: ``{"per_agent": {node: {"basic": [eps, delta], "rdp": eps,
-    "pld": eps, "steps": n, "free_steps": m, "paper_bound": eps}}, "worst": {..., "agent": node},
-    "target_delta", "mechanism": "gamma-norm", "bound", "paper_bound", "accountants", "ledger"`` (the
-    ledger's :meth:`~PrivacyLedger.to_dict`) and the guarantee notes. "pld" is None when ``pld=False``;
-    infinite epsilons are None.
-    """
-    if not isinstance(ledger, PrivacyLedger):
-        raise fail("ledger", "gamma_summary", "a cvxdp.PrivacyLedger", type(ledger).__name__)
-    full = ledger.summary(pld=pld)
-    per_agent: dict[str, dict[str, Any]] = {}
-    for name, row in full["per_agent"].items():
-        per_agent[name] = {**row, "free_steps": ledger.free_steps(name), "paper_bound": row["basic"][0]}
-    worst_agent = max(per_agent, key=lambda n: math.inf if per_agent[n]["basic"][0] is None
-                      else per_agent[n]["basic"][0])
-    worst = {**full["worst"], "free_steps": max(v["free_steps"] for v in per_agent.values()),
-             "paper_bound": per_agent[worst_agent]["basic"][0], "agent": worst_agent}
-    notes = {k: v for k, v in full.items() if k not in ("per_agent", "worst", "target_delta")}
-    return {"per_agent": per_agent, "worst": worst, "target_delta": ledger.target_delta,
-            "mechanism": "gamma-norm", "bound": bound, "paper_bound": worst["paper_bound"],
-            "accountants": {k: v.format(bound=bound) for k, v in GAMMA_ACCOUNTANTS.items()},
-            "ledger": ledger.to_dict(), **notes}
-
-
-def _zcdp_epsilon(eps_steps: np.ndarray, delta: float) -> float:
-    """eps-DP => eps^2/2-zCDP (Bun & Steinke 2016, Prop. 3.3); rho-zCDP => (rho + 2 sqrt(rho ln 1/delta), delta)."""
-    basic = float(np.sum(eps_steps))
-    if delta <= 0.0 or eps_steps.size == 0:
-        return basic
-    rho = 0.5 * float(np.sum(eps_steps ** 2))
-    return min(basic, rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta)))
-
-
-#: Relative grid onto which per-step epsilons are rounded *up* before PLD composition (groups steps).
-PLD_GRID = 1e-3
-
-
-def _pld_epsilon(eps_steps: np.ndarray, delta: float) -> float:
-    """Epsilon at ``delta`` of the composition of pure eps_t-DP steps under dp-accounting's PLD.
-
-    Each step is dominated by randomized response with eps_t (``from_privacy_parameters``); steps are rounded
-    up onto a relative grid of ``PLD_GRID`` and grouped (conservative); pessimistic discretisation with an
-    interval of 1 % of the mean step, so the total rounding stays below 1 % of the basic total.
-    """
-    from dp_accounting.pld import common
-    from dp_accounting.pld import privacy_loss_distribution as pldm
-
-    steps = eps_steps[eps_steps > 0]
-    if steps.size == 0:
-        return 0.0
-    basic = float(steps.sum())
-    if delta <= 0.0:
-        return basic
-    grid = np.exp(np.ceil(np.log(steps) / math.log1p(PLD_GRID)) * math.log1p(PLD_GRID))
-    values, counts = np.unique(grid, return_counts=True)
-    interval = max(1e-6, 0.01 * basic / steps.size)
-    total = None
-    for value, count in zip(values, counts):
-        p = pldm.from_privacy_parameters(common.DifferentialPrivacyParameters(float(value), 0.0),
-                                         value_discretization_interval=interval)
-        if count > 1:
-            p = p.self_compose(int(count))
-        total = p if total is None else total.compose(p)
-    return min(basic, float(total.get_epsilon_for_delta(delta)))
-
-
-def inexact_solve_note(proxes: Sequence[Any]) -> str:
+def inexact_solve_note(solvers: Sequence[Mapping[str, Any]]) -> str:
     """The condition the papers' bounds (26)/(32) rest on, with the tolerance the run actually used.
 
     The bounds assume the **exact** minimiser of the perturbed primal problem (the noise is recovered from
     its optimality condition); cvxdp solves it to a tolerance (damped Newton / L-BFGS on the stationarity
     residual, or a conic solver's own tolerances), warm-started. The ledger's totals are conditional on it.
     """
-    parts = sorted({f"{p.method} (stationarity ||grad|| <= {p.tol:g} (1 + ||p||))" if p.method != "cvxpy"
-                    else "cvxpy (the conic solver's default tolerances)" for p in proxes})
+    parts = sorted({f"{p['method']} (stationarity ||grad|| <= {p['tol']:g} (1 + ||p||))" if p["method"] != "cvxpy"
+                    else "cvxpy (the conic solver's default tolerances)" for p in solvers})
     return ("penalty perturbation: the bound assumes the exact minimiser of the perturbed primal problem; "
             "the solver tolerance is " + "; ".join(parts))
-
-
-class GammaLedger(GuaranteeNotes):
-    """Per-node record of the pure-epsilon claims of a run with Gamma-norm noise (one entry per iteration).
-
-    ``record(node, t, eps)`` stores a perturbed iteration's claim (the summand of eq. 26 or 32);
-    ``record_free(node, t)`` a recycled iteration (no data touched, no privacy spent). A node's basic total is
-    the papers' bound for that node; the worst node's is the papers' beta.
-
-    Parameters
-    ----------
-    agent_names : iterable of str
-    target_delta : float
-        Delta at which the zCDP ("rdp") and PLD totals are reported, in [0, 1).
-    bound : str
-        Which of the papers' bounds the claims are the summands of ("(26)" or "(32)").
-    """
-
-    def __init__(self, agent_names: Iterable[str], *, target_delta: float, bound: str = "(26)") -> None:
-        names = list(agent_names)
-        if not names or len(set(names)) != len(names):
-            raise fail("agent_names", "GammaLedger", "a non-empty list of unique str", names)
-        self.target_delta = check_float(target_delta, "target_delta", "GammaLedger", 0.0, 1.0, "left")
-        self.bound = bound
-        self._steps: dict[str, list[tuple[int, float]]] = {n: [] for n in names}
-
-    def __repr__(self) -> str:
-        return f"GammaLedger(agents={list(self._steps)}, target_delta={self.target_delta!r}, bound={self.bound!r})"
-
-    @property
-    def agent_names(self) -> list[str]:
-        return list(self._steps)
-
-    def _name(self, agent: object) -> str:
-        name = getattr(agent, "name", agent)
-        if name not in self._steps:
-            raise fail("agent", "GammaLedger", "one of " + ", ".join(map(repr, self._steps)), name)
-        return name
-
-    def record(self, agent: object, t: int, epsilon: float) -> None:
-        """Record iteration ``t`` of ``agent`` as a pure ``epsilon``-DP step (epsilon > 0)."""
-        eps = check_float(epsilon, "epsilon", "GammaLedger.record", 0.0, math.inf)
-        self._steps[self._name(agent)].append((int(t), eps))
-
-    def record_free(self, agent: object, t: int) -> None:
-        """Record iteration ``t`` of ``agent`` as a recycled step: no data touched, epsilon 0."""
-        self._steps[self._name(agent)].append((int(t), 0.0))
-
-    def entries(self, agent: object) -> list[tuple[int, float]]:
-        """``(iteration, epsilon)`` of every recorded iteration of ``agent``."""
-        return list(self._steps[self._name(agent)])
-
-    def epsilons(self, agent: object) -> np.ndarray:
-        return np.array([e for _, e in self._steps[self._name(agent)]], dtype=float)
-
-    def steps(self, agent: object) -> int:
-        """Number of private (perturbed) iterations of ``agent``."""
-        return int(np.count_nonzero(self.epsilons(agent)))
-
-    def free_steps(self, agent: object) -> int:
-        """Number of recycled iterations of ``agent`` (recorded with epsilon 0)."""
-        return int(np.sum(self.epsilons(agent) == 0.0))
-
-    def spent(self, agent: object, accountant: str = "basic") -> tuple[float, float]:
-        """``(epsilon, delta)`` spent by ``agent``: "basic" (the papers' sum), "rdp" (zCDP) or "pld"."""
-        from ...params import check_choice
-
-        check_choice(accountant, "accountant", "GammaLedger.spent", ("basic", "rdp", "pld"))
-        eps = self.epsilons(agent)
-        if accountant == "basic" or self.target_delta == 0.0:
-            return float(eps.sum()), 0.0
-        if accountant == "rdp":
-            return _zcdp_epsilon(eps[eps > 0], self.target_delta), self.target_delta
-        return _pld_epsilon(eps, self.target_delta), self.target_delta
-
-    def would_exceed(self, agent: object, epsilon: float, budget: tuple[float, float], rtol: float = 1e-9) -> bool:
-        """Whether one more step of ``epsilon`` takes ``agent``'s basic total past ``budget[0]``."""
-        return self.spent(agent, "basic")[0] + epsilon > budget[0] * (1.0 + rtol)
-
-    def summary(self, *, pld: bool = True) -> dict[str, Any]:
-        """Totals per node and for the worst node (the same shape as :meth:`PrivacyLedger.summary`).
-
-        ``{"per_agent": {node: {"basic": [eps, 0.0], "rdp": eps, "pld": eps, "steps": n, "free_steps": m}},
-        "worst": {..., "agent": node}, "target_delta": delta, "mechanism": "gamma-norm",
-        "paper_bound": beta, "bound": "(26)" | "(32)", "accountants": {...}}``. "rdp" is zCDP; "pld" is
-        None when ``pld=False``.
-        """
-        per_agent: dict[str, dict[str, Any]] = {}
-        for name in self._steps:
-            basic = self.spent(name, "basic")[0]
-            per_agent[name] = {"basic": [basic, 0.0], "rdp": self.spent(name, "rdp")[0],
-                               "pld": self.spent(name, "pld")[0] if pld else None,
-                               "steps": self.steps(name), "free_steps": self.free_steps(name),
-                               "paper_bound": basic}
-        worst_agent = max(per_agent, key=lambda n: per_agent[n]["basic"][0])
-        worst = {"basic": [max(v["basic"][0] for v in per_agent.values()), 0.0],
-                 "rdp": max(v["rdp"] for v in per_agent.values()),
-                 "pld": max(v["pld"] for v in per_agent.values()) if pld else None,
-                 "steps": max(v["steps"] for v in per_agent.values()),
-                 "free_steps": max(v["free_steps"] for v in per_agent.values()),
-                 "paper_bound": per_agent[worst_agent]["basic"][0], "agent": worst_agent}
-        return {"per_agent": per_agent, "worst": worst, "target_delta": self.target_delta,
-                "mechanism": "gamma-norm", "bound": self.bound, "paper_bound": worst["paper_bound"],
-                "accountants": {"basic": f"sum of the papers' per-iteration pure epsilons = bound {self.bound}",
-                                "rdp": "zCDP of pure eps-DP steps (eps^2/2 each), at target_delta",
-                                "pld": "dp-accounting PLD of pure eps-DP steps (randomized response), at target_delta"},
-                "ledger": self.to_dict(), **self.notes_summary()}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": "cvxdp-gamma-ledger/1", "target_delta": self.target_delta, "bound": self.bound,
-                "notes": self.notes,
-                "agents": {n: [[t, e] for t, e in steps] for n, steps in self._steps.items()}}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GammaLedger:
-        """Inverse of :meth:`to_dict` (also accepts a summary, which embeds it under "ledger")."""
-        d = d.get("ledger", d) if "agents" not in d else d
-        try:
-            ledger = cls(list(d["agents"]), target_delta=d["target_delta"], bound=d.get("bound", "(26)"))
-            for name, rows in d["agents"].items():
-                ledger._steps[name] = [(int(t), float(e)) for t, e in rows]
-            ledger._restore_notes(d)
-        except (KeyError, TypeError, ValueError) as err:
-            raise InvalidParameterError(f"GammaLedger.from_dict: malformed ledger dict ({err!r}).") from err
-        return ledger
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, GammaLedger):
-            return NotImplemented
-        return self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 def penalty_perturbation_from_table(table: Mapping[str, Any]) -> PenaltyPerturbation:
@@ -597,3 +398,57 @@ def penalty_perturbation_from_table(table: Mapping[str, Any]) -> PenaltyPerturba
         raise ConfigError(f"[privacy] with mechanism = \"gamma\" takes 'alpha' and 'growth'; unknown "
                           f"{', '.join(map(repr, unknown))}.")
     return PenaltyPerturbation(**params).validate()
+
+
+# --------------------------------------------------------------------------- schedules and claims of a run
+def check_penalty_perturbation(privacy: Any, owner: str) -> PenaltyPerturbation | None:
+    """``privacy`` validated: None or a :class:`PenaltyPerturbation` (the graph family's only mechanism)."""
+    if privacy is None:
+        return None
+    if not isinstance(privacy, PenaltyPerturbation):
+        raise fail("privacy", owner, "None or a cvxdp.PenaltyPerturbation (Gamma-norm noise; the Laplace/Gaussian "
+                   "mechanisms belong to LinearizedADMM)", type(privacy).__name__)
+    return privacy.validate()
+
+
+def penalty_schedule(algorithm: Any, names: Sequence[str]) -> Callable[[int], np.ndarray]:
+    """``t -> eta_i(t)`` per node: ``eta_i(1) q_i^(t-1)`` (M-ADMM) or ``eta_hat_i q_i^ceil(t/2)`` (MR-ADMM)."""
+    eta1, q = algorithm.penalties(names)
+    if algorithm.kind == "radmm":
+        return lambda t: eta1 * q ** ((t + 1) // 2)
+    return lambda t: eta1 * q ** (t - 1)
+
+
+def step_epsilons(erm: Sequence[Any], alpha: np.ndarray, eta: np.ndarray, V: np.ndarray,
+                   recycled: bool) -> np.ndarray:
+    """The per-node claims of one perturbed iteration: the summands of (26) or, for MR-ADMM, (32)."""
+    if recycled:
+        return np.array([mradmm_step_epsilon(c.C, c.c1, a, e, v, c.B, c.reg)
+                         for c, a, e, v in zip(erm, alpha, eta, V)])
+    return np.array([madmm_step_epsilon(c.C, c.c1, a, e, v, c.B) for c, a, e, v in zip(erm, alpha, eta, V)])
+
+
+def privacy_plan(algorithm: Any, agents: Sequence[Any], privacy: Any) -> pd.DataFrame:
+    """The per-iteration claims of a run, computed before running it (no data read, no noise drawn).
+
+    Returns a DataFrame indexed by iteration t = 1..T with one column per node (0 on recycled iterations);
+    ``plan.sum().max()`` is the papers' bound (26)/(32) of the run, ``plan.cumsum().max(axis=1)`` is P(t).
+    """
+    algorithm.validate()
+    privacy = check_penalty_perturbation(privacy, type(algorithm).__name__)
+    if privacy is None:
+        raise fail("privacy", "privacy_plan", "a cvxdp.PenaltyPerturbation", None)
+    names = [a.name for a in agents]
+    topo = check_graph(algorithm.build_graph(names), names, owner=f"{type(algorithm).__name__}'s graph")
+    erm = [erm_constants(a) for a in agents]
+    eta_of = penalty_schedule(algorithm, names)
+    recycled = algorithm.kind == "radmm"
+    alpha1 = privacy.alphas(names)
+    rows = []
+    for t in range(1, algorithm.rounds + 1):
+        if recycled and t % 2 == 0:
+            rows.append(np.zeros(len(names)))
+            continue
+        alpha = privacy.alpha_at(alpha1, (t + 1) // 2 if recycled else t)
+        rows.append(step_epsilons(erm, alpha, eta_of(t), topo.degrees, recycled))
+    return pd.DataFrame(rows, columns=names, index=pd.RangeIndex(1, algorithm.rounds + 1, name="round"))

@@ -1,1 +1,10 @@
-"""families.sharing."""
+"""The sharing family (SPEC §5): DP ADMM sharing over vertically partitioned features (Hu et al.).
+
+``params.py`` (ADMMSharing, SharingGaussian and the paper's sensitivity and composition), ``node.py`` (a party),
+``server.py`` (the centre).
+"""
+
+from .params import ADMMSharing, SharingGaussian
+from .server import SharingFamily
+
+__all__ = ["ADMMSharing", "SharingFamily", "SharingGaussian"]

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ...errors import CvxdpError, InvalidParameterError
+from ...errors import CvxdpError
+from ...model.vertical import check_labels
 from ...params import check_choice, check_float, check_int, deprecated_alias, fail
 from ..consensus.updates import Algorithm
 
@@ -124,45 +125,6 @@ def sharing_dual_update(y: np.ndarray, rho: float, v: np.ndarray, z: np.ndarray)
 
 
 # --------------------------------------------------------------------------- party update (6), closed form
-def ball_ridge_solve(eigvals: np.ndarray, eigvecs: np.ndarray, g: np.ndarray, lam: float, rho: float,
-                     bound: float | None, *, tol: float = 1e-13, max_iter: int = 100) -> np.ndarray:
-    """``argmin_{||x|| <= bound} lam/2 ||x||^2 + g^T x + rho/2 x^T G x`` with ``G = V diag(e) V^T``.
-
-    This is eq. (6) for ``R_m = ||x||^2 / 2`` and ``X_m`` an l2 ball (``g = D_m^T (y + rho s_m)``,
-    ``G = D_m^T D_m``): a trust-region subproblem. With ``h = lam + rho e`` and ``c = -V^T g`` the solution is
-    ``x(mu) = V (c / (h + mu))`` with ``mu = 0`` when that lies in the ball, else the root of the secular
-    equation ``1/||x(mu)|| = 1/bound`` (Newton, Moré & Sorensen 1983; monotone from the left).
-    """
-    c = -(eigvecs.T @ g)
-    h = lam + rho * np.maximum(eigvals, 0.0)
-    scale = max(float(np.max(h, initial=0.0)), 1e-300)
-    zero = h <= 1e-14 * scale
-    with np.errstate(divide="ignore", invalid="ignore"):
-        coef = np.where(zero, 0.0, c / np.where(zero, 1.0, h))
-    unbounded = bool(np.any(zero & (np.abs(c) > 1e-14 * (1.0 + np.max(np.abs(c), initial=0.0)))))
-    if bound is None:
-        if unbounded:
-            raise InvalidParameterError("The party's x-update is unbounded (lam = 0 and D_m^T D_m is singular "
-                                        "along the gradient); give the party a bound or use lam > 0.")
-        return eigvecs @ coef
-    if not unbounded and float(np.linalg.norm(coef)) <= bound:
-        return eigvecs @ coef
-    # secular equation phi(mu) = 1/||p(mu)|| - 1/bound = 0, phi increasing and concave in mu
-    mu = 0.0 if not unbounded else 1e-12 * scale
-    for _ in range(max_iter):
-        d = h + mu
-        p = c / d
-        norm = float(np.linalg.norm(p))
-        if abs(norm - bound) <= tol * bound:
-            break
-        dnorm = -float(np.sum(p * p / d)) / norm  # d||p||/dmu
-        mu_new = mu - (1.0 / norm - 1.0 / bound) / (-dnorm / norm ** 2)
-        mu = mu_new if mu_new > mu else mu * 2.0 + 1e-300
-    x = eigvecs @ (c / (h + mu))
-    nrm = float(np.linalg.norm(x))
-    return x * (bound / nrm) if nrm > bound else x
-
-
 # --------------------------------------------------------------------------- privacy math (Lemma 1, Thm 1, Cor 1)
 def lemma1_sensitivity(d_m: int, rho: float, lam: float, c1: float, b1: float, parties: int) -> float:
     """Lemma 1: ``C = 3 / (d_m rho) * [lam c1 + (1 + M rho) b1]``, the paper's l2 sensitivity of ``D_m x_m``.
@@ -462,22 +424,8 @@ class ADMMSharing(Algorithm):
         return f"ADMMSharing({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
-def check_labels(value: object, name: str, owner: str, loss: str) -> np.ndarray:
-    """A 1-D finite float array; for the logistic loss every entry must be -1 or +1."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise fail(name, owner, "a 1-D array of numbers", type(value).__name__) from None
-    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise fail(name, owner, "a non-empty 1-D array of finite numbers", f"an array of shape {arr.shape}")
-    if loss == "logistic" and not np.all(np.isin(arr, (-1.0, 1.0))):
-        bad = arr[~np.isin(arr, (-1.0, 1.0))][0]
-        raise fail(name, owner, "labels in {-1, +1} for the logistic loss", f"an array holding {bad!r}")
-    return arr
-
-
 __all__ = [
-    "ADMMSharing", "AssumptionViolation", "LOSSES", "SharingGaussian", "ball_ridge_solve", "check_labels", "corollary1", "log_loss",
+    "ADMMSharing", "AssumptionViolation", "LOSSES", "SharingGaussian", "corollary1", "log_loss",
     "lemma1_sensitivity", "loss_value", "sharing_dual_update", "theorem1_epsilon", "theorem1_sigma",
     "worst_case_sensitivity", "z_update", "z_update_logistic", "z_update_squared",
 ]

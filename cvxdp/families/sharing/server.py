@@ -1,9 +1,8 @@
-"""The sharing family (SPEC §5): DP ADMM sharing over vertically partitioned features (Hu et al.).
+"""The coordinator side of the sharing family (SPEC §5): the centre of DP ADMM sharing (Hu et al.).
 
-Party m (:class:`SharingNode`) holds its feature block ``D_m`` and its model ``x_m``; per epoch it pulls the
-centre's broadcast (``sum_k q_k - z`` and ``y``), runs the x-update (6) and releases
-``q_m = D_m x_m + N(0, sigma^2 I)`` — nothing else. The centre (the server state here: labels, z, y) runs the
-z-update (8) and the dual update (9) on the releases. Released metrics: consensus/primal residual
+Party m (:class:`cvxdp.families.sharing.node.SharingNode`) releases ``q_m = D_m x_m + N(0, sigma^2 I)`` and
+nothing else. The centre (the state here: labels, z, y) runs the z-update (8) and the dual update (9) on the
+releases; its public solution is the consensus prediction ``z`` (the parties' models stay with them). Released metrics: consensus/primal residual
 ``||sum_m q_m - z||``, dual residual ``rho ||z - z_prev||``, sigma, the centre's ``||y||``/``||z||`` and the
 Assumption 1.1 check, privacy spent. Non-private evaluation (party side, pooled): objective, train_loss,
 regularizer, max_violation, noise_magnitude, test loss/error, solver names/times/fallbacks.
@@ -11,8 +10,6 @@ regularizer, max_violation, noise_magnitude, test loss/error, solver names/times
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,88 +17,32 @@ from typing import Any
 import numpy as np
 
 from ...errors import InvalidParameterError
-from ...params import check_float
+from ...model.node import Evaluation, Release
+from ...model.vertical import RELATION, VerticalParty, check_labels, check_parties
+from ...params import check_float, fail
+from ...privacy.accounting import MIN_PLD_MULTIPLIER
+from ...privacy.checks import check_public_initial
+from ...privacy.mechanisms import OutputPerturbation
+from ...privacy.noise import NoisePlan
+from ...privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
 from ...run.backends import Backend, NodeSpec
-from ...run.protocol import Evaluation, Family, Release, RoundPlan
-from .params import AssumptionViolation, corollary1, log_loss, loss_value, sharing_dual_update, z_update
+from ...run.family import Charge, Family, RoundPlan
+from .node import SharingMessage, SharingNode
+from .params import (
+    ADMMSharing,
+    AssumptionViolation,
+    SharingGaussian,
+    corollary1,
+    log_loss,
+    loss_value,
+    sharing_dual_update,
+    z_update,
+)
 
 HISTORY_COLUMNS = ["round", "epoch", "objective", "train_loss", "regularizer", "consensus_residual",
                    "primal_residual", "dual_residual", "max_violation", "noise_magnitude", "sigma", "y_norm",
                    "z_norm", "assumption_ok", "solver_time", "fallbacks", "test_loss", "test_logloss", "test_error",
                    "wall_time"]
-
-
-@dataclass(frozen=True)
-class SharingMessage:
-    """Centre -> party in epoch t (Algorithm 1, line 12): ``sum_k q_k - z`` and ``y`` (the same for all)."""
-
-    round: int
-    residual: np.ndarray
-    y: np.ndarray
-
-
-class SharingNode:
-    """Party m's runtime: private data, model, cached own message, generator. Only :meth:`step` releases."""
-
-    def __init__(self, party: Any, rho: float, lam: float, solvers: tuple[str, ...], seed: np.random.SeedSequence,
-                 plan: Any) -> None:
-        from ...model.vertical import _LocalUpdate
-
-        self.party = party
-        self.D = party.data
-        self.rho = rho
-        self.update = _LocalUpdate(party, rho, lam, solvers)
-        self.rng = np.random.default_rng(seed)
-        self.plan = plan
-        self.x = np.zeros(party.n_features)
-        self.q = np.zeros(party.n_samples)  # the locally cached D_m x~_m (what this party last sent)
-        self.last: dict[str, Any] = {"noise_norm": 0.0, "solver_time": 0.0, "solver": "", "fallbacks": []}
-
-    def step(self, msg: SharingMessage) -> Release:
-        """Algorithm 1, lines 3-6: pull ``sum_k q_k - z`` and ``y``; release the one array this party pushes."""
-        s = msg.residual - self.q  # sum_{k != m} q_k - z  (subtract the locally cached own contribution)
-        g = self.D.T @ (msg.y + self.rho * s)
-        start = time.perf_counter()
-        self.x, solver, fallbacks = self.update.solve(g, msg.round)
-        seconds = time.perf_counter() - start
-        prediction = self.D @ self.x
-        if self.plan is not None:
-            q = self.plan.perturb(self.rng, prediction)
-            noise_norm = float(np.linalg.norm(q - prediction))
-        else:
-            q, noise_norm = prediction, 0.0
-        self.q = q
-        self.last = {"noise_norm": noise_norm, "solver_time": seconds, "solver": solver, "fallbacks": fallbacks}
-        return Release(self.party.name, msg.round, {"q": q.copy()})
-
-    def evaluate(self, round: int) -> Evaluation:
-        """Non-private evaluation on this party's data and model (never part of a release)."""
-        from ...model.evaluation import compiled_metrics  # no CVXPY tree walk per round
-
-        party, x = self.party, self.x
-        violation = compiled_metrics(party).violation(x) if not party.closed_form else \
-            max(float(np.linalg.norm(x)) - (party.bound or math.inf), 0.0)
-        arrays = {"prediction": self.D @ x}
-        if party.test_features is not None:
-            arrays["test_prediction"] = party.test_features @ x
-        return Evaluation(party.name, round,
-                          values={"regularizer": party.regularizer_value(x), "violation": violation,
-                                  "x_norm": float(np.linalg.norm(x)), "noise_norm": self.last["noise_norm"],
-                                  "solver_time": self.last["solver_time"]},
-                          lists={"fallbacks": tuple(self.last["fallbacks"])},
-                          labels={"solver": self.last["solver"]}, arrays=arrays)
-
-    def local(self) -> np.ndarray:
-        return self.x.copy()
-
-    def state(self) -> dict[str, Any]:
-        return {"x": self.x.copy(), "q": self.q.copy(), "rng": self.rng.bit_generator.state,
-                "last": dict(self.last)}
-
-    def restore(self, state: dict[str, Any]) -> None:
-        self.x, self.q = state["x"].copy(), state["q"].copy()
-        self.rng.bit_generator.state = state["rng"]
-        self.last = dict(state["last"])
 
 
 @dataclass
@@ -122,26 +63,21 @@ class SharingState:
 class SharingFamily(Family):
     """ADMM sharing on the round loop (see the module docstring)."""
 
-    history_order = tuple(HISTORY_COLUMNS[:-1])
+    history_order = (*HISTORY_COLUMNS[:-1], "eps_basic", "eps_pld", "eps_rdp", "eps_corollary1")
     agent_order = ("round", "agent", "objective", "x_norm", "noise_magnitude", "sigma", "sent_arrays", "sent_values",
                    "solver", "solver_time", "fallbacks")
     unit = "epoch"
     violation_check = False
 
     def __init__(self, algorithm: Any, agents: Sequence[Any], **kwargs: Any) -> None:
-        from ...model.vertical import _accountant_ok, _as_mechanism, _labels, check_parties, party_plan
-        from ...privacy.accounting import PrivacyLedger  # noqa: F401 - fail early if the accounting stack is missing
-
         super().__init__(algorithm, agents, **kwargs)
         parties = check_parties(agents)
         self.agents = parties
-        mech = _as_mechanism(self.privacy)
+        mech = as_mechanism(self.privacy)
         self.privacy = mech
         if mech is not None:
-            from ...privacy.checks import check_public_initial
-
             check_public_initial(parties)
-        self.labels, self.test_labels, self.host = _labels(algorithm, parties)
+        self.labels, self.test_labels, self.host = centre_labels(algorithm, parties)
         self.rho, self.lam, self.T = float(algorithm.rho), float(algorithm.lam), int(algorithm.epochs)
         M, N = len(parties), parties[0].n_samples
         self.N = N
@@ -175,13 +111,11 @@ class SharingFamily(Family):
             else:
                 target_delta = 1e-6
         self.target_delta = check_float(target_delta, "target_delta", "solve", 0.0, 1.0)
-        self.pld_ok = _accountant_ok("pld", self.plans)
-        # the accountant of budget checks
-        self.guard = self.accountant if (self.accountant != "pld" or self.pld_ok) else "rdp"
-
-    @property
-    def rounds(self) -> int:
-        return self.T
+        # PLD's grid grows like 1/multiplier^2: with a tiny multiplier the budget guard composes with RDP
+        pld_ok = all(p is None or p.noise_multiplier >= MIN_PLD_MULTIPLIER for p in self.plans)
+        self.guard_accountant = self.accountant if (self.accountant != "pld" or pld_ok) else "rdp"
+        if mech is not None and mech.sensitivity == "paper":
+            self.notes += [(LEMMA1_PRESET, True, True), (COROLLARY1_NOTE, True, False)]
 
     def config(self) -> dict[str, Any]:
         mech = self.privacy
@@ -190,69 +124,52 @@ class SharingFamily(Family):
                             for p in self.agents},
                 "samples": self.N, "label_holder": self.host, "b1": self.b1}
 
-    def fingerprint(self, config: Mapping[str, Any], checkpoint: Any) -> dict[str, str]:
-        from ...model.vertical import _fingerprint
+    def fingerprint_data(self) -> dict[str, Any]:
+        return {"labels": self.labels}
 
-        return _fingerprint(dict(config), self.agents, self.labels, checkpoint)
-
-    def node_specs(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
+    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
         return [NodeSpec(p.name, SharingNode, (p, self.rho, self.lam, self.solvers, s, plan))
                 for p, s, plan in zip(self.agents, seeds, self.plans)]
 
-    def start(self, backend: Backend) -> SharingState:
+    def start(self, declarations: Sequence[Mapping[str, Any]]) -> SharingState:
         n = len(self.labels)
         return SharingState(z=np.zeros(n), y=np.zeros(n), v=np.zeros(n), z_prev=np.zeros(n))
-
-    def notes(self, ledger: Any, backend: Backend) -> None:
-        if self.privacy is not None and self.privacy.sensitivity == "paper":
-            from ...privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
-
-            ledger.note(LEMMA1_PRESET)
-            ledger.note(COROLLARY1_NOTE, warn=False)
 
     # ---------------------------------------------------------------- one epoch
     def plan(self, t: int, state: SharingState) -> RoundPlan:
         residual, y = state.v - state.z, state.y.copy()  # Algorithm 1, line 12
         y_norm, z_norm = float(np.linalg.norm(state.y)), float(np.linalg.norm(state.z))
         messages = [SharingMessage(t, residual, y) for _ in self.names]
-        released = {"epoch": t, "sigma": max((p.scale for p in self.plans if p is not None), default=0.0)}
+        ok, notes = self._assumption(t, y_norm, z_norm, state)
+        released = {"epoch": t, "sigma": max((p.scale for p in self.plans if p is not None), default=0.0),
+                    "assumption_ok": ok}
         agent_released = [{"sigma": p.scale if p is not None else 0.0} for p in self.plans]
-        return RoundPlan(messages=messages, charges=list(self.plans), released=released,
-                         agent_released=agent_released, context=(residual, y, y_norm, z_norm))
+        charges = [None if p is None else Charge(p.dp_event(), (p.epsilon, p.delta)) for p in self.plans]
+        return RoundPlan(messages=messages, charges=charges, released=released, agent_released=agent_released,
+                         notes=notes, context=(residual, y, y_norm, z_norm, ok))
 
-    def would_exceed(self, ledger: Any, plan: RoundPlan) -> bool:
-        return self.privacy is not None and any(
-            ledger.would_exceed(n, c, count=1, budget=self.budget, accountant=self.guard)
-            for n, c in zip(self.names, plan.charges))
-
-    def before_step(self, t: int, plan: RoundPlan, state: SharingState, ledger: Any) -> None:
-        _, _, y_norm, z_norm = plan.context
-        state.max_y, state.max_z = max(state.max_y, y_norm), max(state.max_z, z_norm)
+    def _assumption(self, t: int, y_norm: float, z_norm: float, state: SharingState) -> tuple[bool, list[str]]:
+        """Assumption 1.1 of Hu et al. before epoch ``t`` (checked under the paper's Lemma 1 sensitivity, from the
+        centre's own values): raise, or note once that the claim does not cover the release (assumptions='record')."""
         mech, b1 = self.privacy, self.b1
-        ok = True
-        if mech is not None and mech.sensitivity == "paper" and (y_norm > b1 or z_norm > b1):
-            ok = False
-            msg = (f"Assumption 1.1 of Hu et al. fails before epoch {t}: ||y|| = {y_norm:.4g}, ||z|| = "
-                   f"{z_norm:.4g}, b1 = {b1:.4g}; Lemma 1's sensitivity (and so the epoch's privacy claim) "
-                   "does not cover this release. Use larger bounds or sensitivity='worst_case'.")
-            if mech.assumptions == "raise":
-                raise AssumptionViolation(msg)
-            if not state.warned:  # the explicit opt-out: the run goes on, the ledger says the claim is void
-                ledger.note(f"Assumption 1.1 of Hu et al. failed (first before epoch {t}); Lemma 1's claim does "
-                            "not cover the release (assumptions='record')")
-                state.warned = True
-        plan.released["assumption_ok"] = ok
-        state.assumption_ok.append(ok)
-
-    def record(self, ledger: Any, t: int, plan: RoundPlan) -> None:
-        for n, c in zip(self.names, plan.charges):
-            if c is not None:
-                ledger.record(n, c, count=1)
+        if mech is None or mech.sensitivity != "paper" or (y_norm <= b1 and z_norm <= b1):
+            return True, []
+        msg = (f"Assumption 1.1 of Hu et al. fails before epoch {t}: ||y|| = {y_norm:.4g}, ||z|| = "
+               f"{z_norm:.4g}, b1 = {b1:.4g}; Lemma 1's sensitivity (and so the epoch's privacy claim) "
+               "does not cover this release. Use larger bounds or sensitivity='worst_case'.")
+        if mech.assumptions == "raise":
+            raise AssumptionViolation(msg)
+        if state.warned:  # the explicit opt-out: the run goes on, the ledger says the claim is void
+            return False, []
+        return False, [f"Assumption 1.1 of Hu et al. failed (first before epoch {t}); Lemma 1's claim does not cover "
+                       "the release (assumptions='record')"]
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: SharingState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        from ...model.vertical import Message
-
+        _, _, y_norm, z_norm, ok = plan.context
+        state.max_y, state.max_z = max(state.max_y, y_norm), max(state.max_z, z_norm)
+        state.assumption_ok.append(ok)
+        state.warned = state.warned or not ok
         uplinks = [rel["q"] for rel in releases]
         if self.algorithm.record_messages:
             residual, y = plan.context[:2]
@@ -272,19 +189,7 @@ class SharingFamily(Family):
                "y_norm": float(np.linalg.norm(state.y)), "z_norm": float(np.linalg.norm(state.z))}
         return row, [{"sent_arrays": len(rel.arrays), "sent_values": rel.size} for rel in releases]
 
-    def privacy_row(self, ledger: Any, t: int) -> dict[str, float]:
-        names, accountant = self.names, self.accountant
-        row = {"eps_basic": max(ledger.spent(n, "basic")[0] for n in names)}
-        if accountant != "basic":
-            row[f"eps_{accountant}"] = (max(ledger.spent(n, accountant)[0] for n in names)
-                                        if accountant != "pld" or self.pld_ok else math.nan)
-        if accountant == "pld" and not self.pld_ok:
-            row["eps_rdp"] = max(ledger.spent(n, "rdp")[0] for n in names)
-        row["eps_corollary1"] = max(corollary1(i["eps_step"], i["delta_step"], t, self.delta_prime)[0]
-                                    for i in self.mech_info.values())
-        return row
-
-    def evaluation_row(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def evaluate(self, evaluations: Sequence[Evaluation]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         loss, lam = self.algorithm.loss, self.lam
         pred = sum(ev.arrays["prediction"] for ev in evaluations)
         regs = [ev.values["regularizer"] for ev in evaluations]
@@ -313,32 +218,103 @@ class SharingFamily(Family):
                 and row["primal_residual"] <= alg.tol_primal and row["dual_residual"] <= alg.tol_dual)
 
     # ---------------------------------------------------------------- the end
-    def solution(self, state: SharingState, local: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {n: np.array(x, copy=True) for n, x in local.items()}
+    def solution(self, state: SharingState) -> dict[str, np.ndarray]:
+        """The centre's consensus prediction ``z`` (from the released ``q_m`` and the labels it holds); each party's
+        model ``x_m`` stays with the party (``result.local`` in a simulation, private)."""
+        return {"z": state.z.copy()}
 
-    def summary(self, ledger: Any) -> dict[str, Any]:
-        from ...model.vertical import RELATION, _ledger_summary
+    def privacy_columns(self, ledger: Any, t: int) -> dict[str, float]:
+        """Hu et al.'s Corollary 1 after ``t`` epochs (the paper's figure, beside the ledger's totals)."""
+        if not self.mech_info:
+            return {}
+        return {"eps_corollary1": max(corollary1(i["eps_step"], i["delta_step"], t, self.delta_prime)[0]
+                                      for i in self.mech_info.values())}
 
-        summary = _ledger_summary(ledger, self.pld_ok)
-        mech = self.privacy
+    def finish(self, result: Any, state: SharingState, backend: Backend) -> None:
+        """Corollary 1, the mechanism's details and Assumption 1.1 beside the ledger's totals; the recorded messages."""
+        mech, summary = self.privacy, result.privacy
         if mech is not None:
             names = self.names
-            steps = {n: ledger.steps(n) for n in names}
-            per = {n: list(corollary1(self.mech_info[n]["eps_step"], self.mech_info[n]["delta_step"], steps[n],
-                                      self.delta_prime)) for n in names}
+            per = {n: list(corollary1(self.mech_info[n]["eps_step"], self.mech_info[n]["delta_step"],
+                                      result.ledger.steps(n), self.delta_prime)) for n in names}
             summary["corollary1"] = {"per_agent": per, "worst": [max(v[0] for v in per.values()),
                                                                  max(v[1] for v in per.values())],
                                      "delta_prime": self.delta_prime}
             summary["mechanism"] = {"name": mech.short_name, "relation": RELATION, "b1": self.b1,
                                     "sensitivity_mode": mech.describe()["sensitivity"], "parties": self.mech_info}
-            summary["assumption_1_1"] = {
-                "held": None, "max_y_norm": None, "max_z_norm": None, "b1": self.b1,
-                "checked": mech.sensitivity == "paper"}
-        return summary
-
-    def finish(self, result: Any, state: SharingState) -> Any:
-        if self.privacy is not None:
-            result.privacy["assumption_1_1"].update(held=bool(all(state.assumption_ok)), max_y_norm=state.max_y,
-                                                    max_z_norm=state.max_z)
+            summary["assumption_1_1"] = {"held": bool(all(state.assumption_ok)), "max_y_norm": state.max_y,
+                                         "max_z_norm": state.max_z, "b1": self.b1,
+                                         "checked": mech.sensitivity == "paper"}
         result.messages = list(state.messages)
-        return result
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of a sharing run: ``direction`` "up" (party -> centre) or "down" (centre -> parties)."""
+
+    epoch: int
+    direction: str
+    sender: str
+    receiver: str
+    kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
+    payload: np.ndarray = field(repr=False)
+
+
+def as_mechanism(privacy: Any) -> SharingGaussian | None:
+    if privacy is None:
+        return None
+    if isinstance(privacy, SharingGaussian):
+        return privacy.validate()
+    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
+        privacy.validate()
+        calibration = "classic" if privacy.calibration == "classic" else "analytic"
+        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
+                               calibrate=privacy.scope).validate()
+    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
+               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
+
+
+def centre_labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple[np.ndarray, np.ndarray | None, str]:
+    holders = [p for p in parties if p.holds_labels]
+    if algorithm.labels is not None:
+        labels, host = check_labels(algorithm.labels, "labels", "ADMMSharing", algorithm.loss), "centre"
+    elif len(holders) == 1:
+        labels = check_labels(holders[0].labels, "labels", f"VerticalParty {holders[0].name!r}", algorithm.loss)
+        host = holders[0].name
+    elif not holders:
+        raise InvalidParameterError("ADMMSharing needs the training labels: pass ADMMSharing(labels=...) (held by "
+                                    "the centre) or declare one party with labels=... (the label holder).")
+    else:
+        raise InvalidParameterError("Several parties declare labels ("
+                                    + ", ".join(repr(p.name) for p in holders)
+                                    + "); exactly one party may hold them, or pass ADMMSharing(labels=...).")
+    if len(labels) != parties[0].n_samples:
+        raise InvalidParameterError(f"The labels have {len(labels)} entries but the parties have "
+                                    f"{parties[0].n_samples} samples.")
+    test = algorithm.test_labels
+    if test is None and len(holders) == 1 and holders[0].test_labels is not None:
+        test = holders[0].test_labels
+    if test is not None:
+        test = check_labels(test, "test_labels", "ADMMSharing", algorithm.loss)
+        if not all(p.test_features is not None and len(p.test_features) == len(test) for p in parties):
+            test = None  # no test features on some party: no test column
+    return labels, test, host
+
+
+def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, lam: float, b1: float,
+               parties: int, epochs: int = 1, accountant: str = "pld") -> tuple[Any, dict[str, Any]]:
+    """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
+
+    Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
+    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.calibrate`. The round loop and
+    :func:`audit_sharing` both use it.
+    """
+    C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
+                                    rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
+                                    parties=parties)
+    sigma, eps_step, delta_step = mechanism.calibrate(C, epochs=epochs, accountant=accountant)
+    plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
+    info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
+            "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
+    return plan, info

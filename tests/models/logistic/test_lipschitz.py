@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cvxdp.families.consensus.step_sizes import estimate_lipschitz
+from cvxdp.model.curvature import estimate_lipschitz
 from cvxdp_models.logistic.template import build
 
 HERE = Path(__file__).parent

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 pytest.importorskip("pandapower")
 
-from cvxdp.families.consensus.step_sizes import estimate_lipschitz  # noqa: E402
+from cvxdp.model.curvature import estimate_lipschitz
 from cvxdp_models.power.template import build, build_agents  # noqa: E402
 
 ZONES = [[1, 2, 3, 4, 5], [6, 10, 11, 12, 13], [7, 8, 9, 14]]
