@@ -21,9 +21,9 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "errors": ".errors", "schedules": ".schedules",
     "Agent": ".model.agent", "Sensitivity": ".model.agent",
-    "ADMM": ".families.consensus.admm", "LinearizedADMM": ".families.consensus.ladmm",
-    "DVP": ".families.graph.madmm", "MADMM": ".families.graph.madmm", "MRADMM": ".families.graph.radmm",
-    "RADMM": ".families.graph.radmm", "ADMMSharing": ".families.sharing.params",
+    "ADMM": ".families.consensus.params", "LinearizedADMM": ".families.consensus.params",
+    "DVP": ".families.graph.params", "MADMM": ".families.graph.params", "MRADMM": ".families.graph.params",
+    "RADMM": ".families.graph.params", "ADMMSharing": ".families.sharing.params",
     "SharingGaussian": ".families.sharing.params",
     "CentralResult": ".model.central", "solve_central": ".model.central", "solve_with_fallback": ".model.central",
     "solve": ".engine",
@@ -50,11 +50,9 @@ __all__ = [
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
     from . import errors, schedules
     from .engine import solve
-    from .families.consensus.admm import ADMM
-    from .families.consensus.ladmm import LinearizedADMM
-    from .families.graph.madmm import DVP, MADMM
+    from .families.consensus.params import ADMM, LinearizedADMM
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
-    from .families.graph.radmm import MRADMM, RADMM
+    from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
     from .model.agent import Agent, Sensitivity, SmoothObjective
     from .model.central import CentralResult, solve_central, solve_with_fallback

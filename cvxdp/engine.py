@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from .families import family_class
-from .families.consensus.ladmm import LinearizedADMM
-from .families.consensus.updates import Algorithm
+from .families.consensus.params import LinearizedADMM
 from .model.agent import Agent
 from .model.local_solver import DEFAULT_SOLVERS
-from .params import check_choice, check_float, check_int, fail
+from .params import Algorithm, check_choice, check_float, check_int, fail
 from .run.backends import Backend, get_backend
 from .run.checkpoint import checkpoint_path
 from .run.loop import run_loop

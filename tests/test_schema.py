@@ -73,3 +73,18 @@ def test_run_help_lists_every_case_key():
     for table in ("[case]", "[algorithm]", "[privacy]", "[run]", "[model] power", "[model] logistic"):
         for key in keys(table):
             assert f"{key}=" in out, (table, key)
+
+
+def test_algorithm_and_privacy_rows_are_the_declared_parameters():
+    """The [algorithm] and [privacy] schema is text (so --help loads nothing) generated from the classes' tables."""
+    from cvxdp.config.build import algorithm_schema, privacy_schema
+
+    assert SCHEMA["[algorithm]"] == algorithm_schema()
+    assert SCHEMA["[privacy]"] == privacy_schema()
+
+
+def test_the_cli_lists_each_algorithms_own_mechanisms():
+    from cvxdp.cli.main import SUPPORTED_MECHANISMS
+    from cvxdp.families import ALGORITHMS
+
+    assert SUPPORTED_MECHANISMS == {name: cls.mechanisms for name, cls in ALGORITHMS.items()}

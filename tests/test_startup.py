@@ -41,10 +41,10 @@ def test_import_cvxdp_loads_no_modelling_stack():
 
 
 def test_public_names_load_on_first_use():
-    loaded, out = _loaded("import cvxdp\nprint('before', 'cvxdp.families.consensus.ladmm' in sys.modules)\n"
-                          "print(cvxdp.LinearizedADMM.__module__)", mods=("cvxdp.families.consensus.ladmm",))
-    assert out.split() == ["before", "False", "cvxdp.families.consensus.ladmm"]
-    assert loaded == ["cvxdp.families.consensus.ladmm"]
+    loaded, out = _loaded("import cvxdp\nprint('before', 'cvxdp.families.consensus.params' in sys.modules)\n"
+                          "print(cvxdp.LinearizedADMM.__module__)", mods=("cvxdp.families.consensus.params",))
+    assert out.split() == ["before", "False", "cvxdp.families.consensus.params"]
+    assert loaded == ["cvxdp.families.consensus.params"]
 
 
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["cases"], ["cases", "--json"], ["run", "--help"],

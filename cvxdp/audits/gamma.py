@@ -118,8 +118,7 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     import cvxpy as cp
 
     from ..engine import solve
-    from ..families.graph.madmm import MADMM
-    from ..families.graph.radmm import MRADMM
+    from ..families.graph.params import MADMM, MRADMM
     from ..model.agent import Agent, SmoothObjective
 
     owner = "audit_penalty_perturbation"

@@ -357,7 +357,7 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
     import cvxpy as cp
 
     from ..engine import solve
-    from ..families.consensus.ladmm import LinearizedADMM
+    from ..families.consensus.params import LinearizedADMM
     from ..model.agent import Agent, Sensitivity
 
     owner = "audit_local_update"
@@ -465,7 +465,7 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     import cvxpy as cp
 
     from ..engine import solve
-    from ..families.consensus.ladmm import LinearizedADMM
+    from ..families.consensus.params import LinearizedADMM
     from ..model.agent import Agent, Sensitivity
 
     owner = "audit_release"

@@ -8,22 +8,24 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, CvxdpError
-from ..families.consensus.admm import ADMM
-from ..families.consensus.ladmm import LinearizedADMM
-from ..families.consensus.updates import Algorithm
-from ..families.graph.table import GRAPH_ALGORITHMS, GRAPH_KEYS, graph_algorithm
-from ..families.sharing.params import ADMMSharing
+from ..families import ALGORITHMS
+from ..families import MECHANISMS as MECHANISM_CLASSES
+from ..params import Algorithm
 from ..run.backends import BACKENDS, Backend, get_backend
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
 
-MECHANISMS = ("none", "ObjL", "ObjG", "OutL", "OutG")
-GRAPH_MECHANISMS = ("gamma",)  # Gamma-norm noise of the decentralized algorithms (madmm, dvp, radmm, mradmm)
+#: [privacy] mechanism names (the registry's, and "none")
+MECHANISMS = ("none", *MECHANISM_CLASSES)
+#: keys of [algorithm] tables that are not a declared parameter: the graph's edges; "rounds" is sharing's epochs
+_EXTRA_ALGORITHM_KEYS = {"madmm": {"edges"}, "dvp": {"edges"}, "radmm": {"edges"}, "mradmm": {"edges"},
+                         "sharing": {"rounds"}}
 _CASE_KEYS = {"name", "template", "description"}
-_ALGORITHM_KEYS = {"name", "rho", "eta", "local_updates", "rounds", "tol_primal", "tol_dual", "tol_mismatch", "relaxation",
-                   "polish", "lam", "epochs", "loss"}  # the last three: name = "sharing" (ADMMSharing)
-_PRIVACY_KEYS = {"mechanism", "epsilon", "delta", "calibration", "sensitivity", "calibrate", "budget", "noise_source"}
-_PRIVACY_KEYS |= {"alpha", "growth"}  # mechanism = "gamma"
-_ALGORITHM_KEYS |= GRAPH_KEYS  # name = "madmm" | "dvp" | "radmm" | "mradmm"
+#: every key some registered algorithm reads (a case file may hold several algorithms' keys; each reads its own)
+_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | _EXTRA_ALGORITHM_KEYS.get(name, set())
+                       for name, cls in ALGORITHMS.items()}
+_ALGORITHM_KEYS = {"name"}.union(*_OWN_ALGORITHM_KEYS.values())
+_OWN_PRIVACY_KEYS = {name: set(cls.file_keys()) - set(fixed) for name, (cls, fixed) in MECHANISM_CLASSES.items()}
+_PRIVACY_KEYS = {"mechanism"}.union(*_OWN_PRIVACY_KEYS.values())
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
 _RUN_KEYS |= {"ray_cpus", "ray_address"}  # backend = "ray"
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
@@ -105,38 +107,26 @@ def load_case(path: str | Path) -> Case:
     if "template" not in case:
         raise ConfigError(f"{path}: [case] needs a 'template' entry (e.g. \"power\" or \"logistic\").")
     mech = raw.get("privacy", {}).get("mechanism", "none")
-    if mech not in MECHANISMS + GRAPH_MECHANISMS:
+    if mech not in MECHANISMS:
         raise ConfigError(f"{path}: the 'mechanism' entry of [privacy] must be one of "
-                          f"{', '.join(map(repr, MECHANISMS + GRAPH_MECHANISMS))}. Got {mech!r} instead.")
+                          f"{', '.join(map(repr, MECHANISMS))}. Got {mech!r} instead.")
     return Case(path=path, name=str(case.get("name", path.stem)), template=str(case["template"]),
                 model=dict(raw.get("model", {})), algorithm=dict(raw.get("algorithm", {})),
                 privacy=dict(raw.get("privacy", {})), run=dict(raw.get("run", {})))
 
 
 def make_algorithm(table: dict[str, Any]) -> Algorithm:
-    """Build the algorithm of an [algorithm] table."""
+    """Build the algorithm of an [algorithm] table (``name`` picks it from :data:`cvxdp.families.ALGORITHMS`; the
+    keys of other algorithms in the same table are ignored, unknown keys are refused naming them)."""
     params = dict(table)
     name = params.pop("name", "ladmm")
-    try:
-        if name in GRAPH_ALGORITHMS:
-            return graph_algorithm(name, params)
-        if name == "ladmm":
-            return LinearizedADMM(**params)
-        if name == "admm":
-            params.pop("eta", None)
-            params.pop("local_updates", None)
-            return ADMM(**params)
-        if name == "sharing":  # labels come from the label-holding party of the template
-            params.pop("eta", None)
-            params.pop("local_updates", None)
-            if "rounds" in params:  # the CLI's --rounds is the number of epochs here
-                params["epochs"] = params.pop("rounds")
-            return ADMMSharing(**params)
-    except TypeError as exc:
-        raise ConfigError(f"[algorithm]: {exc}.") from None
-    raise ConfigError(f"The 'name' entry of [algorithm] must be one of 'ladmm', 'admm', 'sharing', "
-                      "'madmm', 'dvp', 'radmm', 'mradmm'. "
-                      f"Got {name!r} instead.")
+    if name not in ALGORITHMS:
+        raise ConfigError("The 'name' entry of [algorithm] must be one of " + ", ".join(map(repr, ALGORITHMS))
+                          + f". Got {name!r} instead.")
+    if name == "sharing" and "rounds" in params:  # the CLI's --rounds is the number of epochs here
+        params["epochs"] = params.pop("rounds")
+    others = _ALGORITHM_KEYS - _OWN_ALGORITHM_KEYS[name] - {"name"}
+    return ALGORITHMS[name].from_config(params, "[algorithm]", ignore=others)
 
 
 def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend:
@@ -199,25 +189,41 @@ class StudyBackends:
 
 
 def make_privacy(table: dict[str, Any]) -> Any:
-    """Build the mechanism of a [privacy] table (None for mechanism = "none")."""
-    from ..privacy.mechanisms import make_mechanism
-
+    """Build the mechanism of a [privacy] table (None for mechanism = "none"); a key the mechanism does not read is
+    refused, naming it and the keys it reads."""
     params = dict(table)
-    mechanism = params.pop("mechanism", "none")
-    if mechanism == "none":
+    name = params.pop("mechanism", "none")
+    if name == "none":
         return None
-    if mechanism in GRAPH_MECHANISMS:
-        from ..families.graph.mechanism import penalty_perturbation_from_table
+    if name not in MECHANISM_CLASSES:
+        raise ConfigError("The 'mechanism' entry of [privacy] must be one of " + ", ".join(map(repr, MECHANISMS))
+                          + f". Got {name!r} instead.")
+    cls, fixed = MECHANISM_CLASSES[name]
+    return cls.from_config({**fixed, **params}, "[privacy]")
 
-        try:
-            return penalty_perturbation_from_table(params)
-        except (TypeError, CvxdpError) as exc:
-            raise ConfigError(f"[privacy]: {exc}") from None
-    try:
-        mech = make_mechanism(mechanism, **params)
-        mech.validate()
-    except TypeError as exc:
-        raise ConfigError(f"[privacy]: {exc}.") from None
-    except CvxdpError as exc:
-        raise ConfigError(f"[privacy]: {exc}") from None
-    return mech
+
+def algorithm_schema() -> list[tuple[str, str, str, str]]:
+    """The [algorithm] rows of the case-file schema, derived from the algorithms' declared parameters
+    (:data:`cvxdp.config.schema.SCHEMA` holds them as text, so that ``--help`` loads nothing; a test checks they
+    are equal)."""
+    from ..params import schema_rows
+
+    rows = [("name", "str", "ladmm", " | ".join(ALGORITHMS))]
+    rows += schema_rows(ALGORITHMS)
+    rows.append(("edges", "list of [str, str]", "none", "madmm, dvp, radmm, mradmm: the graph's edges themselves "
+                 "(instead of graph)"))
+    return rows
+
+
+def privacy_schema() -> list[tuple[str, str, str, str]]:
+    """The [privacy] rows of the case-file schema, derived from the mechanisms' declared parameters."""
+    from ..params import schema_rows
+
+    rows = [("mechanism", "str", "none", "none | " + " | ".join(MECHANISM_CLASSES)
+             + " (each algorithm accepts its own: cvxdp run --help)")]
+    by_class = {}
+    for name, (cls, _) in MECHANISM_CLASSES.items():
+        by_class.setdefault(cls, []).append(name)
+    classes = {"/".join(names): cls for cls, names in by_class.items()}
+    rows += [r for r in schema_rows(classes) if r[0] != "noise"]
+    return rows

@@ -16,56 +16,45 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("name", "str", "file stem", "run and output names"),
         ("description", "str", '""', "one line shown by `cvxdp cases`"),
     ],
+    # [algorithm] and [privacy]: generated from the declared parameters (cvxdp.config.build.algorithm_schema /
+    # privacy_schema; tests/config/test_schema.py checks they are equal), kept as text so --help loads nothing
     "[algorithm]": [
-        ("name", "str", "ladmm", "ladmm | admm | sharing | madmm | dvp | radmm | mradmm"),
-        ("rho", "\"auto\", float or schedule table", "\"auto\" (ladmm, admm); 1.0 (sharing)",
-         "penalty rho^t (ladmm, admm, sharing); \"auto\" adapts it to the released residuals; a table "
-         "{kind = constant|linear|geometric|step|residual_balancing|adaptive, ...} is a schedule"),
-        ("eta", "\"auto\", float, list or schedule table", "\"auto\" (ladmm); 0.5 / 1.0 (graph)",
-         "ladmm: proximal weight eta^t (\"auto\": per agent, its curvature bound L_p, 0.55 L_p for a quadratic "
-         "objective in a non-private run; a private run needs the model's declared bound and doubles eta_p while "
-         "the agent's released copies move only with the noise); madmm/radmm/mradmm: "
-         "each node's penalty eta_i(1)"),
-        ("local_updates", "int >= 1", "1", "J local updates per round (ladmm)"),
-        ("rounds", "int >= 1", "100", "rounds T (sharing: epochs)"),
-        ("relaxation", "\"auto\" or float in (0, 2)", "auto", "admm: over-relaxation of each agent's target (1.0: plain ADMM; auto: 1.3 for 15 rounds, then 1.6)"),
-        ("polish", "bool", "true", "admm: consensus polishing -- each round every agent also solves its problem with "
-         "its shared values fixed to the mean of the copies released in the round before; when all can, that is a "
-         "feasible point whose copies agree (result.polished, history columns polished / polished_objective)"),
-        ("tol_primal", "float > 0", "none", "stop when the primal residual falls below it (with tol_dual)"),
-        ("tol_dual", "float > 0", "none", "stop when the dual residual falls below it (with tol_primal)"),
-        ("tol_mismatch", "float > 0", "none", "ladmm/admm: stop when the copies' mismatch falls below it "
-         "(PowerModelsADA's ADMM rule with tol t: 2 t)"),
-        ("lam", "float > 0", "1e-3", "sharing: l2 regularisation weight lambda"),
-        ("epochs", "int >= 1", "50", "sharing: epochs"),
-        ("loss", "str", "logistic", "sharing: loss of the label party"),
-        ("graph", "str", "random", "graph algorithms: random | ring | grid | complete"),
-        ("edges", "list of [str, str]", "none", "graph algorithms: the edges themselves"),
-        ("graph_seed", "int", "0", "graph algorithms: seed of a random topology"),
-        ("edge_prob", "float in (0, 1]", "none", "graph algorithms: edge probability of a random graph"),
-        ("init_scale", "float >= 0", "0.1", "graph algorithms: scale of the initial points"),
-        ("local_solver", "str", "auto", "graph algorithms: auto | newton | lbfgs | cvxpy"),
-        ("tol", "float > 0", "none", "graph algorithms: stopping tolerance"),
-        ("q", "float or list >= 1", "1.0", "madmm/mradmm: penalty growth eta_i(t) = eta_i(1) q_i^(t-1)"),
-        ("theta", "float or list > 0", "0.5", "madmm/dvp: dual step"),
-        ("theta_growth", "float >= 1", "1.0", "madmm: growth of theta"),
-        ("gamma", "float > 0", "0.5", "radmm/mradmm: step of the recycled (even) iterations"),
+        ('name', 'str', 'ladmm', 'ladmm | admm | madmm | dvp | radmm | mradmm | sharing'),
+        ('rho', "'auto', a float in (0, inf) or a schedule", 'auto (ladmm, admm); 1.0 (sharing)', 'ladmm, admm, sharing: penalty rho^t; "auto" adapts it to the released residuals; a table {kind = constant|linear|geometric|step|residual_balancing|adaptive, ...} is a schedule'),
+        ('rounds', 'an int in [1, inf]', '100', 'ladmm, admm, madmm, dvp, radmm, mradmm: maximum number of rounds T'),
+        ('tol_primal', 'a float in (0, inf) or None', 'none', 'ladmm, admm, sharing: stop when the primal residual falls below it (with tol_dual)'),
+        ('tol_dual', 'a float in (0, inf) or None', 'none', 'ladmm, admm, sharing: stop when the dual residual falls below it (with tol_primal)'),
+        ('tol_mismatch', 'a float in (0, inf) or None', 'none', "ladmm, admm: stop when the copies' mismatch falls below it (PowerModelsADA's ADMM rule with tol t: 2 t)"),
+        ('eta', "'auto', a float in (0, inf) or a schedule", 'auto (ladmm); 0.5 (madmm); 1.0 (radmm, mradmm)', 'ladmm, madmm, radmm, mradmm: proximal weight eta^t ("auto": per agent, its curvature bound L_p, 0.55 L_p for a quadratic objective in a non-private run; a private run needs the model\'s declared bound and doubles eta_p while the agent\'s released copies move only with the noise)'),
+        ('local_updates', 'an int in [1, inf]', '1', 'ladmm: J local updates per round'),
+        ('relaxation', "'auto' or a float in (0, 2)", 'auto', "admm: over-relaxation of each agent's target (1.0: plain ADMM; auto: 1.3 for 15 rounds, then 1.6)"),
+        ('polish', 'a bool', 'True', 'admm: consensus polishing: each round every agent also solves its problem with its shared values fixed to the mean of the copies released in the round before; when all can, that is a feasible point whose copies agree (result.polished)'),
+        ('graph', "a networkx.Graph or one of 'random', 'ring', 'grid', 'complete' or None", 'none', 'madmm, dvp, radmm, mradmm: random | ring | grid | complete (a case file may give the edges instead: edges = [["node0", "node1"], ...])'),
+        ('graph_seed', 'an int in [0, inf]', '0', 'madmm, dvp, radmm, mradmm: seed of a random topology'),
+        ('edge_prob', 'a float in (0, 1] or None', 'none', 'madmm, dvp, radmm, mradmm: edge probability of a random topology'),
+        ('init_scale', 'a float in [0, inf)', '0.1', "madmm, dvp, radmm, mradmm: f_i(0) ~ N(0, init_scale^2 I) from the node's generator"),
+        ('local_solver', "one of 'auto', 'newton', 'lbfgs', 'cvxpy'", 'auto', 'madmm, dvp, radmm, mradmm: the exact primal update: auto | newton | lbfgs | cvxpy'),
+        ('tol', 'a float in (0, inf) or None', 'none', 'madmm, dvp, radmm, mradmm: stop when, after an exact iteration, every node moved by at most tol and is within tol of the network mean'),
+        ('q', 'a float in [1, inf), a list of them (one per node) or a {node: value} mapping', '1.0', 'madmm, mradmm: penalty growth eta_i(t) = eta_i(1) q_i^(t-1)'),
+        ('theta', 'a float in (0, inf), a list of them (one per node) or a {node: value} mapping', '0.5', 'madmm, dvp: dual step'),
+        ('theta_growth', 'a float in [1, inf)', '1.0', 'madmm: growth of theta'),
+        ('gamma', 'a float in [0, inf)', '0.5', 'radmm, mradmm: the extra proximal weight of the recycled (even) step'),
+        ('lam', 'a float in [0, inf)', '0.001', 'sharing: l2 regularisation weight lambda'),
+        ('epochs', 'an int in [1, inf]', '50', "sharing: epochs T (the CLI's --rounds)"),
+        ('loss', "one of 'logistic', 'squared'", 'logistic', "sharing: the centre's loss: logistic | squared"),
+        ('record_messages', 'a bool', 'False', 'sharing: keep every message of the run in result.messages'),
+        ('edges', 'list of [str, str]', 'none', "madmm, dvp, radmm, mradmm: the graph's edges themselves (instead of graph)"),
     ],
     "[privacy]": [
-        ("mechanism", "str", "none", "none | ObjL | ObjG | OutL | OutG | gamma (graph algorithms); "
-         "sharing takes none | OutG"),
-        ("epsilon", "float > 0", "required if private", "per local update (or the whole run with "
-         "calibrate = total)"),
-        ("delta", "float in (0, 1)", "required for Gaussian", "per local update (or the whole run)"),
-        ("calibration", "str", "analytic", "Gaussian formula: analytic (any epsilon) | "
-         "classic (epsilon < 1)"),
-        ("sensitivity", "str", "exact (sharing: worst_case)", "exact (the model's declared sensitivity) | paper "
-         "(Ryu & Kim's or Hu et al.'s preset: not a guarantee, flagged in the ledger) | worst_case (sharing)"),
-        ("calibrate", "str", "step", "step: epsilon/delta per local update | total: per agent over the run"),
-        ("budget", "str", "step", "deprecated alias of calibrate"),
-        ("noise_source", "str", "numpy", "numpy (seeded, research-grade) | opendp (hardened, not seedable)"),
-        ("alpha", "float, list or table > 0", "1.0", "gamma: Gamma-norm noise rate alpha_i(1)"),
-        ("growth", "float >= 1", "1.0", "gamma: alpha_i(t) = alpha_i(1) growth^(t-1)"),
+        ('mechanism', 'str', 'none', 'none | ObjL | ObjG | OutL | OutG | gamma (each algorithm accepts its own: cvxdp run --help)'),
+        ('epsilon', 'a float in (0, inf)', 'required', "ObjL/ObjG, OutL/OutG: per local update (or each agent's whole run with calibrate = total)"),
+        ('delta', 'a float in (0, 1) or None', 'none', 'ObjL/ObjG, OutL/OutG: Gaussian: required, per local update (or the whole run); Laplace: optional, the total delta of an rdp calibration'),
+        ('calibration', "one of 'analytic', 'classic'", 'analytic', 'ObjL/ObjG, OutL/OutG: Gaussian formula: analytic (any epsilon) | classic (epsilon < 1)'),
+        ('sensitivity', "one of 'exact', 'paper'", 'exact', "ObjL/ObjG, OutL/OutG: exact (the model's declared sensitivity) | paper (Ryu & Kim's preset: not a guarantee, flagged in the ledger)"),
+        ('calibrate', "one of 'step', 'total'", 'step', 'ObjL/ObjG, OutL/OutG: step: epsilon/delta per local update | total: per agent over the run'),
+        ('noise_source', "one of 'numpy', 'opendp'", 'numpy', 'ObjL/ObjG, OutL/OutG: numpy (seeded, research-grade) | opendp (hardened, not seedable)'),
+        ('alpha', 'a float in (0, inf), a list of them (one per node) or a {node: value} mapping', '1.0', 'gamma: Gamma-norm noise rate alpha_i(1) (larger: less noise, E||eps|| = d/alpha)'),
+        ('growth', 'a float in (0, inf)', '1.0', 'gamma: alpha_i(t) = alpha_i(1) growth^(t-1)'),
     ],
     "[run]": [
         ("seed", "int >= 0", "none (fresh secret OS entropy)", "seed of the noise and the initial points; set only "

@@ -1,4 +1,4 @@
-"""Algorithm families on the one round loop, and the registry of algorithms by name.
+"""Algorithm families on the one round loop, and the registries of algorithms and mechanisms by case-file name.
 
 * :mod:`.consensus` — LinearizedADMM and ADMM (SPEC §2);
 * :mod:`.graph` — M-ADMM, DVP, R-ADMM, MR-ADMM over a graph (SPEC §3-§4);
@@ -6,24 +6,41 @@
 
 Each family folder holds ``params.py`` (its algorithms' declared parameters), ``server.py`` (the coordinator:
 plan and aggregate on public values), ``node.py`` (what runs at a party) and its own theory. Families never import
-each other.
+each other; this module is the one place that knows them all.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .consensus import ConsensusFamily
-from .graph import GraphFamily
-from .sharing import SharingFamily
+from ..params import Algorithm, Parameterized
+from ..privacy.mechanisms import ObjectivePerturbation, OutputPerturbation
+from .consensus import ADMM, ConsensusFamily, LinearizedADMM
+from .graph import DVP, MADMM, MRADMM, RADMM, GraphFamily, PenaltyPerturbation
+from .sharing import ADMMSharing, SharingFamily
 
-#: algorithm class -> the family that runs it
+#: family name -> the coordinator class that runs its algorithms
 FAMILIES: dict[str, type] = {"consensus": ConsensusFamily, "graph": GraphFamily, "sharing": SharingFamily}
+#: case-file name -> algorithm class
+ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (LinearizedADMM, ADMM, MADMM, DVP, RADMM, MRADMM,
+                                                                     ADMMSharing)}
+#: case-file name -> (mechanism class, fixed parameters); "none" is the non-private run
+MECHANISMS: dict[str, tuple[type[Parameterized], dict[str, Any]]] = {
+    "ObjL": (ObjectivePerturbation, {"noise": "laplace"}), "ObjG": (ObjectivePerturbation, {"noise": "gaussian"}),
+    "OutL": (OutputPerturbation, {"noise": "laplace"}), "OutG": (OutputPerturbation, {"noise": "gaussian"}),
+    "gamma": (PenaltyPerturbation, {}),
+}
 
 
-def family_class(algorithm: Any) -> type:
+def family_class(algorithm: Algorithm) -> type:
     """The :class:`~cvxdp.run.family.Family` that runs ``algorithm`` (by its class's ``family``)."""
     return FAMILIES[type(algorithm).family]
 
 
-__all__ = ["FAMILIES", "family_class"]
+def mechanism(name: str, **params: Any) -> Parameterized:
+    """The mechanism registered as ``name`` (``"ObjG"``, ``"gamma"``, ...) with ``params`` (not validated)."""
+    cls, fixed = MECHANISMS[name]
+    return cls(**fixed, **params)
+
+
+__all__ = ["ALGORITHMS", "FAMILIES", "MECHANISMS", "family_class", "mechanism"]

@@ -13,7 +13,19 @@ import math
 from typing import Any, ClassVar
 
 from ..errors import DeclarationError, InvalidParameterError
-from ..params import check_choice, check_float, check_int, deprecated_alias, fail
+from ..params import (
+    POSITIVE,
+    Interval,
+    NoneValue,
+    Options,
+    Param,
+    Parameterized,
+    check_choice,
+    check_float,
+    check_int,
+    fail,
+    param,
+)
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
 from .noise import NoisePlan
@@ -23,7 +35,7 @@ SENSITIVITY_MODES = ("exact", "paper")
 BUDGETS = ("step", "total")
 
 
-class _Perturbation:
+class _Perturbation(Parameterized):
     """Shared parameters and logic of :class:`ObjectivePerturbation` and :class:`OutputPerturbation`.
 
     Parameters
@@ -52,9 +64,7 @@ class _Perturbation:
         What epsilon/delta describe. "step": one local update (the paper's setting). "total": each agent's
         whole run; the per-step scale is then calibrated with
         :func:`~cvxdp.privacy.calibration.calibrate_to_total` over the run's steps under its accountant.
-        (Not to be confused with ``solve(budget=(eps, delta))``, a stopping guard.)
-    budget : {"step", "total"}, optional
-        Deprecated alias of ``calibrate`` (warns). The value is stored as ``.scope``.
+        (Not to be confused with ``solve(budget=(eps, delta))``, a stopping guard: "budget" means only that.)
     noise_source : {"numpy", "opendp"}
         "numpy" (default): numpy's Laplace/Gaussian samplers on each agent's seeded generator; fast and
         same-seed reproducible, but research-grade (textbook floating-point samplers are open to
@@ -67,52 +77,48 @@ class _Perturbation:
 
     placement: ClassVar[str] = ""
     _prefix: ClassVar[str] = ""
+    parameters: ClassVar[dict[str, Param]] = {
+        "noise": param(Options(NOISES), help="laplace (pure epsilon-DP per step) | gaussian ((epsilon, delta)-DP)"),
+        "epsilon": param(POSITIVE, help="per local update (or each agent's whole run with calibrate = total)"),
+        "delta": param(Interval(0.0, 1.0), NoneValue(), help="Gaussian: required, per local update (or the whole "
+                       "run); Laplace: optional, the total delta of an rdp calibration"),
+        "calibration": param(Options(CALIBRATIONS), help="Gaussian formula: analytic (any epsilon) | classic "
+                             "(epsilon < 1)"),
+        "sensitivity": param(Options(SENSITIVITY_MODES), help="exact (the model's declared sensitivity) | paper "
+                             "(Ryu & Kim's preset: not a guarantee, flagged in the ledger)"),
+        "calibrate": param(Options(BUDGETS), help="step: epsilon/delta per local update | total: per agent over the "
+                           "run"),
+        "noise_source": param(Options(NOISE_SOURCES), help="numpy (seeded, research-grade) | opendp (hardened, not "
+                              "seedable)"),
+    }
 
     def __init__(self, noise: str, *, epsilon: float, delta: float | None = None,
                  calibration: str = "analytic", sensitivity: str = "exact", calibrate: str = "step",
-                 noise_source: str = "numpy", budget: str | None = None) -> None:
+                 noise_source: str = "numpy") -> None:
         self.noise = noise
         self.epsilon = epsilon
         self.delta = delta
         self.calibration = calibration
         self.sensitivity = sensitivity
-        self.scope = deprecated_alias(calibrate, budget, "calibrate", "budget", type(self).__name__)
+        self.calibrate = calibrate
         self.noise_source = noise_source
 
     @property
-    def budget(self) -> str:
-        """Deprecated alias of :attr:`scope` (the ``calibrate`` keyword)."""
-        return self.scope
+    def scope(self) -> str:
+        """What epsilon/delta describe: "step" or "total" (the ``calibrate`` parameter)."""
+        return self.calibrate
 
-    # ------------------------------------------------------------------ parameters
-    @property
-    def _owner(self) -> str:
-        return type(self).__name__
-
-    def validate(self) -> _Perturbation:
-        """Check every parameter; raise :class:`~cvxdp.errors.InvalidParameterError` with a uniform message.
-
-        Returns ``self`` so that ``mech.validate().noise_plan(...)`` chains.
-        """
+    def _check(self) -> None:
         owner = self._owner
-        check_choice(self.noise, "noise", owner, NOISES)
-        eps = check_float(self.epsilon, "epsilon", owner, 0.0, math.inf)
-        if self.noise == "gaussian":
-            if self.delta is None:
-                raise fail("delta", owner, "a float in (0, 1) (Gaussian noise needs a delta)", None)
-            check_float(self.delta, "delta", owner, 0.0, 1.0)
-        elif self.delta is not None:
+        if self.noise == "gaussian" and self.delta is None:
+            raise fail("delta", owner, "a float in (0, 1) (Gaussian noise needs a delta)", None)
+        if self.noise == "laplace" and self.delta is not None:
             check_float(self.delta, "delta", owner, 0.0, 1.0, closed="left")
-        check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
-        check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITY_MODES)
-        check_choice(self.scope, "calibrate", owner, BUDGETS)
-        check_choice(self.noise_source, "noise_source", owner, NOISE_SOURCES)
-        if (self.noise == "gaussian" and self.calibration == "classic" and self.scope == "step"
-                and eps >= 1.0):
+        if (self.noise == "gaussian" and self.calibration == "classic" and self.calibrate == "step"
+                and self.epsilon >= 1.0):
             raise InvalidParameterError(
                 f"{owner}: the classic Gaussian calibration is only valid for epsilon < 1 (got "
-                f"epsilon={eps!r}); use calibration=\"analytic\".")
-        return self
+                f"epsilon={self.epsilon!r}); use calibration=\"analytic\".")
 
     @property
     def q(self) -> int:
@@ -126,23 +132,7 @@ class _Perturbation:
 
     def describe(self) -> dict[str, Any]:
         """JSON-able parameters; ``mechanism_from_dict(mech.describe())`` rebuilds an equal mechanism."""
-        return {"mechanism": self.short_name, "placement": self.placement, "noise": self.noise,
-                "epsilon": self.epsilon, "delta": self.delta, "calibration": self.calibration,
-                "sensitivity": self.sensitivity, "calibrate": self.scope, "noise_source": self.noise_source}
-
-    def __repr__(self) -> str:
-        keys = ("epsilon", "delta", "calibration", "sensitivity", "calibrate") + \
-            (("noise_source",) if self.noise_source != "numpy" else ())
-        d = self.describe()
-        args = ", ".join(f"{k}={d[k]!r}" for k in keys)
-        return f"{type(self).__name__}({self.noise!r}, {args})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self.describe() == other.describe()  # type: ignore[union-attr]
-
-    __hash__ = None  # type: ignore[assignment]
+        return {"mechanism": self.short_name, "placement": self.placement, **super().describe()}
 
     # ------------------------------------------------------------------ calibration
     def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
@@ -202,7 +192,7 @@ class _Perturbation:
         sens = getattr(agent, "sensitivity", None)
         relation = getattr(sens, "relation", "unspecified")
         eps = float(self.epsilon)
-        if self.scope == "step":
+        if self.calibrate == "step":
             scale = per_step_scale(self.noise, delta_s, eps, self.delta, self.calibration)
             claim = (eps, 0.0 if self.noise == "laplace" else float(self.delta))
         else:

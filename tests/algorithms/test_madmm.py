@@ -181,7 +181,8 @@ def test_result_saves_and_loads(erm5, tmp_path):
 def test_parameters_are_validated_with_uniform_messages(erm5):
     inst, _ = erm5
     with pytest.raises(InvalidParameterError,
-                       match=r"The 'theta' parameter of MADMM must be a float in \(0, inf\). Got -1 instead."):
+                       match=r"The 'theta' parameter of MADMM must be a float in \(0, inf\), a list of them \(one per node\) or a "
+                             r"\{node: value\} mapping. Got -1 instead."):
         cvxdp.solve(inst.agents, algorithm=cvxdp.MADMM(theta=-1))
     with pytest.raises(InvalidParameterError, match=r"The 'q' parameter of MADMM must be a float in \[1, inf\)"):
         cvxdp.solve(inst.agents, algorithm=cvxdp.MADMM(q=[1.0, 0.9, 1.0, 1.0, 1.0]))
@@ -379,5 +380,5 @@ def test_case_tables_build_the_graph_algorithms(erm5):
     assert make_algorithm({"name": "radmm", "eta": 0.5, "q": 1.5, "theta": 2.0}).gamma == 0.5
     with pytest.raises(ConfigError, match="'madmm', 'dvp', 'radmm', 'mradmm'"):
         make_algorithm({"name": "nope"})
-    with pytest.raises(ConfigError, match="takes 'alpha' and 'growth'"):
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) 'epsilon' for PenaltyPerturbation. Allowed: alpha, growth"):
         make_privacy({"mechanism": "gamma", "epsilon": 1.0})

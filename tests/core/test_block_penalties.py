@@ -54,13 +54,13 @@ def test_relaxed_targets_mix_the_consensus_with_the_previous_copy():
 
 @pytest.mark.parametrize("bad", [0.0, 2.0, -1.0, float("nan")])
 def test_relaxation_outside_zero_two_is_refused(bad):
-    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be a float in"):
+    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be 'auto' or a float in"):
         cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(relaxation=bad, rounds=2), seed=0)
 
 
 @pytest.mark.parametrize("bad", ["1.6", "fast"])
 def test_relaxation_string_other_than_auto_is_refused(bad):
-    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be \"auto\" or a float in"):
+    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM must be 'auto' or a float in"):
         cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(relaxation=bad, rounds=2), seed=0)
 
 
@@ -211,10 +211,11 @@ def test_prox_step_with_one_penalty_per_coordinate_matches_cvxpy():
 
 def test_case_files_set_the_relaxation():
     from cvxdp.config.build import make_algorithm
+    from cvxdp.errors import ConfigError
 
     algorithm = make_algorithm({"name": "admm", "relaxation": 1.2})
     assert algorithm.relaxation == 1.2
     assert make_algorithm({"name": "admm", "relaxation": "auto"}).relaxation_at(1) == 1.3
     assert make_algorithm({"name": "admm"}).relaxation == "auto"
-    with pytest.raises(InvalidParameterError, match="'relaxation' parameter of ADMM"):
-        cvxdp.solve(_agents(), algorithm=make_algorithm({"name": "admm", "relaxation": 3.0, "rounds": 2}), seed=0)
+    with pytest.raises(ConfigError, match=r"\[algorithm\]: The 'relaxation' parameter of ADMM"):  # refused on reading
+        make_algorithm({"name": "admm", "relaxation": 3.0, "rounds": 2})

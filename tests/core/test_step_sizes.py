@@ -284,9 +284,9 @@ def test_ladmm_auto_rho_only_rises_and_reaches_consensus_on_the_balance_objectiv
     inst = build({"network": "case14", "zones": [[1, 2, 3, 4, 5], [6, 10, 11, 12, 13], [7, 8, 9, 14]]},
                  base_dir=".")
     algo = cvxdp.LinearizedADMM(rounds=300)
-    algo.validate()
-    assert algo.rho_schedule.decrease is False
-    assert algo.rho_schedule(2, 1.0, primal=1.0, dual=100.0) == 1.0  # a dominant dual residual: kept
+    rho = algo.resolved().rho_schedule
+    assert rho.decrease is False
+    assert rho(2, 1.0, primal=1.0, dual=100.0) == 1.0  # a dominant dual residual: kept
     result = cvxdp.solve(inst.agents, algorithm=algo, seed=0)
     rho = result.history["rho"].to_numpy()
     assert np.all(np.diff(rho) >= 0)
@@ -347,12 +347,12 @@ def test_adaptive_rho_balances_both_ways_and_freezes():
 
 
 def test_auto_is_the_default_and_is_described():
-    algo = cvxdp.LinearizedADMM()
-    algo.validate()
+    algo = cvxdp.LinearizedADMM().resolved()  # a copy with the run's schedules; the user's object is unchanged
     assert isinstance(algo.rho_schedule, AdaptiveRho) and isinstance(algo.eta_schedule, AutoEta)
     assert describe(algo.rho_schedule)["kind"] == "adaptive" and describe(algo.eta_schedule)["kind"] == "auto"
-    admm = cvxdp.ADMM()
-    admm.validate()
+    assert cvxdp.LinearizedADMM().describe()["rho"]["kind"] == "adaptive"
+    assert cvxdp.LinearizedADMM().rho_schedule is None
+    admm = cvxdp.ADMM().resolved()
     assert isinstance(admm.rho_schedule, AdaptiveRho)
     assert isinstance(as_schedule({"kind": "adaptive", "start": 3.0}, "rho", "X"), AdaptiveRho)
     with pytest.raises(InvalidParameterError, match="'eta' parameter of LinearizedADMM"):

@@ -113,8 +113,8 @@ def test_parameter_condition_error_names_the_node_and_numbers():
 # --------------------------------------------------------------------------- the mechanism and the ledger
 def test_penalty_perturbation_validation_is_uniform():
     with pytest.raises(InvalidParameterError,
-                       match=r"The 'alpha' parameter of PenaltyPerturbation must be a float in \(0, inf\). "
-                             r"Got -1 instead."):
+                       match=r"The 'alpha' parameter of PenaltyPerturbation must be a float in \(0, inf\), a list of them "
+                             r"\(one per node\) or a \{node: value\} mapping. Got -1 instead."):
         PenaltyPerturbation(alpha=-1).validate()
     with pytest.raises(InvalidParameterError, match="'growth' parameter of PenaltyPerturbation"):
         PenaltyPerturbation(alpha=1.0, growth=0).validate()

@@ -68,7 +68,7 @@ def test_constructor_only_stores(name):
     ("epsilon", math.nan, r"'epsilon' parameter"),
     ("calibration", "exact", r"'calibration' parameter of \w+ must be one of 'analytic', 'classic'"),
     ("sensitivity", "worst", r"'sensitivity' parameter of \w+ must be one of 'exact', 'paper'"),
-    ("scope", "run", r"'calibrate' parameter of \w+ must be one of 'step', 'total'"),
+    ("calibrate", "run", r"'calibrate' parameter of \w+ must be one of 'step', 'total'"),
     ("delta", 1.5, r"'delta' parameter"),
     ("delta", -0.1, r"'delta' parameter"),
 ])
@@ -229,11 +229,10 @@ def test_plan_validation_and_round_trip():
         plan.scale = 3.0
 
 
-def test_calibration_scope_is_calibrate_and_budget_is_a_deprecated_alias():
+def test_calibrate_is_the_one_name_and_budget_means_only_the_stopping_guard():
     new = ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-5, calibrate="total")
     assert new.scope == "total" and new.describe()["calibrate"] == "total"
-    with pytest.warns(FutureWarning, match="'budget' parameter of OutputPerturbation is deprecated"):
-        old = OutputPerturbation("gaussian", epsilon=1.0, delta=1e-5, budget="total")
-    assert old.scope == "total" and old.budget == "total"
+    with pytest.raises(TypeError, match="budget"):  # "budget" names only solve(budget=(eps, delta)), a stopping guard
+        OutputPerturbation("gaussian", epsilon=1.0, delta=1e-5, budget="total")
     from cvxdp.privacy.mechanisms import mechanism_from_dict
     assert mechanism_from_dict(new.describe()) == new

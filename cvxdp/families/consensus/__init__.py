@@ -5,8 +5,7 @@
 released values and public bounds).
 """
 
-from .admm import ADMM
-from .ladmm import LinearizedADMM
+from .params import ADMM, LinearizedADMM
 from .server import ConsensusFamily
 
 __all__ = ["ADMM", "ConsensusFamily", "LinearizedADMM"]

@@ -23,8 +23,8 @@ from ...model.curvature import lipschitz_constants
 from ...model.evaluation import compiled_metrics
 from ...model.local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
 from ...model.node import Evaluation, Node, Release
-from .ladmm import linearized_updates
-from .updates import Algorithm, dual_update
+from .params import ConsensusAlgorithm
+from .updates import dual_update, linearized_updates
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class ConsensusNode(Node):
         Whether to determine ``L_p`` before round 1 (:func:`cvxdp.families.consensus.step_sizes.needs_curvature`).
     """
 
-    def __init__(self, agent: Agent, algorithm: Algorithm, seed: np.random.SeedSequence,
+    def __init__(self, agent: Agent, algorithm: ConsensusAlgorithm, seed: np.random.SeedSequence,
                  solvers: tuple[str, ...] = DEFAULT_SOLVERS, private: bool = False, curvature: bool = False) -> None:
         self.agent = agent
         self.name = agent.name
@@ -70,7 +70,7 @@ class ConsensusNode(Node):
         self.sidx = agent.layout.shared_indices
         # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the
         # initial point: of W_p (LinearizedADMM), of min f_p s.t. W_p (exact ADMM: the prox step too)
-        exact = algorithm.name == "admm"
+        exact = algorithm.exact
         self.projection = compile_projection(agent, solvers=solvers, exact=exact)
         if self.projection.is_box:  # emptiness and boundedness read off the bounds
             agent.check_box(self.projection.lo, self.projection.hi)
@@ -170,7 +170,7 @@ class ConsensusNode(Node):
         if plan is None:
             return None
         rng = self.rng
-        if getattr(plan, "noise_source", "numpy") == "opendp":  # the addition itself happens inside OpenDP
+        if plan.noise_source == "opendp":  # the addition itself happens inside OpenDP
             return lambda value: plan.perturb(rng, value)
         return lambda value: value + plan.sample(rng, value.size)
 

@@ -47,16 +47,16 @@ def _check_privacy(privacy: Any, algorithm: Any) -> None:
 def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, steps: int) -> float:
     if budget is not None and budget[1] > 0:
         return budget[1]
-    delta = getattr(privacy, "delta", None)
+    delta = privacy.delta if privacy is not None else None
     if delta:
-        return float(min(delta if getattr(privacy, "scope", "step") == "total" else delta * steps, 0.5))
+        return float(min(delta if privacy.scope == "total" else delta * steps, 0.5))
     return 1e-6
 
 
 def penalty_weights(agents: Sequence[Any], offsets: Mapping[str, int], size: int) -> np.ndarray | None:
     """The declared relative penalty weight of every global coordinate (``Agent(rho_scale=...)``), or None when
     no agent declares any. Holders of one key must agree; a mismatch raises a DeclarationError naming both."""
-    if not any(getattr(a, "rho_scale", None) for a in agents):
+    if not any(a.rho_scale for a in agents):
         return None
     weights = np.ones(size)
     owner: dict[str, tuple[str, np.ndarray]] = {}
@@ -162,15 +162,14 @@ class ConsensusFamily(Family):
         self.gidx = [np.concatenate([self.offsets[k] + np.arange(len(a.layout.shared[k]))
                                      for k in sorted(a.layout.shared)]) for a in agents]
         # per-block penalties: exact ADMM with rho="auto" and public weights declared by the agents
-        blocks = getattr(algorithm, "auto_blocks", None)
-        self.blocks = blocks if blocks is not None and getattr(algorithm, "rho_is_auto", False) else None
+        self.algorithm = algorithm = algorithm.resolved(privacy.epsilon if privacy is not None else None)
+        blocks = algorithm.auto_blocks
+        self.blocks = blocks if blocks is not None and algorithm.rho_is_auto else None
         self.weights = penalty_weights(agents, self.offsets, self.n_global) if self.blocks is not None else None
         self.J = algorithm.local_updates
         self.steps = algorithm.rounds * self.J
         self.target_delta = _default_target_delta(privacy, self.budget, self.steps) if self.target_delta is None \
             else check_float(self.target_delta, "target_delta", "solve", 0.0, 1.0)
-        if hasattr(algorithm, "bind_epsilon"):  # the authors' eta schedule reads epsilon from the mechanism
-            algorithm.bind_epsilon(getattr(privacy, "epsilon", None))
         if privacy is not None and privacy.sensitivity == "paper":
             self.notes.append((PAPER_PRESET, True, True))
         self.infos: list[dict[str, Any]] = []
@@ -201,21 +200,20 @@ class ConsensusFamily(Family):
         # rho="auto" of LinearizedADMM starts at the agents' curvature scale when that is below 1 (public in a
         # private run: the eta plan reads declared bounds only)
         self.rho_schedule = (auto_rho_start(self.algorithm.rho_schedule, self.eta_plan)
-                             if self.algorithm.name == "ladmm" and self.algorithm.rho_is_auto
-                             else self.algorithm.rho_schedule)
+                             if self.algorithm.rho_is_auto else self.algorithm.rho_schedule)
         return ConsensusState(ez=[d["shared"] for d in declarations], lam=[np.zeros(len(g)) for g in self.gidx],
                               weights=None if self.weights is None else self.weights.copy(),
                               noise_eta=NoiseEta.start(len(self.agents)) if self._grows_eta() else None)
 
     def _grows_eta(self) -> bool:
         """Whether eta grows with the noise (:mod:`cvxdp.families.consensus.noise_eta`): a private run with ``eta="auto"``."""
-        auto = getattr(self.algorithm, "auto_eta", None)
+        auto = self.algorithm.auto_eta
         return self.privacy is not None and auto is not None and auto.noise_growth > 1.0
 
     def etas(self, t: int, state: ConsensusState) -> list[float]:
         """eta of each agent in round ``t``: the plan's, times the noise multipliers of a private auto run."""
         etas = self.eta_plan.at(t)
-        noise_eta = getattr(state, "noise_eta", None)
+        noise_eta = state.noise_eta
         return etas if noise_eta is None else [e * float(m) for e, m in zip(etas, noise_eta.scale)]
 
     # ---------------------------------------------------------------- one round
@@ -235,12 +233,12 @@ class ConsensusFamily(Family):
                                               accountant=self.accountant)
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
-        relaxation = alg.relaxation_at(t) if hasattr(alg, "relaxation_at") else 1.0
+        relaxation = alg.relaxation_at(t)
         targets = relaxed_targets(w, state.ez, self.gidx, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
-        polish = self._polishes() and t >= getattr(state, "polish_next", 1)
+        polish = alg.polish and t >= state.polish_next
         mean = copies_mean(state.ez, self.gidx, self.n_global) if polish else None
-        keep = bool(getattr(state, "polish_complete", False))
+        keep = state.polish_complete
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
                                  polish=None if mean is None else mean[g], keep_polish=keep)
                     for bw, r, plan, e, g in zip(targets, rhos, plans, etas, self.gidx)]
@@ -248,11 +246,6 @@ class ConsensusFamily(Family):
                    for plan in plans]
         return RoundPlan(messages=messages, charges=charges, released=released,
                          context=(w, targets, rhos, mean, plans))
-
-    def _polishes(self) -> bool:
-        """Exact ADMM with ``polish=True``: a round polishes the copies released in the round before (in the
-        rounds :meth:`cvxdp.ADMM.polish_gap` leaves after failed attempts)."""
-        return bool(getattr(self.algorithm, "polish", False))
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -264,7 +257,7 @@ class ConsensusFamily(Family):
             res_sq += float(r @ r)
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": float(np.linalg.norm(r))})
-        if getattr(state, "noise_eta", None) is not None:  # released copies and public noise scales only
+        if state.noise_eta is not None:  # released copies and public noise scales only
             privacy = self.privacy
             stds = [release_noise_std(c.scale, privacy.noise, privacy.placement, m.eta + float(np.mean(r)))
                     for c, m, r in zip(noise_plans, plan.messages, rhos)]
@@ -289,7 +282,7 @@ class ConsensusFamily(Family):
             if state.polish_complete:
                 state.polished = (t, mean)
             row["polished"] = float(state.polish_complete)
-        elif self._polishes():
+        elif self.algorithm.polish:
             row["polished"] = math.nan  # not attempted this round
         return row, agent_rows
 
@@ -329,7 +322,7 @@ class ConsensusFamily(Family):
     def _polished(self, state: ConsensusState, backend: Backend) -> dict[str, Any] | None:
         """Exact ADMM's polished point (:attr:`cvxdp.Result.polished`): the round, the mean of the copies the
         agents fixed their shared blocks to (public) and their polished local solutions (private)."""
-        polished = getattr(state, "polished", None)
+        polished = state.polished
         if polished is None:
             return None
         t, mean = polished
@@ -350,7 +343,7 @@ class ConsensusFamily(Family):
             result.config["rho_start"] = float(self.rho_schedule.start)
         described = self.eta_plan.describe()
         if described is not None:
-            if getattr(state, "noise_eta", None) is not None:  # the eta each agent ended with
+            if state.noise_eta is not None:  # the eta each agent ended with
                 for row, m in zip(described.values(), state.noise_eta.scale):
                     row.update(noise_growth=float(m), final_eta=row["eta"] * float(m))
             result.config["eta_per_agent"] = described

@@ -97,7 +97,7 @@ def needs_curvature(algorithm, private: bool) -> bool:
     with a constant eta (checked against it). Never when eta is given otherwise: nothing to estimate for."""
     from ...schedules import Constant
 
-    if algorithm.name != "ladmm":
+    if algorithm.exact:
         return False
     return algorithm.auto_eta is not None or (not private and isinstance(algorithm.eta_schedule, Constant))
 
@@ -108,7 +108,7 @@ class EtaPlan:
     def __init__(self, algorithm, names: Sequence[str], constants: list[Curvature] | None, *,
                  private: bool = False) -> None:
         self.algorithm, self.names, self.constants = algorithm, list(names), constants
-        auto = getattr(algorithm, "auto_eta", None)
+        auto = algorithm.auto_eta
         self.fixed = auto_etas(constants, auto.factor, private=private) if auto is not None else None
 
     @classmethod
@@ -121,7 +121,7 @@ class EtaPlan:
         undeclared bound is refused by the node, naming the agent).
         """
         names = list(names)
-        if algorithm.name != "ladmm":
+        if algorithm.exact:  # an exact prox step has no eta
             return cls(algorithm, names, None)
         if algorithm.auto_eta is not None:
             return cls(algorithm, names, list(curvatures), private=private)

@@ -1,63 +1,10 @@
-"""What every consensus ADMM variant shares: parameters, the global update and the dual update (SPEC §2)."""
+"""The consensus family's update math over arrays (SPEC §2): the global, dual and linearized local updates."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
-
-from ...params import check_float, check_int
-from ...schedules import Schedule, as_schedule, describe
-
-
-class Algorithm:
-    """Base class: constructors only store parameters; :meth:`validate` checks them."""
-
-    name = "base"
-    private_ok = False
-    #: The algorithm family that runs it on the round loop (:func:`cvxdp.families.family_class`):
-    #: "consensus" (SPEC §2), "graph" (SPEC §3-§4) or "sharing" (SPEC §5).
-    family = "consensus"
-
-    def __init__(self, *, rho: float | Schedule = 1.0, rounds: int = 100, tol_primal: float | None = None,
-                 tol_dual: float | None = None, tol_mismatch: float | None = None) -> None:
-        self.rho = rho
-        self.rounds = rounds
-        self.tol_primal = tol_primal
-        self.tol_dual = tol_dual
-        self.tol_mismatch = tol_mismatch  # the consensus family's copies' mismatch (ADMM, LinearizedADMM)
-
-    @property
-    def local_updates(self) -> int:
-        return 1
-
-    def validate(self) -> None:
-        owner = type(self).__name__
-        auto = getattr(self, "auto_rho", None)  # issue 12: each algorithm's own rho="auto"
-        use_auto = auto is not None and isinstance(self.rho, str) and self.rho == "auto"
-        self.rho_schedule = as_schedule(auto if use_auto else self.rho, "rho", owner)
-        self.rho_is_auto = use_auto
-        check_int(self.rounds, "rounds", owner, 1)
-        for name in ("tol_primal", "tol_dual", "tol_mismatch"):
-            value = getattr(self, name, None)
-            if value is not None:
-                check_float(value, name, owner, 0.0, math.inf)
-
-    def describe(self) -> dict:
-        self.validate()
-        out = {"name": self.name, "rho": describe(self.rho_schedule), "rounds": self.rounds,
-               "tol_primal": self.tol_primal, "tol_dual": self.tol_dual}
-        if getattr(self, "tol_mismatch", None) is not None:  # only when set: older fingerprints stay valid
-            out["tol_mismatch"] = self.tol_mismatch
-        return out
-
-    def eta_at(self, t: int) -> float:
-        return 0.0
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.endswith("_schedule"))
-        return f"{type(self).__name__}({args})"
 
 
 def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
@@ -76,3 +23,44 @@ def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gid
 def dual_update(lam: np.ndarray, rho: float, bw: np.ndarray, ez: np.ndarray) -> np.ndarray:
     """``lambda_p + rho (B_p w - E_p z_p)`` (server and agents run it identically)."""
     return lam + rho * (bw - ez)
+
+
+Projector = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, object]]
+
+
+def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray], project: Projector,
+                       sidx: np.ndarray, bw: np.ndarray, lam: np.ndarray, rho: float, eta: float, J: int,
+                       perturb: Callable[[np.ndarray], np.ndarray] | None, placement: str | None,
+                       grad_point: Projector | None = None,
+                       ) -> tuple[np.ndarray, list[float], list[object]]:
+    """Run J local updates from ``u`` (SPEC §2 step 2) and return the average output and the noise norms.
+
+    ``u^j = Proj_{W, c}(v)``, ``v = (eta u^{j-1} + rho E^T B w + E^T lambda - (g^{j-1} + xi^j)) / c``,
+    ``c = eta + rho*[shared]``. ``perturb(value)`` returns ``value + xi`` (the mechanism's noise); under
+    objective perturbation it perturbs the gradient, under output perturbation the projected point.
+    ``grad_point(u, c)`` (private runs, same signature as ``project``) maps ``u`` into ``W`` before the gradient is taken, so the declared
+    gradient sensitivity (a supremum over ``u in W``) holds where the gradient is evaluated even when ``u``
+    is a noisy output outside ``W`` (OutPert); the proximal term still uses ``u`` itself.
+    """
+    n = u.size
+    c = np.full(n, eta)
+    c[sidx] += rho
+    anchor = np.zeros(n)
+    anchor[sidx] = rho * bw + lam
+    total = np.zeros(n)
+    norms: list[float] = []
+    reports: list[object] = []
+    for _ in range(J):
+        g = grad(u if grad_point is None else grad_point(u, c)[0])
+        if perturb is not None and placement == "objective":
+            noisy = perturb(g)
+            norms.append(float(np.linalg.norm(noisy - g)))
+            g = noisy
+        u, report = project((eta * u + anchor - g) / c, c)
+        if perturb is not None and placement == "output":
+            noisy = perturb(u)
+            norms.append(float(np.linalg.norm(noisy - u)))
+            u = noisy
+        reports.append(report)
+        total += u
+    return total / J, norms, reports

@@ -4,9 +4,8 @@
 perturbation and the papers' bounds (26)/(32)), ``node.py`` (the party), ``server.py`` (the coordinator).
 """
 
-from .madmm import DVP, MADMM
 from .mechanism import PenaltyPerturbation
-from .radmm import MRADMM, RADMM
+from .params import DVP, MADMM, MRADMM, RADMM
 from .server import GraphFamily
 
 __all__ = ["DVP", "GraphFamily", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM"]

@@ -39,13 +39,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ...errors import DeclarationError, InvalidParameterError
-from ...params import check_float, check_int, fail
+from ...params import POSITIVE, Param, Parameterized, PerNode, check_float, check_int, fail, param
 from ...privacy.accounting import PureEpsilonDpEvent, pure_epsilon_event
 from .topology import check_graph
 
@@ -270,17 +270,6 @@ def check_bound_condition(constants: Sequence[ERMConstants], weights: Sequence[f
 
 
 # --------------------------------------------------------------------------- the mechanism
-def _per_node(value: Any, name: str, owner: str, low: float, closed: str = "neither") -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): check_float(v, f"{name}[{k!r}]", owner, low, math.inf, closed) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        vals = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) else list(value)
-        if not vals:
-            raise fail(name, owner, "a float or a non-empty list (one per node)", value)
-        return [check_float(v, name, owner, low, math.inf, closed) for v in vals]
-    return check_float(value, name, owner, low, math.inf, closed)
-
-
 def node_values(value: Any, names: Sequence[str], name: str, owner: str) -> np.ndarray:
     """A float, a list (one per node, in the agents' order) or a dict {node: value} -> array per node."""
     n = len(names)
@@ -300,7 +289,7 @@ def node_values(value: Any, names: Sequence[str], name: str, owner: str) -> np.n
     return np.full(n, float(value))
 
 
-class PenaltyPerturbation:
+class PenaltyPerturbation(Parameterized):
     """Gamma-norm noise (density ∝ ``exp(-alpha ||eps||_2)``) for the decentralized ADMM family.
 
     With :class:`cvxdp.MADMM` it is the penalty perturbation (PP, eq. 24: ``2 eta_i(t) V_i eps^T f``), with
@@ -320,16 +309,14 @@ class PenaltyPerturbation:
 
     placement = "gamma"
     short_name = "gamma"
+    parameters: ClassVar[dict[str, Param]] = {
+        "alpha": param(PerNode(0.0), help="Gamma-norm noise rate alpha_i(1) (larger: less noise, E||eps|| = d/alpha)"),
+        "growth": param(POSITIVE, help="alpha_i(t) = alpha_i(1) growth^(t-1)"),
+    }
 
     def __init__(self, alpha: float | Sequence[float] | Mapping[str, float] = 1.0, *, growth: float = 1.0) -> None:
         self.alpha = alpha
         self.growth = growth
-
-    def validate(self) -> PenaltyPerturbation:
-        owner = type(self).__name__
-        _per_node(self.alpha, "alpha", owner, 0.0)
-        check_float(self.growth, "growth", owner, 0.0, math.inf)
-        return self
 
     def alphas(self, names: Sequence[str]) -> np.ndarray:
         """``alpha_i(1)`` per node."""
@@ -340,19 +327,7 @@ class PenaltyPerturbation:
         return alpha1 * float(self.growth) ** (s - 1)
 
     def describe(self) -> dict[str, Any]:
-        alpha = self.alpha if not isinstance(self.alpha, np.ndarray) else self.alpha.tolist()
-        return {"mechanism": "gamma", "placement": "penalty/objective", "noise": "gamma-norm",
-                "alpha": alpha, "growth": self.growth}
-
-    def __repr__(self) -> str:
-        return f"PenaltyPerturbation(alpha={self.alpha!r}, growth={self.growth!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self.describe() == other.describe()  # type: ignore[union-attr]
-
-    __hash__ = None  # type: ignore[assignment]
+        return {"mechanism": "gamma", "placement": "penalty/objective", "noise": "gamma-norm", **super().describe()}
 
 
 # --------------------------------------------------------------------------- the ledger
@@ -386,18 +361,6 @@ def inexact_solve_note(solvers: Sequence[Mapping[str, Any]]) -> str:
                     else "cvxpy (the conic solver's default tolerances)" for p in solvers})
     return ("penalty perturbation: the bound assumes the exact minimiser of the perturbed primal problem; "
             "the solver tolerance is " + "; ".join(parts))
-
-
-def penalty_perturbation_from_table(table: Mapping[str, Any]) -> PenaltyPerturbation:
-    """A [privacy] table with ``mechanism = "gamma"`` -> :class:`PenaltyPerturbation` (keys alpha, growth)."""
-    from ...errors import ConfigError
-
-    params = {k: v for k, v in table.items() if k != "mechanism"}
-    unknown = sorted(set(params) - {"alpha", "growth"})
-    if unknown:
-        raise ConfigError(f"[privacy] with mechanism = \"gamma\" takes 'alpha' and 'growth'; unknown "
-                          f"{', '.join(map(repr, unknown))}.")
-    return PenaltyPerturbation(**params).validate()
 
 
 # --------------------------------------------------------------------------- schedules and claims of a run

@@ -31,15 +31,31 @@ most 1; neighbouring ``D_m ~ D'_m`` differ in one sample's row with ``||D_m - D'
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit, log_expit
 
 from ...errors import CvxdpError
 from ...model.vertical import check_labels
-from ...params import check_choice, check_float, check_int, deprecated_alias, fail
-from ..consensus.updates import Algorithm
+from ...params import (
+    COUNT,
+    NONNEGATIVE,
+    OPTIONAL_POSITIVE,
+    POSITIVE,
+    Algorithm,
+    Boolean,
+    Instance,
+    Interval,
+    NoneValue,
+    Options,
+    Param,
+    Parameterized,
+    check_float,
+    check_int,
+    fail,
+    param,
+)
 
 LOSSES = ("logistic", "squared")
 SENSITIVITIES = ("paper", "worst_case")
@@ -208,8 +224,12 @@ def worst_case_sensitivity(n_samples: int, bound: float) -> float:
     return 2.0 * math.sqrt(n) * b
 
 
+#: labels: any 1-D array of numbers (checked against the loss in ADMMSharing._check); described by their count
+_LABELS = Instance((np.ndarray, list, tuple), "a 1-D array of labels", lambda v: f"{len(v)} labels")
+
+
 # --------------------------------------------------------------------------- the mechanism
-class SharingGaussian:
+class SharingGaussian(Parameterized):
     """Gaussian perturbation of each party's shared predictions ``D_m x_m`` (paper eq. 7, Lemma 1, Theorem 1).
 
     Parameters
@@ -237,8 +257,6 @@ class SharingGaussian:
     calibrate : {"step", "total"}
         "total": calibrate sigma so that ``epochs`` epochs compose to (epsilon, delta) under the run's
         accountant (:func:`cvxdp.privacy.calibration.calibrate_to_total`).
-    budget : {"step", "total"}, optional
-        Deprecated alias of ``calibrate`` (warns).
     delta_prime : float, optional
         The delta' of Corollary 1 (default: ``delta``). RDP/PLD totals are reported at the Corollary's total
         ``T delta + delta'`` unless ``solve(target_delta=...)`` says otherwise, so all three are comparable.
@@ -251,65 +269,53 @@ class SharingGaussian:
 
     placement = "output"
     short_name = "SharingG"
-
-    @property
-    def budget(self) -> str:
-        """Deprecated alias of :attr:`scope` (the ``calibrate`` keyword)."""
-        return self.scope
+    parameters: ClassVar[dict[str, Param]] = {
+        "epsilon": param(POSITIVE, NoneValue(), help="per-epoch epsilon of every party (or each party's total with "
+                         "calibrate = total); give exactly one of epsilon and sigma"),
+        "delta": param(Interval(0.0, 1.0), help="per-epoch delta (or the total delta)"),
+        "sigma": param(POSITIVE, NoneValue(), help="a fixed noise standard deviation instead of epsilon"),
+        "calibration": param(Options(CALIBRATIONS), help="analytic (any epsilon) | classic (Theorem 1, epsilon <= 1)"),
+        "sensitivity": param(Options(SENSITIVITIES), POSITIVE, help="worst_case (sound) | paper (Lemma 1: a paper "
+                             "preset, not a guarantee) | a float you derived"),
+        "calibrate": param(Options(("step", "total")), help="step: per epoch | total: each party's whole run"),
+        "delta_prime": param(Interval(0.0, 1.0), NoneValue(), help="the delta' of Corollary 1 (default: delta)"),
+        "assumptions": param(Options(ASSUMPTION_MODES), help="what to do when Assumption 1.1 fails under the paper "
+                             "preset: raise | record (\"warn\" is an alias)"),
+    }
 
     def __init__(self, epsilon: float | None = None, delta: float = 1e-5, *, sigma: float | None = None,
                  calibration: str = "analytic", sensitivity: str | float = "worst_case", calibrate: str = "step",
-                 delta_prime: float | None = None, assumptions: str = "raise", budget: str | None = None) -> None:
+                 delta_prime: float | None = None, assumptions: str = "raise") -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.sigma = sigma
         self.calibration = calibration
         self.sensitivity = sensitivity
-        self.scope = deprecated_alias(calibrate, budget, "calibrate", "budget", "SharingGaussian")
+        self.calibrate = calibrate
         self.delta_prime = delta_prime
         self.assumptions = assumptions
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"SharingGaussian({args})"
+    @property
+    def scope(self) -> str:
+        """What epsilon/delta describe: "step" or "total" (the ``calibrate`` parameter)."""
+        return self.calibrate
 
-    def validate(self) -> SharingGaussian:
-        """Check every parameter (uniform messages); return self."""
+    def _check(self) -> None:
         owner = "SharingGaussian"
-        check_choice(self.calibration, "calibration", owner, CALIBRATIONS)
-        check_choice(self.scope, "calibrate", owner, ("step", "total"))
-        check_choice(self.assumptions, "assumptions", owner, ASSUMPTION_MODES)
-        check_float(self.delta, "delta", owner, 0.0, 1.0)
         if (self.epsilon is None) == (self.sigma is None):
             raise fail("epsilon", owner, "given exactly when 'sigma' is not (one of the two)",
                        (self.epsilon, self.sigma))
-        if self.epsilon is not None:
-            if self.calibration == "classic" and self.scope == "step":
-                check_float(self.epsilon, "epsilon", owner, 0.0, 1.0, closed="right")
-            else:
-                check_float(self.epsilon, "epsilon", owner, 0.0, math.inf)
-        else:
-            check_float(self.sigma, "sigma", owner, 0.0, math.inf)
-            if self.scope != "step":
-                raise fail("calibrate", owner, "'step' when sigma is given", self.scope)
-        if isinstance(self.sensitivity, str):
-            check_choice(self.sensitivity, "sensitivity", owner, SENSITIVITIES)
-        else:
-            check_float(self.sensitivity, "sensitivity", owner, 0.0, math.inf)
-        if self.delta_prime is not None:
-            check_float(self.delta_prime, "delta_prime", owner, 0.0, 1.0)
-        return self
+        if self.epsilon is not None and self.calibration == "classic" and self.calibrate == "step":
+            check_float(self.epsilon, "epsilon", owner, 0.0, 1.0, closed="right")
+        if self.sigma is not None and self.calibrate != "step":
+            raise fail("calibrate", owner, "'step' when sigma is given", self.calibrate)
 
     @property
     def delta_prime_value(self) -> float:
         return float(self.delta if self.delta_prime is None else self.delta_prime)
 
     def describe(self) -> dict[str, Any]:
-        self.validate()
-        return {"mechanism": self.short_name, "epsilon": self.epsilon, "delta": self.delta, "sigma": self.sigma,
-                "calibration": self.calibration,
-                "sensitivity": self.sensitivity if isinstance(self.sensitivity, str) else float(self.sensitivity),
-                "calibrate": self.scope, "delta_prime": self.delta_prime_value, "assumptions": self.assumptions}
+        return {"mechanism": self.short_name, **super().describe(), "delta_prime": self.delta_prime_value}
 
     def party_sensitivity(self, *, d_m: int, n_samples: int, bound: float, rho: float, lam: float, c1: float,
                           b1: float, parties: int) -> float:
@@ -320,7 +326,7 @@ class SharingGaussian:
             return worst_case_sensitivity(n_samples, bound)
         return float(self.sensitivity)
 
-    def calibrate(self, sensitivity: float, *, epochs: int, accountant: str) -> tuple[float, float, float]:
+    def noise_for(self, sensitivity: float, *, epochs: int, accountant: str) -> tuple[float, float, float]:
         """``(sigma, eps_step, delta_step)`` for one party with l2 ``sensitivity``.
 
         ``eps_step, delta_step`` is the per-epoch claim recorded in the ledger (basic composition) and used
@@ -335,7 +341,7 @@ class SharingGaussian:
             eps_t1 = theorem1_epsilon(c, sigma, dl)
             return sigma, (eps_t1 if eps_t1 <= 1.0 else gaussian_epsilon(c, sigma, dl)), dl
         eps = float(self.epsilon)
-        if self.scope == "step":
+        if self.calibrate == "step":
             if self.calibration == "classic":
                 return theorem1_sigma(c, eps, dl), eps, dl
             return gaussian_sigma_analytic(c, eps, dl), eps, dl
@@ -378,6 +384,19 @@ class ADMMSharing(Algorithm):
     name = "sharing"
     private_ok = True
     family = "sharing"
+    mechanisms = ("none", "OutG")
+    parameters: ClassVar[dict[str, Param]] = {
+        "rho": param(POSITIVE, help="penalty of the augmented Lagrangian (about the loss curvature: 0.25/N to 1/N)"),
+        "lam": param(NONNEGATIVE, help="l2 regularisation weight lambda"),
+        "epochs": param(COUNT, help="epochs T (the CLI's --rounds)"),
+        "loss": param(Options(LOSSES), help="the centre's loss: logistic | squared"),
+        "labels": param(_LABELS, NoneValue(), help="the training labels, held by the centre (default: the label "
+                        "party's)", file=False),
+        "test_labels": param(_LABELS, NoneValue(), help="labels of a test set (evaluation only)", file=False),
+        "tol_primal": param(*OPTIONAL_POSITIVE, help="stop when ||sum_m q_m - z|| falls below it (with tol_dual)"),
+        "tol_dual": param(*OPTIONAL_POSITIVE, help="stop when rho ||z - z_prev|| falls below it (with tol_primal)"),
+        "record_messages": param(Boolean(), help="keep every message of the run in result.messages"),
+    }
 
     def __init__(self, *, rho: float = 1.0, lam: float = 1e-3, epochs: int = 50, loss: str = "logistic",
                  labels: np.ndarray | None = None, test_labels: np.ndarray | None = None,
@@ -397,32 +416,11 @@ class ADMMSharing(Algorithm):
     def rounds(self) -> int:  # the engine's name for the number of rounds
         return self.epochs
 
-    def validate(self) -> None:
-        owner = type(self).__name__
-        check_float(self.rho, "rho", owner, 0.0, math.inf)
-        check_float(self.lam, "lam", owner, 0.0, math.inf, closed="left")
-        check_int(self.epochs, "epochs", owner, 1)
-        check_choice(self.loss, "loss", owner, LOSSES)
-        for name in ("tol_primal", "tol_dual"):
-            value = getattr(self, name)
-            if value is not None:
-                check_float(value, name, owner, 0.0, math.inf)
-        if not isinstance(self.record_messages, bool):
-            raise fail("record_messages", owner, "a bool", self.record_messages)
+    def _check(self) -> None:
         for name in ("labels", "test_labels"):
             value = getattr(self, name)
             if value is not None:
-                check_labels(value, name, owner, self.loss)
-
-    def describe(self) -> dict[str, Any]:
-        self.validate()
-        return {"name": self.name, "rho": float(self.rho), "lam": float(self.lam), "epochs": int(self.epochs),
-                "loss": self.loss, "tol_primal": self.tol_primal, "tol_dual": self.tol_dual}
-
-    def __repr__(self) -> str:
-        shown = {k: (f"<array {np.shape(v)}>" if isinstance(v, np.ndarray) else v) for k, v in vars(self).items()}
-        return f"ADMMSharing({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-
+                check_labels(value, name, type(self).__name__, self.loss)
 
 __all__ = [
     "ADMMSharing", "AssumptionViolation", "LOSSES", "SharingGaussian", "corollary1", "log_loss",

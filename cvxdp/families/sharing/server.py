@@ -307,13 +307,13 @@ def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, 
     """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
 
     Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
-    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.calibrate`. The round loop and
+    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.noise_for`. The round loop and
     :func:`audit_sharing` both use it.
     """
     C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
                                     rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
                                     parties=parties)
-    sigma, eps_step, delta_step = mechanism.calibrate(C, epochs=epochs, accountant=accountant)
+    sigma, eps_step, delta_step = mechanism.noise_for(C, epochs=epochs, accountant=accountant)
     plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
     info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
             "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}

@@ -1,4 +1,6 @@
-"""Algorithm B: M-ADMM over a graph with private penalties; DVP; penalty perturbation (SPEC §3), "madmm".
+"""The graph family's algorithms and their declared parameters: M-ADMM and DVP (SPEC §3), R-ADMM and MR-ADMM (§4).
+
+M-ADMM, "madmm":
 
 Zhang, Khalili & Liu (ICML 2018). Node i of a connected undirected graph (neighbours V_i, V_i = |V_i|) holds
 ``O(f, D_i)`` and updates
@@ -10,42 +12,39 @@ with a private, non-decreasing penalty ``eta_i(t) = eta_i(1) q_i^(t-1)`` decoupl
 With ``privacy=cvxdp.PenaltyPerturbation(alpha=...)`` Gamma-norm noise enters the penalty (PP, eq. 24); DVP
 (Zhang & Zhu 2017) is the same with ``eta_i(t) = theta``. Each node is an ordinary :class:`cvxdp.Agent` whose
 shared blocks cover all its variables (every node shares the full f); the graph's nodes are the agents'
-names. The constructors only store parameters; :meth:`validate` checks them; ``cvxdp.solve`` runs them on the
-round loop through :class:`cvxdp.families.graph.server.GraphFamily` (``family = "graph"``).
+names. R-ADMM / MR-ADMM (Zhang et al., IEEE TIFS 2019) alternate an exact (odd) and a recycled (even) iteration
+that reads no data. Parameters are declared once per class (:mod:`cvxdp.params`); constructors only store.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import networkx as nx
 import numpy as np
 
-from ...params import check_choice, check_float, check_int, fail
-from ..consensus.updates import Algorithm
+from ...errors import ConfigError
+from ...params import (
+    COUNT,
+    NONNEGATIVE,
+    OPTIONAL_POSITIVE,
+    Algorithm,
+    Instance,
+    Interval,
+    NoneValue,
+    Options,
+    Param,
+    fail,
+    param,
+)
+from ...params import PerNode as PerNodeValue
+from .mechanism import node_values
 from .topology import TOPOLOGIES, describe_graph, make_graph
 
 LOCAL_SOLVERS = ("auto", "newton", "lbfgs", "cvxpy")
 PerNode = float | Sequence[float] | Mapping[str, float]
-
-
-def _check_per_node(value: Any, name: str, owner: str, low: float, closed: str = "neither") -> None:
-    from .mechanism import _per_node
-
-    _per_node(value, name, owner, low, closed)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Mapping):
-        return {str(k): float(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [float(v) for v in value]
-    return value
 
 
 class GraphADMM(Algorithm):
@@ -77,58 +76,58 @@ class GraphADMM(Algorithm):
 
     family = "graph"
     private_ok = True
-    kind = "madmm"
+    mechanisms = ("none", "gamma")
+    #: "madmm" (M-ADMM, DVP: every iteration exact) or "radmm" (R-ADMM, MR-ADMM: odd exact, even recycled)
+    kind: ClassVar[str] = "madmm"
+
+    parameters: ClassVar[dict[str, Param]] = {
+        "graph": param(Instance((nx.Graph,), "a networkx.Graph", describe_graph), Options(TOPOLOGIES), NoneValue(),
+                       help="random | ring | grid | complete (a case file may give the edges instead: edges = "
+                       "[[\"node0\", \"node1\"], ...])"),
+        "rounds": param(COUNT, help="number of iterations T"),
+        "graph_seed": param(Interval(0, float("inf"), integer=True), help="seed of a random topology"),
+        "edge_prob": param(Interval(0.0, 1.0, "right"), NoneValue(), help="edge probability of a random topology"),
+        "init_scale": param(NONNEGATIVE, help="f_i(0) ~ N(0, init_scale^2 I) from the node's generator"),
+        "local_solver": param(Options(LOCAL_SOLVERS), help="the exact primal update: auto | newton | lbfgs | cvxpy"),
+        "tol": param(*OPTIONAL_POSITIVE, help="stop when, after an exact iteration, every node moved by at most tol "
+                     "and is within tol of the network mean"),
+    }
 
     def __init__(self, graph: nx.Graph | str | None = None, *, rounds: int = 100, graph_seed: int = 0,
                  edge_prob: float | None = None, init_scale: float = 0.1, local_solver: str = "auto",
                  tol: float | None = None) -> None:
-        super().__init__(rounds=rounds)
         self.graph = graph
+        self.rounds = rounds
         self.graph_seed = graph_seed
         self.edge_prob = edge_prob
         self.init_scale = init_scale
         self.local_solver = local_solver
         self.tol = tol
 
-    # ------------------------------------------------------------------ parameters
-    def validate(self) -> None:
-        owner = type(self).__name__
-        check_int(self.rounds, "rounds", owner, 1)
-        g = self.graph
-        if g is not None and not isinstance(g, nx.Graph) and g not in TOPOLOGIES:
-            raise fail("graph", owner, "a networkx.Graph, None or one of " + ", ".join(map(repr, TOPOLOGIES)), g)
-        check_int(self.graph_seed, "graph_seed", owner, 0)
-        if self.edge_prob is not None:
-            check_float(self.edge_prob, "edge_prob", owner, 0.0, 1.0, closed="right")
-        check_float(self.init_scale, "init_scale", owner, 0.0, math.inf, closed="left")
-        check_choice(self.local_solver, "local_solver", owner, LOCAL_SOLVERS)
-        if self.tol is not None:
-            check_float(self.tol, "tol", owner, 0.0, math.inf)
-
     def build_graph(self, names: Sequence[str]) -> nx.Graph:
         """The run's graph over the agents' ``names``."""
         kind = "random" if self.graph is None else self.graph
         return make_graph(kind, list(names), seed=self.graph_seed, edge_prob=self.edge_prob)
 
-    def describe(self) -> dict:
-        self.validate()
-        graph = describe_graph(self.graph) if isinstance(self.graph, nx.Graph) else (self.graph or "random")
-        return {"name": self.name, "rounds": self.rounds, "graph": graph, "graph_seed": self.graph_seed,
-                "edge_prob": self.edge_prob, "init_scale": self.init_scale, "local_solver": self.local_solver,
-                "tol": self.tol}
-
-    # ------------------------------------------------------------------ schedules (per node, vectorised)
     def penalties(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(eta_i(1) or eta_hat_i, q_i)`` per node."""
         raise NotImplementedError
 
-    def eta_at(self, t: int, names: Sequence[str] | None = None) -> Any:  # type: ignore[override]
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                         if k not in ("rho", "tol_primal", "tol_dual") and not k.endswith("_schedule"))
-        return f"{type(self).__name__}({args})"
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any], where: str, *, ignore: Any = ()) -> GraphADMM:
+        """From an [algorithm] table; ``edges = [["node0", "node1"], ...]`` gives the graph itself."""
+        table = dict(table)
+        if "edges" in table:
+            edges = table.pop("edges")
+            if not isinstance(edges, list) or not all(isinstance(e, (list, tuple)) and len(e) == 2 for e in edges):
+                raise ConfigError(f"The 'edges' entry of {where} must be a list of [node, node] pairs. Got {edges!r}.")
+            if "graph" in table:
+                raise ConfigError(f"{where}: give either 'graph' (a topology name) or 'edges', not both.")
+            g = nx.Graph()
+            g.add_edges_from((str(u), str(v)) for u, v in edges)
+            g.graph["topology"] = "given"
+            table["graph"] = g
+        return super().from_config(table, where, ignore=ignore)
 
 
 class MADMM(GraphADMM):
@@ -155,6 +154,13 @@ class MADMM(GraphADMM):
     """
 
     name = "madmm"
+    parameters: ClassVar[dict[str, Param]] = {
+        **GraphADMM.parameters,
+        "eta": param(PerNodeValue(0.0), help="each node's penalty eta_i(1)"),
+        "q": param(PerNodeValue(1.0, "left"), help="penalty growth eta_i(t) = eta_i(1) q_i^(t-1)"),
+        "theta": param(PerNodeValue(0.0), help="dual step"),
+        "theta_growth": param(Interval(1.0, float("inf"), "left"), help="growth of theta"),
+    }
 
     def __init__(self, graph: nx.Graph | str | None = None, *, eta: PerNode = 0.5, q: PerNode = 1.0,
                  theta: PerNode = 0.5, theta_growth: float = 1.0, rounds: int = 100, graph_seed: int = 0,
@@ -167,28 +173,12 @@ class MADMM(GraphADMM):
         self.theta = theta
         self.theta_growth = theta_growth
 
-    def validate(self) -> None:
-        super().validate()
-        owner = type(self).__name__
-        _check_per_node(self.eta, "eta", owner, 0.0)
-        _check_per_node(self.q, "q", owner, 1.0, closed="left")
-        _check_per_node(self.theta, "theta", owner, 0.0)
-        check_float(self.theta_growth, "theta_growth", owner, 1.0, math.inf, closed="left")
-
-    def describe(self) -> dict:
-        return {**super().describe(), "eta": _jsonable(self.eta), "q": _jsonable(self.q),
-                "theta": _jsonable(self.theta), "theta_growth": self.theta_growth}
-
     def penalties(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        from .mechanism import node_values
-
         owner = type(self).__name__
         return node_values(self.eta, names, "eta", owner), node_values(self.q, names, "q", owner)
 
     def thetas(self, names: Sequence[str]) -> np.ndarray:
         """``theta_i(1)`` per node."""
-        from .mechanism import node_values
-
         return node_values(self.theta, names, "theta", type(self).__name__)
 
     def eta_at(self, t: int, names: Sequence[str] | None = None) -> Any:  # type: ignore[override]
@@ -231,21 +221,103 @@ class DVP(MADMM):
     """
 
     name = "dvp"
+    q = 1.0
+    theta_growth = 1.0
+    parameters: ClassVar[dict[str, Param]] = {
+        **GraphADMM.parameters, "theta": param(Interval(0.0, float("inf")), help="penalty and dual step"),
+    }
 
     def __init__(self, graph: nx.Graph | str | None = None, *, theta: float = 0.5, rounds: int = 100,
                  graph_seed: int = 0, edge_prob: float | None = None, init_scale: float = 0.1,
                  local_solver: str = "auto", tol: float | None = None) -> None:
-        super().__init__(graph, eta=theta, q=1.0, theta=theta, rounds=rounds, graph_seed=graph_seed,
-                         edge_prob=edge_prob, init_scale=init_scale, local_solver=local_solver, tol=tol)
+        GraphADMM.__init__(self, graph, rounds=rounds, graph_seed=graph_seed, edge_prob=edge_prob,
+                           init_scale=init_scale, local_solver=local_solver, tol=tol)
+        self.theta = theta
 
-    def validate(self) -> None:
-        GraphADMM.validate(self)
-        check_float(self.theta, "theta", type(self).__name__, 0.0, math.inf)
-        self.eta, self.q = self.theta, 1.0
+    @property
+    def eta(self) -> float:  # type: ignore[override]
+        """DVP's penalty is its dual step: ``eta_i(t) = theta``."""
+        return self.theta
 
-    def describe(self) -> dict:
-        return {**GraphADMM.describe(self), "theta": self.theta}
 
-    def __repr__(self) -> str:
-        return (f"DVP(graph={self.graph!r}, theta={self.theta!r}, rounds={self.rounds!r}, "
-                f"graph_seed={self.graph_seed!r})")
+class MRADMM(GraphADMM):
+    """Modified recycled ADMM (Algorithm 2; private version Algorithm 3).
+
+    Parameters
+    ----------
+    graph : networkx.Graph, topology name or None
+        See :class:`~cvxdp.families.graph.params.GraphADMM`.
+    eta : float, list or dict
+        ``eta_hat_i > 0``: one value, one per node or ``{node: value}``.
+    q : float, list or dict
+        ``q_i >= 1``; the penalty of odd iteration 2k-1 is ``eta_i(2k-1) = eta_hat_i q_i^k`` (constant for q = 1).
+    gamma : float
+        ``gamma >= 0``: the extra proximal weight of the linearized even step (16).
+    rounds : int
+        Number of iterations T (odd and even counted separately; K = ceil(T/2) odd iterations).
+    graph_seed, edge_prob, init_scale, local_solver, tol
+        See :class:`~cvxdp.families.graph.params.GraphADMM`.
+    """
+
+    name = "mradmm"
+    kind = "radmm"
+    parameters: ClassVar[dict[str, Param]] = {
+        **GraphADMM.parameters,
+        "eta": param(PerNodeValue(0.0), help="each node's penalty eta_hat_i"),
+        "q": param(PerNodeValue(1.0, "left"), help="penalty growth eta_i(2k-1) = eta_hat_i q_i^k"),
+        "gamma": param(NONNEGATIVE, help="the extra proximal weight of the recycled (even) step"),
+    }
+
+    def __init__(self, graph: nx.Graph | str | None = None, *, eta: PerNode = 1.0, q: PerNode = 1.0,
+                 gamma: float = 0.5, rounds: int = 100, graph_seed: int = 0, edge_prob: float | None = None,
+                 init_scale: float = 0.1, local_solver: str = "auto", tol: float | None = None) -> None:
+        super().__init__(graph, rounds=rounds, graph_seed=graph_seed, edge_prob=edge_prob,
+                         init_scale=init_scale, local_solver=local_solver, tol=tol)
+        self.eta = eta
+        self.q = q
+        self.gamma = gamma
+
+    def penalties(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        owner = type(self).__name__
+        return node_values(self.eta, names, "eta", owner), node_values(self.q, names, "q", owner)
+
+    def eta_at(self, t: int, names: Sequence[str] | None = None) -> Any:  # type: ignore[override]
+        """``eta_i(2k-1) = eta_hat_i q_i^k`` with ``k = ceil(t/2)`` (the even step uses the odd one's)."""
+        k = (t + 1) // 2
+        if names is None:
+            if isinstance(self.eta, (int, float)) and isinstance(self.q, (int, float)):
+                return float(self.eta) * float(self.q) ** k
+            raise fail("names", f"{type(self).__name__}.eta_at", "the node names (eta or q is per node)", None)
+        eta_hat, q = self.penalties(names)
+        return eta_hat * q ** k
+
+
+class RADMM(MRADMM):
+    """Recycled ADMM (Algorithm 1): MR-ADMM with a constant penalty ``eta`` (one value or one per node).
+
+    Parameters
+    ----------
+    graph : networkx.Graph, topology name or None
+    eta : float, list or dict
+        The constant penalty, > 0 (it is also the dual step of the odd iterations).
+    gamma : float
+        ``gamma >= 0`` of the even step (16).
+    rounds, graph_seed, edge_prob, init_scale, local_solver, tol
+        See :class:`~cvxdp.families.graph.params.GraphADMM`.
+    """
+
+    name = "radmm"
+    q = 1.0
+    parameters: ClassVar[dict[str, Param]] = {k: v for k, v in MRADMM.parameters.items() if k != "q"}
+
+    def _check(self) -> None:
+        if self.q != 1.0:
+            raise fail("q", type(self).__name__, "1 (R-ADMM has a constant penalty; use MRADMM)", self.q)
+
+    def __init__(self, graph: nx.Graph | str | None = None, *, eta: PerNode = 1.0, gamma: float = 0.5,
+                 rounds: int = 100, graph_seed: int = 0, edge_prob: float | None = None, init_scale: float = 0.1,
+                 local_solver: str = "auto", tol: float | None = None) -> None:
+        GraphADMM.__init__(self, graph, rounds=rounds, graph_seed=graph_seed, edge_prob=edge_prob,
+                           init_scale=init_scale, local_solver=local_solver, tol=tol)
+        self.eta = eta
+        self.gamma = gamma
