@@ -36,7 +36,7 @@ try:
     import ray
 except ImportError:  # the script needs the ray extra
     ray = None
-from cvxdp.config.runs import build_instance, power_case
+from cvxdp.config.build import build_instance, power_case
 
 CASES = {"case2869pegase": 16, "case1354pegase": 8, "case14": 3}
 

@@ -15,7 +15,7 @@ in one run on the power and logistic templates.
   (eta = the declared bound ``C^2/2``, rho starting at 1) and the case file's hand-tuned setting: rounds to
   1e-2 / 1e-3 of the centralized optimum, ``cases/digits_fl.toml`` (1,500 rounds) and with ``--femnist DIR``
   ``cases/femnist_fl.toml`` (300 rounds);
-* ``noise``: the default's growth with the noise (:mod:`cvxdp.families.consensus.noise_eta`) vs a fixed ``eta_p = L_p``, over
+* ``noise``: the default's growth with the noise (:mod:`cvxdp.families.consensus.step_sizes`) vs a fixed ``eta_p = L_p``, over
   per-step epsilons 0.1 / 1 / 10 and three mechanisms, mean of 3 seeds: case14 balance (100 rounds, final
   objective; a fixed ``32 L_p``, the best of a sweep at eps = 1, for reference) and the federated digits case
   (``cases/digits_fl.toml``, 200 rounds, test error); with ``--femnist DIR`` also the FEMNIST case
@@ -33,8 +33,7 @@ import numpy as np
 from bench_power import ACCEPTANCE_CASES, CASE14_ZONES, CASE118_ZONES, _first_hit, _table
 
 import cvxdp
-from cvxdp.config.build import load_case
-from cvxdp.config.runs import build_instance
+from cvxdp.config.build import build_instance, load_case
 from cvxdp.families.consensus.step_sizes import ETA_FACTOR_QUADRATIC
 from cvxdp.schedules import AdaptiveRho, AutoEta
 from cvxdp_models.power.template import build

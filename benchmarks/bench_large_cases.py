@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 import cvxdp
-from cvxdp.model.central import SolverFallbackWarning
+from cvxdp.model import SolverFallbackWarning
 from cvxdp_models.power.network import UNLIMITED_RATING, _net, load_case
 from cvxdp_models.power.template import build
 

@@ -37,7 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import cvxdp
-from cvxdp.model.local_solver import ConicProjection, ProxSolver, clarabel_settings, compile_projection
+from cvxdp.model import ProxSolver, compile_projection
+from cvxdp.model.local_solver import ConicProjection, clarabel_settings
 
 
 def soc_agent(n: int, seed: int = 0) -> cvxdp.Agent:
@@ -213,8 +214,7 @@ def power_prox(calls: int) -> list[dict]:
 def _power_instance(case: str):
     from pathlib import Path
 
-    from cvxdp.config.build import load_case
-    from cvxdp.config.runs import build_instance
+    from cvxdp.config.build import build_instance, load_case
 
     path = Path(__file__).resolve().parents[1] / "cases" / f"{case}_3zones.toml"
     case = load_case(path)

@@ -1,7 +1,7 @@
 """The post-run check of the consensus solution (is it inside every agent's set?), three ways, in one run.
 
 After every run cvxdp measures each agent's distance from the consensus values of its shared keys to its
-feasible set (:func:`cvxdp.model.feasibility.solution_violation`). On the solution of a short run (outside the sets):
+feasible set (:func:`cvxdp.model.central.solution_violation`). On the solution of a short run (outside the sets):
 
 (a) cvxdp: a projection on the agent's compiled ``W_p`` -- the data its worker compiled, so nothing is compiled
     again in the serial backend (a clip for a box, else a live Clarabel solve);
@@ -28,9 +28,8 @@ import cvxpy as cp
 import numpy as np
 
 import cvxdp
-from cvxdp.config.build import load_case
-from cvxdp.config.runs import build_instance, power_case
-from cvxdp.model.feasibility import solution_violation
+from cvxdp.config.build import build_instance, load_case, power_case
+from cvxdp.model import solution_violation
 
 REPO = Path(__file__).resolve().parents[1]
 FEMNIST = REPO.parent / "shared" / "data" / "femnist_leaf"

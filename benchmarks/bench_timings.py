@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import time
 
-from cvxdp.privacy.accounting import PrivacyLedger, pld_epsilon, rdp_epsilon
-from cvxdp.privacy.noise import NoisePlan
+from cvxdp.privacy import NoisePlan, PrivacyLedger, pld_epsilon, rdp_epsilon
 
 
 def _best(fn, repeat: int = 3) -> float:

@@ -8,16 +8,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import check_choice, check_float, check_int, fail
 from .families import family_class
 from .families.consensus.params import LinearizedADMM
-from .model.agent import Agent
-from .model.local_solver import DEFAULT_SOLVERS
-from .params import Algorithm, check_choice, check_float, check_int, fail
-from .run.backends import Backend, get_backend
-from .run.checkpoint import checkpoint_path
-from .run.loop import run_loop
-from .run.results import Result
-from .run.seeding import root_seed_sequence
+from .model import DEFAULT_SOLVERS, Agent
+from .params import Algorithm
+from .run import Backend, Result, SerialBackend, checkpoint_path, get_backend, root_seed_sequence, run_loop
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 
@@ -113,8 +109,6 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
 def _check_evaluate(evaluate: Any, backend: Backend) -> bool:
     """``None``: evaluate on the serial backend (a simulation), not on any other (a deployment)."""
     if evaluate is None:
-        from .run.backends import SerialBackend
-
         return isinstance(backend, SerialBackend)
     if not isinstance(evaluate, bool):
         raise fail("evaluate", "solve", "None, True or False", evaluate)

@@ -1,6 +1,13 @@
-"""Error classes: one per kind of mistake, all deriving from :class:`CvxdpError`."""
+"""Error classes, one per kind of mistake, all deriving from :class:`CvxdpError`, and the functions that raise the
+uniform, scikit-learn style message ``The 'NAME' parameter of OWNER must be EXPECTED. Got VALUE instead.``"""
 
 from __future__ import annotations
+
+import difflib
+import errno
+import math
+from collections.abc import Iterable
+from numbers import Integral, Real
 
 
 class CvxdpError(Exception):
@@ -74,3 +81,63 @@ class StepSizeWarning(UserWarning):
         super().__init__(message)
         self.agent = agent
         self.suggestion = dict(suggestion or {})
+
+
+# --------------------------------------------------------------------------- uniform messages
+def fail(name: str, owner: str, expected: str, got: object) -> InvalidParameterError:
+    """Build the uniform error for parameter ``name`` of ``owner``."""
+    return InvalidParameterError(f"The {name!r} parameter of {owner} must be {expected}. Got {got!r} instead.")
+
+
+def interval(low: float, high: float, closed: str) -> str:
+    left = "[" if closed in ("left", "both") else "("
+    right = "]" if closed in ("right", "both") else ")"
+    lo = "-inf" if math.isinf(low) else f"{low:g}"
+    hi = "inf" if math.isinf(high) else f"{high:g}"
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_float(value: object, name: str, owner: str, low: float = -math.inf, high: float = math.inf,
+                closed: str = "neither") -> float:
+    """Return ``value`` as a float if it is a real number inside the interval, else raise."""
+    expected = f"a float in {interval(low, high, closed)}"
+    if isinstance(value, bool) or not isinstance(value, Real) or math.isnan(float(value)):
+        raise fail(name, owner, expected, value)
+    v = float(value)
+    lo_ok = v >= low if closed in ("left", "both") else v > low
+    hi_ok = v <= high if closed in ("right", "both") else v < high
+    if not (lo_ok and hi_ok):
+        raise fail(name, owner, expected, value)
+    return v
+
+
+def check_int(value: object, name: str, owner: str, low: int = 1, high: float = math.inf) -> int:
+    """Return ``value`` as an int if it is an integer in [low, high], else raise."""
+    hi = "inf" if math.isinf(high) else str(int(high))
+    expected = f"an int in [{low}, {hi}]"
+    if isinstance(value, bool) or not isinstance(value, Integral) or not (low <= value <= high):
+        raise fail(name, owner, expected, value)
+    return int(value)
+
+
+def check_choice(value: object, name: str, owner: str, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` (strings, compared case-sensitively)."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise fail(name, owner, "one of " + ", ".join(repr(c) for c in choices) + did_you_mean(value, choices), value)
+    return str(value)
+
+
+def did_you_mean(value: object, options: Iterable[object]) -> str:
+    """`` (did you mean 'laplace'?)`` for a string close to one of ``options``, else ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [o for o in options if isinstance(o, str)], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def describe_oserror(exc: OSError) -> str:
+    """A short reason for ``exc``: the OS message and, when known, the errno name (``ENOSPC``)."""
+    name = errno.errorcode.get(exc.errno or -1)
+    reason = exc.strerror or str(exc)
+    return f"{reason} ({name})" if name else reason

@@ -28,54 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .errors import ConfigError, InvalidParameterError
-
-
-def fail(name: str, owner: str, expected: str, got: object) -> InvalidParameterError:
-    """Build the uniform error for parameter ``name`` of ``owner``."""
-    return InvalidParameterError(f"The {name!r} parameter of {owner} must be {expected}. Got {got!r} instead.")
-
-
-def _interval(low: float, high: float, closed: str) -> str:
-    left = "[" if closed in ("left", "both") else "("
-    right = "]" if closed in ("right", "both") else ")"
-    lo = "-inf" if math.isinf(low) else f"{low:g}"
-    hi = "inf" if math.isinf(high) else f"{high:g}"
-    return f"{left}{lo}, {hi}{right}"
-
-
-def check_float(value: object, name: str, owner: str, low: float = -math.inf, high: float = math.inf,
-                closed: str = "neither") -> float:
-    """Return ``value`` as a float if it is a real number inside the interval, else raise."""
-    expected = f"a float in {_interval(low, high, closed)}"
-    if isinstance(value, bool) or not isinstance(value, Real) or math.isnan(float(value)):
-        raise fail(name, owner, expected, value)
-    v = float(value)
-    lo_ok = v >= low if closed in ("left", "both") else v > low
-    hi_ok = v <= high if closed in ("right", "both") else v < high
-    if not (lo_ok and hi_ok):
-        raise fail(name, owner, expected, value)
-    return v
-
-
-def check_int(value: object, name: str, owner: str, low: int = 1, high: float = math.inf) -> int:
-    """Return ``value`` as an int if it is an integer in [low, high], else raise."""
-    hi = "inf" if math.isinf(high) else str(int(high))
-    expected = f"an int in [{low}, {hi}]"
-    if isinstance(value, bool) or not isinstance(value, Integral) or not (low <= value <= high):
-        raise fail(name, owner, expected, value)
-    return int(value)
-
-
-def check_choice(value: object, name: str, owner: str, choices: Iterable[str]) -> str:
-    """Return ``value`` if it is one of ``choices`` (strings, compared case-sensitively)."""
-    choices = tuple(choices)
-    if value not in choices:
-        option = Options(choices)
-        raise fail(name, owner, str(option) + _did_you_mean(value, [option]), value)
-    return str(value)
-
-
+from .errors import ConfigError, InvalidParameterError, did_you_mean, fail, interval
 
 
 # --------------------------------------------------------------------------- constraints
@@ -115,7 +68,7 @@ class Interval(Constraint):
         if self.integer:
             hi = "inf" if math.isinf(self.high) else str(int(self.high))
             return f"an int in [{int(self.low)}, {hi}]"
-        return f"a float in {_interval(self.low, self.high, self.closed)}"
+        return f"a float in {interval(self.low, self.high, self.closed)}"
 
 
 @dataclass(frozen=True)
@@ -253,13 +206,7 @@ class Param:
 
 def _did_you_mean(value: object, constraints: Iterable[Constraint]) -> str:
     """`` (did you mean 'laplace'?)`` for a string close to one of the options, else ``""``."""
-    import difflib
-
-    if not isinstance(value, str):
-        return ""
-    options = [v for c in constraints if isinstance(c, Options) for v in c.values if isinstance(v, str)]
-    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(value, [v for c in constraints if isinstance(c, Options) for v in c.values])
 
 
 def param(*constraints: Constraint, help: str = "", key: str | None = None, file: bool = True) -> Param:

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .params import check_float, check_int, fail
+from .errors import check_float, check_int, fail
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ class AutoEta:
     :mod:`cvxdp.families.consensus.step_sizes`). A marker: :func:`cvxdp.solve` resolves it.
 
     In a private run, an agent's eta is then multiplied by ``noise_growth`` each time its released copies move
-    only with the noise (:mod:`cvxdp.families.consensus.noise_eta`: reads released values and public noise scales only);
+    only with the noise (:mod:`cvxdp.families.consensus.step_sizes`: reads released values and public noise scales only);
     ``noise_growth=1`` keeps ``eta_p`` fixed."""
 
     factor: float | None = None

@@ -8,7 +8,7 @@ registered under a name with :func:`register_template`, as the function itself o
 A template may also register a *settings hook* ``settings(model: dict) -> dict``: the
 scalar settings it resolves from a ``[model]`` table, defaults included, computed without loading data or
 building agents (and equal to the built instance's ``settings``). The resolved settings fingerprint every run
-checkpoint and every study cell (:func:`cvxdp.config.runs.settings_context`), so a default that changed between
+checkpoint and every study cell (:func:`cvxdp.config.build.settings_context`), so a default that changed between
 versions is noticed; the hook lets a fully cached study check its cells without building the instance. A
 template without a hook is built once instead (correct, only slower). Template packages register themselves when imported; the packages in
 :data:`TEMPLATE_PACKAGES` (the bundled ``cvxdp_models``) are imported on the first lookup, by name, so the
@@ -22,8 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, OptionalDependencyError
-from .params import fail
+from .errors import ConfigError, OptionalDependencyError, fail
 
 __all__ = ["TEMPLATE_PACKAGES", "build_model", "register_template", "template_names", "template_settings"]
 

@@ -1,4 +1,7 @@
-"""The package structure (issue 10, item 6): the module import graph of ``cvxdp`` and ``cvxdp_models``.
+"""The package structure (issues 10 and 34): the module import graph of ``cvxdp`` and ``cvxdp_models``.
+
+The layers themselves are import-linter contracts in pyproject.toml (tests/test_layers.py runs them); this file
+checks what they do not: cycles, imports inside functions, the top level's size, the graph's size, the protocol.
 
 Built from the source with ``ast``: an edge ``a -> b`` when ``a`` imports ``b`` (or a package on ``b``'s path
 that ``a`` is not inside, whose ``__init__`` runs first). *Module-level* imports (outside functions,
@@ -96,27 +99,76 @@ def cycles(lazy: bool) -> list[set[str]]:
     return [c for c in nx.strongly_connected_components(import_graph(lazy)) if len(c) > 1]
 
 
-#: Lazy (function-level) import cycles: none are left (issue 10 removed madmm<->radmm, sharing<->vertical,
-#: engine->privacy->audit->engine, noise<->secure and agent<->compiled); see test_no_lazy_import_cycles_either.
-#: Modules of issue 10b's area that must be in no import cycle, lazy imports included.
-ACYCLIC_EVEN_LAZY = [m for m in MODULES if m.startswith(("cvxdp.privacy.", "cvxdp.studies.grid", "cvxdp_models"))
-                     and m != "cvxdp.audits.release"] + [
-    "cvxdp.config.runs", "cvxdp.plots", "cvxdp.studies.tables", "cvxdp.studies.caveats", "cvxdp.templates", "cvxdp.run.outdir",
-    "cvxdp.run.checkpoint"]
+def _edges(package: str = "cvxdp") -> set[tuple[str, str]]:
+    """Module-to-module imports inside ``package`` as issue 34 counts them: each module counts each distinct module it
+    imports (``from .model import Agent`` is one edge to ``cvxdp.model``; ``from . import errors`` one to
+    ``cvxdp.errors``), imports inside functions included, type-only imports excluded."""
+    edges = set()
+    for module in (m for m in MODULES if m.split(".")[0] == package):
+        for st, names in imports(module, lazy=True):
+            targets = names if isinstance(st, ast.Import) else \
+                [n if n in MODULES else names[0] for n in names[1:]] or names[:1]
+            for target in targets:
+                while target and target not in MODULES:
+                    target = target.rpartition(".")[0]
+                if target and target != module and target.split(".")[0] == package:
+                    edges.add((module, target))
+    return edges
 
 
-def test_no_module_level_import_cycles():
+def _function_level(package: str = "cvxdp") -> list[tuple[str, int, str]]:
+    """Import statements of ``package``'s modules inside functions: (module, line, the line's text)."""
+    out = []
+    for module in MODULES:
+        if module.split(".")[0] != package:
+            continue
+        tree, lines = _tree(module), MODULES[module].read_text().splitlines()
+        for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("cvxdp")):
+                    out.append((module, node.lineno, lines[node.lineno - 1]))
+    return out
+
+
+def test_no_import_cycles_even_counting_imports_inside_functions():
     assert cycles(lazy=False) == []
-
-
-def test_owned_modules_are_in_no_cycle_even_counting_lazy_imports():
-    in_cycle = set().union(*cycles(lazy=True))
-    assert sorted(in_cycle & set(ACYCLIC_EVEN_LAZY)) == []
-
-
-def test_no_lazy_import_cycles_either():
-    """Counting imports inside functions too (type-only imports excluded), the package is a DAG."""
     assert cycles(lazy=True) == []
+
+
+def test_few_imports_inside_functions_each_with_its_reason():
+    """At most 15 imports inside functions (issue 34), each kept for start-up time or an optional dependency and
+    saying so on its line."""
+    inner = sorted({(m, line, text) for m, line, text in _function_level()})
+    assert len(inner) <= 15, inner
+    for module, line, text in inner:
+        assert "start-up" in text or "optional" in text, f"{module}:{line} has no reason: {text.strip()}"
+
+
+def test_the_top_level_holds_at_most_eight_modules():
+    top = sorted(p.name for p in (ROOT / "cvxdp").glob("*.py"))
+    assert len(top) <= 8, top
+
+
+def test_the_import_graph_does_not_grow():
+    """261 module-to-module imports before issue 34; this is what the layout reached (a ratchet: lower it when you
+    cut one, never raise it)."""
+    assert len(_edges()) <= 197
+
+
+def test_the_family_protocol_is_small_and_every_node_is_a_node():
+    from cvxdp.families import FAMILIES
+    from cvxdp.model import Node
+    from cvxdp.run import Family
+
+    assert len(Family.__abstractmethods__) <= 8
+    for family in FAMILIES.values():
+        assert not family.__abstractmethods__
+    import cvxdp.families.consensus.node as consensus_node
+    import cvxdp.families.graph.node as graph_node
+    import cvxdp.families.sharing.node as sharing_node
+
+    nodes = [consensus_node.ConsensusNode, graph_node.GraphNode, sharing_node.SharingNode]
+    assert all(issubclass(n, Node) and not n.__abstractmethods__ for n in nodes)
 
 
 def test_the_engine_never_imports_the_templates_package():

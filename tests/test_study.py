@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import cvxdp.config.runs
+import cvxdp.config.build
 import cvxdp.studies.grid
 import cvxdp.templates as T
 from cvxdp.config.build import load_case
@@ -71,7 +71,7 @@ def test_a_changed_template_default_refuses_the_cached_cells(tmp_path, monkeypat
 
     fresh = _run(study, tmp_path / "fresh")  # computed afresh elsewhere, then reused
     monkeypatch.setattr(cvxdp.studies.grid, "build_instance", _no_build)
-    monkeypatch.setattr(cvxdp.config.runs, "build_instance", _no_build)
+    monkeypatch.setattr(cvxdp.config.build, "build_instance", _no_build)
     assert (fresh["computed"], _run(study, tmp_path / "fresh")["reused"]) == (2, 2)
 
 
@@ -80,7 +80,7 @@ def test_a_template_without_a_settings_hook_is_built_once_to_check_the_cells(tmp
     monkeypatch.setattr(T, "_SETTINGS", {k: v for k, v in T._SETTINGS.items() if k != "logistic"})
     _run(study, out)
     builds = []
-    monkeypatch.setattr(cvxdp.config.runs, "build_instance", lambda case: builds.append(case) or T.build_model(
+    monkeypatch.setattr(cvxdp.config.build, "build_instance", lambda case: builds.append(case) or T.build_model(
         case.template, case.model, base_dir=case.path.parent))
 
     again = _run(study, out)

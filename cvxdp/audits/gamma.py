@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import solve
+from ..errors import check_choice, check_float, check_int
 from ..families.graph.mechanism import (
     ERMConstants,
     PenaltyPerturbation,
@@ -21,7 +23,8 @@ from ..families.graph.mechanism import (
     madmm_step_epsilon,
     sample_gamma_norm,
 )
-from ..params import check_choice, check_float, check_int
+from ..families.graph.params import MADMM, MRADMM
+from ..model import Agent, SmoothObjective
 from .release import _two_statistics, empirical_epsilon
 
 __all__ = ["AUDIT_BROKEN", "AUDIT_SOLVE_BROKEN", "audit_gamma_mechanism", "audit_penalty_perturbation"]
@@ -116,10 +119,6 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     cvxdp.audits.release.AuditResult
     """
     import cvxpy as cp
-
-    from ..engine import solve
-    from ..families.graph.params import MADMM, MRADMM
-    from ..model.agent import Agent, SmoothObjective
 
     owner = "audit_penalty_perturbation"
     kind = check_choice(algorithm, "algorithm", owner, ("madmm", "mradmm"))

@@ -32,7 +32,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from ..params import check_choice, check_float, check_int, fail
+from ..engine import solve
+from ..errors import check_choice, check_float, check_int, fail
+from ..families.consensus.params import LinearizedADMM
+from ..model import Agent, Node, Sensitivity
+from ..privacy import Perturbation
+from ..run import SerialBackend
 
 Sampler = Callable[[np.random.Generator, int], np.ndarray]
 
@@ -211,9 +216,7 @@ def _two_statistics(out: np.ndarray, out_prime: np.ndarray, ref: np.ndarray, *, 
 
 
 def _check_mechanism(mechanism: object, owner: str) -> Any:
-    from ..privacy.mechanisms import _Perturbation
-
-    if not isinstance(mechanism, _Perturbation):
+    if not isinstance(mechanism, Perturbation):
         raise fail("mechanism", owner, "a cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
                    type(mechanism).__name__)
     return mechanism.validate()
@@ -238,8 +241,6 @@ def _run_seeds(seed: int, broken: str) -> list[int]:
 
 def _declared_agent(sensitivity: float, size: int, broken: str) -> Any:
     from types import SimpleNamespace
-
-    from ..model.agent import Sensitivity
 
     declared = sensitivity / 2 if broken == "half-sensitivity" else sensitivity
     return SimpleNamespace(name="audit", layout=SimpleNamespace(size=size),
@@ -356,10 +357,6 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
     """
     import cvxpy as cp
 
-    from ..engine import solve
-    from ..families.consensus.params import LinearizedADMM
-    from ..model.agent import Agent, Sensitivity
-
     owner = "audit_local_update"
     mech = _check_mechanism(mechanism, owner)
     d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
@@ -396,9 +393,6 @@ def _recording_backend() -> Any:
     ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.model.node.Release` objects of
     every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
     """
-    from ..model.node import Node
-    from ..run.backends import SerialBackend
-
     class RecordingBackend(SerialBackend):
         def __init__(self) -> None:
             super().__init__()
@@ -463,10 +457,6 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
         ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``.
     """
     import cvxpy as cp
-
-    from ..engine import solve
-    from ..families.consensus.params import LinearizedADMM
-    from ..model.agent import Agent, Sensitivity
 
     owner = "audit_release"
     mech = _check_mechanism(mechanism, owner)

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidParameterError
-from ..families.sharing.params import SharingGaussian
+from ..engine import solve
+from ..errors import InvalidParameterError, check_choice, check_float, check_int, fail
+from ..families.sharing.params import ADMMSharing, SharingGaussian
 from ..families.sharing.server import as_mechanism, party_plan
-from ..model.local_solver import PartyUpdate
-from ..model.vertical import VerticalParty
-from ..params import check_choice, check_float, check_int, fail
+from ..model import PartyUpdate, VerticalParty
+from .release import BROKEN, _run_seeds, _two_statistics, empirical_epsilon, transcript_statistic
 
 
 # --------------------------------------------------------------------------- auditing one release
@@ -44,8 +44,6 @@ def audit_sharing(party: VerticalParty, neighbour: np.ndarray, mechanism: Sharin
     ``details`` holds the realised shift ``||mean - mean'||`` beside the sensitivity the plan assumed.
     """
     from dataclasses import replace as _replace
-
-    from .release import empirical_epsilon
 
     mech = as_mechanism(mechanism)
     if mech is None:
@@ -107,10 +105,6 @@ def audit_sharing_release(parties: Sequence[VerticalParty], index: int, neighbou
     each (about 10 ms per run on a small instance), so this audit catches gross failures (replayed noise,
     a grossly wrong calibration) rather than small constant factors.
     """
-    from ..engine import solve
-    from ..families.sharing.params import ADMMSharing
-    from .release import BROKEN, _run_seeds, _two_statistics, transcript_statistic
-
     owner = "audit_sharing_release"
     mech = as_mechanism(mechanism)
     if mech is None:

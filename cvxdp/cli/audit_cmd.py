@@ -46,9 +46,6 @@ def _fmt(x: float | None) -> str:
 def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | None, through_solve: bool,
           broken: str, seed: int, sensitivity: float, noise_source: str, alpha: float, as_json: bool) -> None:
     """Empirical epsilon lower bound of a mechanism (Clopper-Pearson, Bonferroni) beside its claim."""
-    from ..audits.release import audit_local_update, audit_mechanism
-    from ..privacy.mechanisms import make_mechanism
-
     name = mechanism
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise click.BadParameter(f"must be a positive float. Got {epsilon!r}.", param_hint="--epsilon")
@@ -64,6 +61,12 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
         raise click.BadParameter(f"must be a positive float. Got {sensitivity!r}.", param_hint="--sensitivity")
     if not 0.0 < alpha < 1.0:
         raise click.BadParameter(f"must be a float in (0, 1). Got {alpha!r}.", param_hint="--alpha")
+    from ..audits import (  # start-up: loads the stack on use
+        audit_local_update,
+        audit_mechanism,
+        make_mechanism,
+    )
+
     try:
         mech = make_mechanism(name, epsilon=epsilon, delta=delta, noise_source=noise_source)
         if through_solve:

@@ -23,9 +23,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
 
 
-def _epsilons(noise: str, scale: float, sensitivity: float, steps: int, delta: float | None) -> dict:
-    from ..privacy.calibration import total_epsilon
-
+def _epsilons(total_epsilon, noise: str, scale: float, sensitivity: float, steps: int, delta: float | None) -> dict:
     out: dict[str, Any] = {}
     for acc in ("basic", "rdp", "pld"):
         if acc == "rdp" and not delta:
@@ -70,13 +68,16 @@ def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, sca
             raise click.BadParameter(f"must be a positive float. Got {value!r}.", param_hint=name)
     acc = accountant or "pld"
     # the accountants (dp-accounting, scipy) load only once the arguments are valid
-    from ..privacy.calibration import calibrate_to_total, total_epsilon
-
     if scale is None and acc == "rdp" and not delta:
         raise click.UsageError("--accountant rdp needs --delta > 0 (RDP certifies no epsilon at delta = 0).")
+    from ..privacy import (  # start-up: the accountants load once the arguments are valid
+        calibrate_to_total,
+        total_epsilon,
+    )
+
     try:
         if scale is not None:
-            eps = _epsilons(noise, scale, sensitivity, steps, delta)
+            eps = _epsilons(total_epsilon, noise, scale, sensitivity, steps, delta)
             payload = {"mode": "epsilon", "noise": noise, "scale": scale, "sensitivity": sensitivity,
                        "noise_multiplier": scale / sensitivity, "steps": steps, "delta": delta or 0.0,
                        "epsilon": eps}

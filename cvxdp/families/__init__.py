@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..params import Algorithm, Parameterized
-from ..privacy.mechanisms import ObjectivePerturbation, OutputPerturbation
+from ..privacy import ObjectivePerturbation, OutputPerturbation
 from .consensus import ADMM, ConsensusFamily, LinearizedADMM
 from .graph import DVP, MADMM, MRADMM, RADMM, GraphFamily, PenaltyPerturbation
 from .sharing import ADMMSharing, SharingFamily

@@ -1,22 +1,34 @@
 """What a party declares and runs locally: its agents, their compiled local problems and the node protocol.
 
 * :mod:`.agent` — :class:`Agent` (objective, feasible set, shared blocks, declared bounds), :class:`Sensitivity`,
-  :class:`SmoothObjective`;
+  :class:`SmoothObjective`, and the declaration checks;
 * :mod:`.vertical` — :class:`VerticalParty`, a party's feature block for ADMM sharing;
 * :mod:`.compiled`, :mod:`.evaluation` — the CVXPY problem canonicalized once, and numpy metrics on it;
 * :mod:`.local_solver` — the one local-solver face: projections, exact prox steps, the fallback chain;
 * :mod:`.curvature` — the curvature bound ``L_p`` (declared, or measured where the data are);
-* :mod:`.feasibility` — distances of a point to the agents' feasible sets;
-* :mod:`.central` — the centralized reference solve;
+* :mod:`.central` — the whole problem: the centralized reference and a point's distance to the agents' sets;
 * :mod:`.node` — :class:`Node`, :class:`Release`, :class:`Evaluation`: the party side of the trust boundary.
 
-Nothing here imports the coordinator's code (:mod:`cvxdp.run`, :mod:`cvxdp.families`' servers).
+Nothing here imports the coordinator's code (:mod:`cvxdp.run`, the families' servers).
 """
 
-from .agent import Agent, Layout, Sensitivity, SmoothObjective, check_agents
-from .feasibility import solution_violation
+from .agent import Agent, Layout, Sensitivity, SmoothObjective, check_agents, check_public_initial
+from .central import (
+           CentralResult,
+           SolverFallbackWarning,
+           solution_violation,
+           solve_central,
+           solve_with_fallback,
+)
+from .compiled import set_verdict
+from .curvature import Curvature, lipschitz_constants
+from .evaluation import compiled_metrics
+from .local_solver import DEFAULT_SOLVERS, LocalProx, PartyUpdate, ProxSolver, SolveReport, compile_projection
 from .node import EVALUATION_LABEL, Evaluation, Node, Release
-from .vertical import VerticalParty
+from .vertical import RELATION, VerticalParty, check_labels, check_parties
 
-__all__ = ["Agent", "EVALUATION_LABEL", "Evaluation", "Layout", "Node", "Release", "Sensitivity", "SmoothObjective",
-           "VerticalParty", "check_agents", "solution_violation"]
+__all__ = ["Agent", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout",
+           "LocalProx", "Node", "PartyUpdate", "ProxSolver", "RELATION", "Release", "Sensitivity", "SmoothObjective",
+           "SolveReport", "SolverFallbackWarning", "VerticalParty", "check_agents", "check_labels", "check_parties",
+           "check_public_initial", "compile_projection", "compiled_metrics", "lipschitz_constants", "set_verdict",
+           "solution_violation", "solve_central", "solve_with_fallback"]

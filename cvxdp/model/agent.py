@@ -20,8 +20,8 @@ from cvxpy.atoms.affine.index import index as _index_atom
 from cvxpy.atoms.affine.index import special_index as _special_index_atom
 from cvxpy.lin_ops import lin_utils as lu
 
-from ..errors import DeclarationError, InfeasibleAgentError
-from ..params import check_float, fail
+from ..errors import DeclarationError, InfeasibleAgentError, check_float, fail
+from .compiled import NotCompilable, set_verdict
 
 GradientFn = Callable[[np.ndarray], np.ndarray]
 
@@ -331,8 +331,6 @@ class Agent:
         subproblem, canonicalized once per agent and data; see :func:`cvxdp.model.compiled.set_verdict`). Only when
         those solves are inconclusive (a numerical failure) does it fall back to solving through CVXPY.
         """
-        from .compiled import NotCompilable, set_verdict
-
         try:
             verdict = set_verdict(self)
         except NotCompilable:
@@ -493,3 +491,18 @@ def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = 
                       "they run uncoupled and the consensus couples nothing. Give agents that should agree the "
                       "same shared key.", UserWarning, stacklevel=3)
     return {k: v[0] for k, v in sizes.items()}
+
+
+def check_public_initial(agents: Sequence[Any]) -> None:
+    """Refuse a private run whose agent starts from an undeclared ``initial`` point.
+
+    A starting point chosen from private data (say, a local fit) leaks through the first message and no
+    mechanism accounts for it. ``Agent(initial=..., initial_public=True)`` declares it data independent;
+    the default start (the projection of 0 onto ``W_p``) needs no declaration.
+    """
+    for agent in agents:
+        if getattr(agent, "initial", None) is not None and getattr(agent, "initial_public", False) is not True:
+            raise DeclarationError(
+                f"Agent {agent.name!r}: a private run needs a public starting point, but initial=... is not "
+                "declared public. Pass initial_public=True if the point does not depend on private data, "
+                "or drop initial (the default start is the projection of 0 onto the feasible set).")

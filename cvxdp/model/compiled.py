@@ -340,7 +340,7 @@ def prox_constraint_data(agent: Agent) -> ConeData:
 def feasible_set_data(agent: Agent) -> ConeData:
     """``W_p``'s data from whichever compile of this agent and data is already cached (the exact prox step's or
     the projection's); compiled once (:func:`constraint_data`) when neither is. The post-run check of the
-    consensus solution (:mod:`cvxdp.model.feasibility`) reads it, so that check compiles nothing after a run."""
+    consensus solution (:mod:`cvxdp.model.central`) reads it, so that check compiles nothing after a run."""
     hit = _CACHE.get(agent, {}).get("prox")
     if hit is not None and hit[0] == _prox_key(agent):
         return hit[1].constraints

@@ -37,9 +37,9 @@ from collections.abc import Sequence
 import cvxpy as cp
 import numpy as np
 
-from ..errors import DeclarationError
-from ..params import check_float, fail
+from ..errors import DeclarationError, check_float, fail
 from .agent import Agent
+from .evaluation import compiled_metrics
 
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
 ROW_NORM_TOL = 1e-9
@@ -148,8 +148,6 @@ class VerticalParty(Agent):
         """``R_m(x)``."""
         if self.default_regularizer:
             return 0.5 * float(x @ x)
-        from .evaluation import compiled_metrics
-
         return compiled_metrics(self).objective(np.asarray(x, dtype=float))  # no CVXPY tree walk
 
     # ------------------------------------------------------------------ checks

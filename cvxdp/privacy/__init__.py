@@ -1,7 +1,7 @@
 """Privacy layer of cvxdp: calibration, noise plans, mechanisms, accounting and auditing (SPEC §2.1, §2.2).
 
 Noise comes from numpy by default (fast, same-seed reproducible, research-grade); ``noise_source="opendp"``
-selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.secure`, ``pip install 'cvxdp[secure]'``).
+selects OpenDP's vetted samplers (:mod:`cvxdp.privacy.noise`, ``pip install 'cvxdp[secure]'``).
 
 The audits drive whole runs (they sit above the round loop), so they are not re-exported here: import them from
 :mod:`cvxdp.audits.release` (``audit_release``, ``audit_mechanism``, ``audit_local_update``, ``AuditResult``).
@@ -9,12 +9,18 @@ The audits drive whole runs (they sit above the round loop), so they are not re-
 
 from .accounting import (
     ACCOUNTANTS,
+    COROLLARY1_NOTE,
+    LEMMA1_PRESET,
+    MIN_PLD_MULTIPLIER,
+    PAPER_PRESET,
     PrivacyLedger,
     PureEpsilonDpEvent,
     basic_composition,
     event_from_dict,
     event_to_dict,
+    ledger_from_dict,
     pld_epsilon,
+    pure_epsilon_event,
     rdp_epsilon,
 )
 from .calibration import (
@@ -30,14 +36,15 @@ from .mechanisms import (
     MECHANISMS,
     ObjectivePerturbation,
     OutputPerturbation,
+    Perturbation,
     make_mechanism,
     mechanism_from_dict,
 )
-from .noise import NoisePlan
-from .secure import NOISE_SOURCES
+from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
+    "ACCOUNTANTS", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",
     "calibrate_to_total", "event_from_dict",

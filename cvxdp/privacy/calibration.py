@@ -17,8 +17,7 @@ import dp_accounting
 import numpy as np
 from scipy import optimize, special
 
-from ..errors import InvalidParameterError
-from ..params import check_choice, check_float, check_int
+from ..errors import InvalidParameterError, check_choice, check_float, check_int
 from .accounting import ACCOUNTANTS, accountant_factory, composed_epsilon
 
 NOISES = ("laplace", "gaussian")

@@ -12,30 +12,17 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from ..errors import DeclarationError, InvalidParameterError
-from ..params import (
-    POSITIVE,
-    Interval,
-    NoneValue,
-    Options,
-    Param,
-    Parameterized,
-    check_choice,
-    check_float,
-    check_int,
-    fail,
-    param,
-)
+from ..errors import DeclarationError, InvalidParameterError, check_choice, check_float, check_int, fail
+from ..params import POSITIVE, Interval, NoneValue, Options, Param, Parameterized, param
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
-from .noise import NoisePlan
-from .secure import NOISE_SOURCES
+from .noise import NOISE_SOURCES, NoisePlan, secure_scale
 
 SENSITIVITY_MODES = ("exact", "paper")
 BUDGETS = ("step", "total")
 
 
-class _Perturbation(Parameterized):
+class Perturbation(Parameterized):
     """Shared parameters and logic of :class:`ObjectivePerturbation` and :class:`OutputPerturbation`.
 
     Parameters
@@ -72,7 +59,7 @@ class _Perturbation(Parameterized):
         system's secure randomness (``pip install 'cvxdp[secure]'``); runs are then **not reproducible
         by seed**, and the noise scale is raised where needed so that OpenDP's own privacy map certifies
         the per-step claim (a few ulps for Laplace, about 5-20 % more noise for analytic Gaussian). See
-        :mod:`cvxdp.privacy.secure`.
+        :mod:`cvxdp.privacy.noise`.
     """
 
     placement: ClassVar[str] = ""
@@ -179,7 +166,7 @@ class _Perturbation(Parameterized):
         NoisePlan
             With ``noise_source="opendp"``: the same claim, with the scale raised (if needed) until OpenDP's
             privacy map for ``agent.layout.size`` coordinates at the calibrated sensitivity certifies it
-            (:func:`cvxdp.privacy.secure.secure_scale`); raises OptionalDependencyError without OpenDP.
+            (:func:`cvxdp.privacy.noise.secure_scale`); raises OptionalDependencyError without OpenDP.
         """
         self.validate()
         owner = f"{self._owner}.noise_plan"
@@ -205,15 +192,13 @@ class _Perturbation(Parameterized):
                 d_step = float(self.delta) / st
                 claim = (gaussian_epsilon(delta_s, scale, d_step), d_step)
         if self.noise_source == "opendp":
-            from .secure import secure_scale
-
             n = getattr(getattr(agent, "layout", None), "size", 1)
             n = n if isinstance(n, int) and n >= 1 else 1
             scale = secure_scale(self.noise, delta_s, scale, claim[0], claim[1], n)
         return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation, self.noise_source)
 
 
-class ObjectivePerturbation(_Perturbation):
+class ObjectivePerturbation(Perturbation):
     """Objective perturbation (ObjL / ObjG): noise on the linearized gradient inside each local update.
 
     ``u^j = argmin_{u in W} <g^{j-1} + xi^j, u> - <lambda, E u> + rho/2 ||B w - E u||^2 + eta/2 ||u - u^{j-1}||^2``
@@ -231,7 +216,7 @@ class ObjectivePerturbation(_Perturbation):
     post-processing of an epsilon-DP (or (epsilon, delta)-DP) release. (The map ``xi -> u^j`` is *not* a
     bijection when a constraint is active — many noise values project to the same boundary point — which
     is why the argument goes through post-processing, not a change of variables.) See
-    :class:`_Perturbation` for the parameters.
+    :class:`Perturbation` for the parameters.
     """
 
     placement: ClassVar[str] = "objective"
@@ -244,7 +229,7 @@ class ObjectivePerturbation(_Perturbation):
         return self.gradient_sensitivity(agent)
 
 
-class OutputPerturbation(_Perturbation):
+class OutputPerturbation(Perturbation):
     """Output perturbation (OutL / OutG): noise added to the exact local-update output (may leave W).
 
     ``u^j = argmin_{u in W} (same as ObjPert without xi) + xi^j`` (SPEC §2).
@@ -255,7 +240,7 @@ class OutputPerturbation(_Perturbation):
     (boxes), otherwise ``sqrt(n) Delta_2 / min(c)`` is used (``Delta_2`` = declared l2, else l1 >= l2).
     The noisy output leaves W, so the next local gradient is taken at ``Proj_W(u)`` (the declared gradient
     sensitivity is a supremum over W only). "paper" mode uses ``alpha`` as is (Ryu & Kim §6.1.1; a paper
-    preset, not a guarantee for the model, flagged in the ledger). See :class:`_Perturbation` for the
+    preset, not a guarantee for the model, flagged in the ledger). See :class:`Perturbation` for the
     parameters.
     """
 
@@ -275,13 +260,13 @@ class OutputPerturbation(_Perturbation):
         return math.sqrt(n) * float(d2) / min_weight
 
 
-MECHANISMS: dict[str, tuple[type[_Perturbation], str]] = {
+MECHANISMS: dict[str, tuple[type[Perturbation], str]] = {
     "ObjL": (ObjectivePerturbation, "laplace"), "ObjG": (ObjectivePerturbation, "gaussian"),
     "OutL": (OutputPerturbation, "laplace"), "OutG": (OutputPerturbation, "gaussian"),
 }
 
 
-def make_mechanism(name: str | None, **kwargs: Any) -> _Perturbation | None:
+def make_mechanism(name: str | None, **kwargs: Any) -> Perturbation | None:
     """Build a mechanism from its short name ("ObjL", "ObjG", "OutL", "OutG"; case-insensitive).
 
     ``"none"`` (or None) returns None, the non-private run. Keyword arguments are those of the
@@ -302,8 +287,8 @@ def make_mechanism(name: str | None, **kwargs: Any) -> _Perturbation | None:
     return mech.validate()
 
 
-def mechanism_from_dict(d: dict[str, Any] | None) -> _Perturbation | None:
-    """Inverse of :meth:`_Perturbation.describe` (None -> None)."""
+def mechanism_from_dict(d: dict[str, Any] | None) -> Perturbation | None:
+    """Inverse of :meth:`Perturbation.describe` (None -> None)."""
     if d is None:
         return None
     kw = {k: v for k, v in d.items() if k not in ("mechanism", "placement", "noise")}

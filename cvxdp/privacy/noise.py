@@ -4,21 +4,21 @@ A plan is what a mechanism hands the engine for one agent: how to draw the noise
 which ``dp_accounting`` event one such draw is. With the default ``noise_source="numpy"`` sampling always
 uses the caller's generator (one per agent, from a SeedSequence, never reseeded; SPEC §7): fast, same-seed
 reproducible, research-grade. ``noise_source="opendp"`` draws from OpenDP's vetted samplers and the
-operating system's secure randomness instead (not reproducible by seed); see :mod:`cvxdp.privacy.secure`.
+operating system's secure randomness instead (not reproducible by seed); see :mod:`cvxdp.privacy.noise`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from typing import Any
 
 import dp_accounting
 import numpy as np
 
-from ..params import check_choice, check_float, check_int, fail
-from . import secure
-from .secure import NOISE_SOURCES
+from ..errors import OptionalDependencyError, check_choice, check_float, check_int, fail
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class NoisePlan:
         The neighbouring relation the sensitivity holds for (as declared by the model).
     noise_source : {"numpy", "opendp"}
         "numpy" (default): ``rng.laplace`` / ``rng.normal`` with the caller's generator. "opendp": OpenDP's
-        discretized Laplace / Gaussian samplers (:mod:`cvxdp.privacy.secure`), which ignore ``rng`` and
+        discretized Laplace / Gaussian samplers (:mod:`cvxdp.privacy.noise`), which ignore ``rng`` and
         are not reproducible by seed. A plan built by a mechanism with ``noise_source="opendp"`` has its
         scale raised until OpenDP's own privacy map certifies ``epsilon`` (see
         :meth:`opendp_epsilon`); a plan built by hand is not re-checked.
@@ -89,7 +89,7 @@ class NoisePlan:
             raise fail("rng", "NoisePlan.sample", "a numpy.random.Generator", type(rng).__name__)
         n = check_int(n, "n", "NoisePlan.sample", 0)
         if self.noise_source == "opendp":
-            return secure.sample(self.noise, self.scale, n)
+            return sample(self.noise, self.scale, n)
         if self.noise == "laplace":
             return rng.laplace(0.0, self.scale, n)
         return rng.normal(0.0, self.scale, n)
@@ -98,7 +98,7 @@ class NoisePlan:
         """``value`` plus one draw of this noise (same distribution as ``value + sample(rng, len(value))``).
 
         With ``noise_source="opendp"`` the addition happens inside OpenDP, which first rounds ``value`` to
-        its noise lattice (:func:`cvxdp.privacy.secure.perturb`), so the released floats carry no rounding
+        its noise lattice (:func:`cvxdp.privacy.noise.perturb`), so the released floats carry no rounding
         artefact of ``value``. The noise is symmetric, so ``value - xi`` (objective perturbation) has the
         same distribution.
         """
@@ -106,7 +106,7 @@ class NoisePlan:
         if self.noise_source == "opendp":
             if not isinstance(rng, np.random.Generator):
                 raise fail("rng", "NoisePlan.perturb", "a numpy.random.Generator", type(rng).__name__)
-            return secure.perturb(self.noise, self.scale, v)
+            return perturb(self.noise, self.scale, v)
         return v + self.sample(rng, v.size)
 
     def opendp_epsilon(self, n: int = 1) -> float:
@@ -117,7 +117,7 @@ class NoisePlan:
         coordinates per draw (it enters OpenDP's lattice-rounding slack only). Needs OpenDP installed;
         meaningful for either noise source (for "numpy" it is what the secure sampler would certify).
         """
-        return secure.opendp_epsilon(self.noise, self.scale, self.sensitivity, n, self.delta)
+        return opendp_epsilon(self.noise, self.scale, self.sensitivity, n, self.delta)
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """The ``dp_accounting`` event of one draw (ADD_OR_REMOVE_ONE, multiplier scale / sensitivity)."""
@@ -138,3 +138,162 @@ class NoisePlan:
     def from_dict(cls, d: dict[str, Any]) -> NoisePlan:
         """Inverse of :meth:`to_dict` (a dict without ``noise_source`` means "numpy")."""
         return cls(**d)
+
+
+#: Where noise comes from: numpy's seeded generators (default) or OpenDP's vetted samplers (this module).
+NOISE_SOURCES = ("numpy", "opendp")
+
+
+#: Bits between the noise scale and the lattice spacing 2^k of OpenDP's discretized samplers.
+GRANULARITY_BITS = 100
+
+_INSTALL = "pip install 'cvxdp[secure]'"
+
+
+@functools.lru_cache(maxsize=1)
+def require_opendp() -> Any:
+    """Import ``opendp.prelude`` with the ``contrib`` feature enabled, or raise OptionalDependencyError."""
+    try:
+        import opendp.prelude as dp
+    except ImportError as err:
+        raise OptionalDependencyError(
+            "noise_source=\"opendp\" needs the OpenDP library (>= 0.10), which is not installed; "
+            f"run: {_INSTALL}") from err
+    dp.enable_features("contrib")
+    return dp
+
+
+def opendp_version() -> str | None:
+    """The installed OpenDP version string, or None when it is not installed."""
+    try:
+        return metadata.version("opendp")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def available() -> bool:
+    """Whether OpenDP can be imported."""
+    try:
+        require_opendp()
+    except OptionalDependencyError:
+        return False
+    return True
+
+
+def granularity(scale: float) -> int:
+    """The exponent ``k`` of OpenDP's noise lattice ``2^k Z`` for a noise of this scale."""
+    return math.floor(math.log2(scale)) - GRANULARITY_BITS
+
+
+def _check(noise: str, scale: float, n: int, owner: str) -> tuple[str, float, int]:
+    check_choice(noise, "noise", owner, ("laplace", "gaussian"))
+    s = check_float(scale, "scale", owner, 0.0, math.inf)
+    m = check_int(n, "n", owner, 1)
+    return noise, s, m
+
+
+@functools.lru_cache(maxsize=128)
+def _measurement(noise: str, scale: float, n: int) -> Any:
+    dp = require_opendp()
+    try:
+        atom = dp.atom_domain(T=float, nan=False)
+    except TypeError:  # pragma: no cover - OpenDP releases without the ``nan`` flag
+        atom = dp.atom_domain(T=float)
+    domain = dp.vector_domain(atom, size=n)
+    if noise == "laplace":
+        return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale, k=granularity(scale))
+    return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale, k=granularity(scale))
+
+
+def measurement(noise: str, scale: float, n: int) -> Any:
+    """OpenDP's measurement adding ``noise`` of this ``scale`` to a float vector of length ``n`` (cached).
+
+    Laplace: ``make_laplace`` over ``vector_domain(atom_domain(T=float), size=n)`` with ``l1_distance``
+    (privacy measure MaxDivergence, i.e. pure epsilon). Gaussian: ``make_gaussian`` with ``l2_distance``
+    (privacy measure ZeroConcentratedDivergence, i.e. rho-zCDP). Both with ``k = granularity(scale)``.
+    """
+    return _measurement(*_check(noise, scale, n, "measurement"))
+
+
+def sample(noise: str, scale: float, n: int) -> np.ndarray:
+    """``n`` i.i.d. noise coordinates from OpenDP (its measurement applied to the zero vector).
+
+    Draws from the operating system's secure randomness; not reproducible, no seed is involved.
+    """
+    check_int(n, "n", "sample", 0)
+    if n == 0:
+        return np.zeros(0)
+    return np.asarray(measurement(noise, scale, n)([0.0] * n), dtype=float)
+
+
+def perturb(noise: str, scale: float, x: np.ndarray) -> np.ndarray:
+    """OpenDP's release of ``x``: ``x`` rounded to the noise lattice, plus lattice noise, as floats.
+
+    Unlike ``x + sample(...)`` the addition happens inside OpenDP, so the output carries no float artefact
+    of ``x`` either. The privacy map is that of :func:`measurement` for ``len(x)`` coordinates.
+    """
+    arr = np.asarray(x, dtype=float).ravel()
+    if arr.size == 0:
+        return arr.copy()
+    return np.asarray(measurement(noise, scale, arr.size)(arr.tolist()), dtype=float)
+
+
+def opendp_rho(scale: float, sensitivity: float, n: int = 1) -> float:
+    """OpenDP's zCDP ``rho`` of its Gaussian measurement at l2 ``sensitivity`` (its own privacy map)."""
+    d = check_float(sensitivity, "sensitivity", "opendp_rho", 0.0, math.inf)
+    return float(measurement("gaussian", scale, n).map(d))
+
+
+def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 1, delta: float = 0.0) -> float:
+    """The epsilon OpenDP's own privacy map certifies for its measurement at ``sensitivity``.
+
+    Laplace: ``meas.map(sensitivity)`` (pure DP; ``delta`` unused). Gaussian: the approximate-DP profile
+    of ``make_zCDP_to_approxDP(meas)`` at ``sensitivity``, evaluated at ``delta`` (in (0, 1)).
+    """
+    owner = "opendp_epsilon"
+    noise, s, m = _check(noise, scale, n, owner)
+    d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
+    meas = _measurement(noise, s, m)
+    if noise == "laplace":
+        return float(meas.map(d))
+    dl = check_float(delta, "delta", owner, 0.0, 1.0)
+    return float(_approx(noise, s, m).map(d).epsilon(dl))
+
+
+@functools.lru_cache(maxsize=128)
+def _approx(noise: str, scale: float, n: int) -> Any:
+    return require_opendp().c.make_zCDP_to_approxDP(_measurement(noise, scale, n))
+
+
+@functools.lru_cache(maxsize=512)
+def secure_scale(noise: str, sensitivity: float, scale: float, epsilon: float, delta: float = 0.0,
+                 n: int = 1) -> float:
+    """The smallest scale (to about 1e-10 relative) ``>= scale`` at which OpenDP certifies ``epsilon``.
+
+    Returns ``s >= scale`` with ``opendp_epsilon(noise, s, sensitivity, n, delta) <= epsilon``. For
+    Laplace this moves ``scale`` by a few ulps at most; for Gaussian it pays for the zCDP -> (eps, delta)
+    conversion (see the module docstring).
+    """
+    owner = "secure_scale"
+    noise, s, m = _check(noise, scale, n, owner)
+    d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
+    e = check_float(epsilon, "epsilon", owner, 0.0, math.inf)
+
+    def ok(x: float) -> bool:
+        return opendp_epsilon(noise, x, d, m, delta) <= e
+
+    if noise == "laplace":
+        for _ in range(64):
+            if ok(s):
+                return s
+            s = float(np.nextafter(s, math.inf))
+        s *= 1.0 + 1e-12
+    lo, hi = s, s
+    while not ok(hi):
+        lo, hi = hi, hi * 1.25
+    if hi == s:
+        return s
+    while hi / lo - 1.0 > 1e-10:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..model.node import Evaluation, Release
+from ..model import Evaluation, Release
 
 if TYPE_CHECKING:
     from ..privacy import PrivacyLedger

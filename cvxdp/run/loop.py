@@ -26,15 +26,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..errors import CvxdpError
+from ..errors import CvxdpError, check_int
 from ..model import EVALUATION_LABEL, Evaluation, Node, Release, solution_violation
 from ..privacy import PrivacyLedger
 from .backends import Backend
-from .checkpoint import fingerprint, load_checkpoint, save_checkpoint
 from .family import Family, RoundPlan, ordered
-from .outdir import OutputLock
 from .results import Result
-from .seeding import seed_config
+from .storage import OutputLock, fingerprint, load_checkpoint, save_checkpoint
 
 
 @dataclass
@@ -216,4 +214,33 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
     return result
 
 
-__all__ = ["LoopState", "run_loop"]
+def root_seed_sequence(seed: int | None, owner: str = "solve") -> tuple[int | None, np.random.SeedSequence]:
+    """Validate ``seed`` and return it with the run's root SeedSequence.
+
+    Parameters
+    ----------
+    seed : int >= 0 or None
+        None: fresh entropy from the operating system (``SeedSequence()``), secret and not recorded in
+        the result. An int: a reproducible (research) run.
+    owner : str
+        Named in the error message.
+
+    Returns
+    -------
+    seed : int or None
+        The validated seed.
+    root : numpy.random.SeedSequence
+        Spawn one child per agent from it.
+    """
+    if seed is None:
+        return None, np.random.SeedSequence()
+    seed = check_int(seed, "seed", owner, 0)
+    return seed, np.random.SeedSequence(seed)
+
+
+def seed_config(seed: int | None) -> dict:
+    """The public record of the seed: ``{"seed": seed or None, "seeded": bool}``."""
+    return {"seed": seed, "seeded": seed is not None}
+
+
+__all__ = ['LoopState', 'run_loop']

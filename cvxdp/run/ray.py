@@ -19,8 +19,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import BackendError, OptionalDependencyError
-from ..params import check_int, fail
+from ..errors import BackendError, OptionalDependencyError, check_int, fail
 from .backends import Backend, NodeSpec, balanced_blocks, method_name
 
 try:  # Ray's own (vendored) cloudpickle: present wherever Ray is

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import CorruptFileError, CvxdpError, OutputError
-from ..privacy.accounting import ledger_from_dict
-from .outdir import atomic_write, atomic_write_text, describe_oserror, prepare_dir
+from ..errors import CorruptFileError, CvxdpError, OutputError, describe_oserror
+from ..privacy import ledger_from_dict
+from .storage import atomic_write, atomic_write_text, prepare_dir
 
 RESULT_FILE = "result.json"
 RESULT_FORMAT = "cvxdp-result/1"
@@ -27,12 +27,12 @@ PUBLIC_HISTORY_COLUMNS = ("round", "epoch", "iteration", "consensus_residual", "
 PUBLIC_AGENT_COLUMNS = ("round", "epoch", "agent", "sigma", "sent_arrays", "sent_values", "epsilon")
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
     """Plain JSON types: arrays -> lists, NaN -> None (JSON null), +-inf -> "inf"/"-inf" (JSON has neither)."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, (np.floating, float)):
@@ -46,7 +46,7 @@ def _jsonable(obj: Any) -> Any:
 
 
 def _unjson_infinities(obj: Any) -> Any:
-    """Inverse of :func:`_jsonable` for infinities: the strings "inf"/"-inf" back to floats (privacy totals)."""
+    """Inverse of :func:`jsonable` for infinities: the strings "inf"/"-inf" back to floats (privacy totals)."""
     if isinstance(obj, dict):
         return {k: _unjson_infinities(v) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -78,7 +78,7 @@ class Result:
         "rounds", "tolerance" or "budget".
     solution_violation : dict or None
         Distance of the consensus solution to every agent's feasible set (``{"max", "agent", "per_agent"}``,
-        :func:`cvxdp.model.feasibility.solution_violation`); large in noise-dominated runs.
+        :func:`cvxdp.model.central.solution_violation`); large in noise-dominated runs.
     polished : dict or None
         Exact :class:`~cvxdp.ADMM`'s polished point (``polish=True``), or None when no round's polish was
         feasible for every agent: ``{"round", "solution", "local"}``. ``solution`` is the mean of the copies
@@ -179,7 +179,7 @@ class Result:
             out["guarantee"] = self.privacy["guarantee"]
             out["privacy_notes"] = [n["reason"] for n in self.privacy.get("notes", [])]
         out["seeded"] = self.seeded
-        return _jsonable(out)
+        return jsonable(out)
 
     # ------------------------------------------------------------------ I/O
     def save(self, path: str | Path, *, overwrite: bool = False, public: bool = False) -> Path:
@@ -219,7 +219,7 @@ class Result:
         atomic_write(path / "agent_history.csv",
                      lambda fh: self.agent_history.to_csv(fh, index=False, float_format="%.17g"), "result file")
         atomic_write(path / "arrays.npz", lambda fh: np.savez(fh, **arrays), "result file")
-        atomic_write_text(meta_file, json.dumps(_jsonable(meta), indent=2), "result file")
+        atomic_write_text(meta_file, json.dumps(jsonable(meta), indent=2), "result file")
         return path
 
 

@@ -4,14 +4,14 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
 ``out/runs/<key>/``:
 
 * ``summary.json`` (the cell's flat summary), then ``cell.json`` (the fingerprint of the cell's
-  configuration, :func:`cvxdp.run.checkpoint.fingerprint`), then the saved :class:`~cvxdp.run.results.Result`, whose
+  configuration, :func:`cvxdp.run.storage.fingerprint`), then the saved :class:`~cvxdp.run.results.Result`, whose
   ``result.json`` is written last: a cell is finished iff all three exist. Every file is written atomically
-  (:mod:`cvxdp.run.outdir`), so a killed study leaves at most one unfinished cell.
+  (:mod:`cvxdp.run.storage`), so a killed study leaves at most one unfinished cell.
 * On a rerun a finished cell is loaded, not recomputed. A cell whose stored fingerprint differs from the
   configuration asked for now (the study file, its case, an override such as ``--rounds``, the data, or a
   ``[model]`` setting as the template resolves it, defaults included) is refused with an error naming the
   changed components: results of two configurations are never mixed in one directory. Every study passes
-  :func:`cvxdp.config.runs.settings_context` (data hashes + resolved settings, the same components as a run's
+  :func:`cvxdp.config.build.settings_context` (data hashes + resolved settings, the same components as a run's
   checkpoint) as the cell's ``context``.
 * ``compute(cell_dir)`` runs the cell; it may checkpoint into ``cell_dir`` (the runner removes the checkpoint
   once the cell is stored), so an interrupted cell resumes mid-run.
@@ -25,9 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, CorruptFileError
-from ..run.checkpoint import fingerprint, remove_checkpoint
-from ..run.outdir import atomic_write_text, prepare_dir
-from ..run.results import RESULT_FILE, Result, _jsonable, load_result
+from ..run import (
+    RESULT_FILE,
+    Result,
+    atomic_write_text,
+    fingerprint,
+    jsonable,
+    load_result,
+    prepare_dir,
+    remove_checkpoint,
+)
 
 __all__ = ["CELL_FILE", "SUMMARY_FILE", "CellRunner", "cell_config"]
 
@@ -38,7 +45,7 @@ CELL_FORMAT = "cvxdp-study-cell/1"
 
 def cell_config(case: Any) -> dict[str, Any]:
     """A case's cell configuration: its tables without the case file's location (the data it names are
-    fingerprinted by content, :func:`cvxdp.run.checkpoint.case_context`) and without where it runs (``backend``,
+    fingerprinted by content, :func:`cvxdp.run.storage.case_context`) and without where it runs (``backend``,
     ``ray_*``: the same seeds give the same numbers on every backend), so a moved study still resumes, on any
     backend."""
     tables = {k: v for k, v in case.to_dict().items() if k != "path"}
@@ -115,7 +122,7 @@ class CellRunner:
         compute : callable(cell_dir) -> (Result, dict)
             Runs the cell and returns its result and flat summary.
         context : dict, optional
-            Further fingerprint components (the studies pass :func:`cvxdp.config.runs.settings_context`: data file
+            Further fingerprint components (the studies pass :func:`cvxdp.config.build.settings_context`: data file
             hashes and the template's resolved ``[model]`` settings).
 
         Returns
@@ -124,12 +131,12 @@ class CellRunner:
             The cell's result and summary (as stored).
         """
         cell = self.cell_dir(key)
-        expected = fingerprint(_jsonable(dict(config)), context=dict(context or {}))
+        expected = fingerprint(jsonable(dict(config)), context=dict(context or {}))
         if self._check(key, cell, expected):
             self.reused += 1
             return load_result(cell), json.loads((cell / SUMMARY_FILE).read_text())
         result, summary = compute(cell)
-        summary = _jsonable(summary)
+        summary = jsonable(summary)
         atomic_write_text(cell / SUMMARY_FILE, json.dumps(summary, indent=2), f"{self.what} cell summary")
         atomic_write_text(cell / CELL_FILE, json.dumps({"format": CELL_FORMAT, "key": key, "fingerprint": expected},
                                                        indent=2), f"{self.what} cell file")

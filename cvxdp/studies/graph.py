@@ -50,8 +50,22 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from ..config.build import (
+    StudyBackends,
+    build_instance,
+    load_case,
+    load_toml,
+    make_algorithm,
+    make_privacy,
+    read_study_file,
+    run_case,
+    settings_context,
+)
 from ..errors import ConfigError
-from ..run.outdir import locks_output
+from ..families.graph.mechanism import alpha_for_bound, privacy_plan
+from ..plots import graph_study_figures
+from ..run import jsonable, locks_output
+from .cells import CellRunner, cell_config
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
@@ -107,8 +121,6 @@ class GraphStudy:
 
 def is_graph_study(path: str | Path) -> bool:
     """Whether ``path`` is a study file with ``[study] kind = "graph"``."""
-    from ..config.build import load_toml
-
     raw = load_toml(path)
     return isinstance(raw.get("study"), dict) and raw["study"].get("kind") == "graph"
 
@@ -121,8 +133,6 @@ def _pos_int(value: Any, key: str, where: str, path: Path) -> int:
 
 def load_graph_study(path: str | Path) -> GraphStudy:
     """Load and check a graph study file (see the module docstring)."""
-    from ..config.build import read_study_file
-
     path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"setting", "comparison"},
                                                   kind="graph")
     metric = table.get("metric", "average_loss")
@@ -195,9 +205,6 @@ def _setting_case(base: Any, setting: Setting, rounds: int | None, seed: int, al
 
 
 def _planned_bound(instance: Any, case: Any) -> float:
-    from ..config.build import make_algorithm, make_privacy
-    from ..families.graph.mechanism import privacy_plan
-
     return float(privacy_plan(make_algorithm(case.algorithm), instance.agents, make_privacy(case.privacy))
                  .sum().max())
 
@@ -205,9 +212,6 @@ def _planned_bound(instance: Any, case: Any) -> float:
 def _matched_alpha(instance: Any, base: Any, study: GraphStudy, setting: Setting, rounds: int | None,
                    cache: dict[str, float]) -> float:
     """The constant alpha at which ``setting``'s planned bound equals its ``match_bound`` setting's."""
-    from ..config.build import make_algorithm, make_privacy
-    from ..families.graph.mechanism import alpha_for_bound, privacy_plan
-
     ref = study.setting(setting.match_bound)
     ref_alpha = None
     if ref.match_bound is not None:
@@ -251,11 +255,6 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     dict
         ``{"study", "out", "runs", "computed", "reused", "files", "comparisons"}``.
     """
-    from ..config.build import StudyBackends, load_case
-    from ..config.runs import build_instance, run_case, settings_context
-    from ..run.results import _jsonable
-    from .cells import CellRunner, cell_config
-
     study = load_graph_study(path)
     out = Path(out)
     base = load_case(study.case_path)
@@ -271,7 +270,7 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     for s in study.settings:
         if s.match_bound is not None and s.label not in alphas:
             _matched_alpha(instance, base, study, s, rounds, alphas)
-    (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
+    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds, "matched_alpha": alphas}), indent=2))
     jobs = [(s, r) for s in study.settings for r in range(runs or s.runs or study.runs)]
     rows, histories = [], []
@@ -328,8 +327,6 @@ def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
 # --------------------------------------------------------------------------- figures
 def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: GraphStudy) -> list[str]:
     """The study's figures (:func:`cvxdp.plots.graph_study_figures`)."""
-    from ..plots import graph_study_figures
-
     return graph_study_figures(curves, runs, out, study, metric_label=METRIC_LABELS[study.metric])
 
 

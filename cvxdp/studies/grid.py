@@ -23,12 +23,21 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..config.build import MECHANISMS, StudyBackends, load_case, read_study_file
-from ..config.runs import build_instance, run_case, settings_context
+from ..config.build import (
+    MECHANISMS,
+    StudyBackends,
+    build_instance,
+    load_case,
+    read_study_file,
+    run_case,
+    settings_context,
+)
 from ..errors import ConfigError, StepSizeWarning
-from ..run.outdir import locks_output
-from ..run.results import _jsonable
+from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
+from ..privacy import PAPER_PRESET
+from ..run import jsonable, locks_output
 from .cells import CellRunner, cell_config
+from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
                "delta", "baseline"}
@@ -166,7 +175,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
                               "applies to file data sets (logistic cases, e.g. FEMNIST) and to sharing and graph "
                               "studies.")
         base.model["path"] = str(Path(data).resolve())
-    (out / "study.json").write_text(json.dumps(_jsonable({"study": str(study.path), "case": base.to_dict(),
+    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     cells = study.cells()
     rows, histories, ledgers = [], [], {}
@@ -214,7 +223,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         history = pd.concat([h for h in histories if len(h)], ignore_index=True)
     results.to_csv(out / "results.csv", index=False)
     history.to_csv(out / "histories.csv", index=False)
-    (out / "ledger.json").write_text(json.dumps(_jsonable(ledgers), indent=2))
+    (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
     meta_file = out / "records.json"  # smallest agent's record count, kept for reports of resumed studies
     if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
         meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
@@ -241,8 +250,6 @@ def _rounds(history: pd.DataFrame) -> int:
 def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
     residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step."""
-    from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
-
     family = _family(study)
     files = []
     js = sorted(study.local_updates)
@@ -353,9 +360,6 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
                  n_records: int | None = None) -> str:
     """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
     full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing."""
-    from .caveats import MEANINGLESS_EPSILON, privacy_caveats
-    from .tables import markdown_table
-
     family = _family(study)
     T = _rounds(history)
     lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
@@ -434,8 +438,6 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
         worst_delta = priv["delta_basic"].max()
         lines += privacy_caveats(None, worst_delta, n_records, what="largest basic-composition total")
     if "guarantee" in results.columns and (results["guarantee"] == False).any():  # noqa: E712
-        from ..privacy.notes import PAPER_PRESET
-
         lines += [f"**{PAPER_PRESET[0].upper() + PAPER_PRESET[1:]}.** The ledgers of these cells record "
                   "guarantee = false.", ""]
     lines += ["Seeded runs are for research, not release: anyone who knows a seed can replay the noise "

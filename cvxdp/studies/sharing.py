@@ -41,10 +41,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config.build import StudyBackends, load_case, load_toml, read_study_file
+from ..config.build import (
+    StudyBackends,
+    build_instance,
+    load_case,
+    load_toml,
+    read_study_file,
+    settings_context,
+)
+from ..engine import solve
 from ..errors import ConfigError
-from ..run.outdir import locks_output
-from ..run.results import _jsonable
+from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
+from ..plots import sharing_study_figures
+from ..run import jsonable, locks_output
+from .cells import CellRunner, cell_config
 
 _KEYS = {"kind", "name", "description", "case", "noise_levels", "seeds", "epochs", "delta", "rho_n",
          "settle_tol", "gap_tol", "accountant"}
@@ -152,11 +162,6 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     """
     import warnings
 
-    from ..config.runs import build_instance, settings_context
-    from ..engine import solve
-    from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
-    from .cells import CellRunner, cell_config
-
     study = load_sharing_study(path)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -183,7 +188,7 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
                  "party1_only": {k: v for k, v in baselines["party1_only"].items() if k != "coef"},
                  "central": {k: v for k, v in central.items() if k != "solution"},
                  "data": vdata.info, "rho": rho, "lam": lam, "epochs": T, "samples": N}
-    (out / "baselines.json").write_text(json.dumps(_jsonable(base_info), indent=2))
+    (out / "baselines.json").write_text(json.dumps(jsonable(base_info), indent=2))
 
     rows, histories = [], []
     runner = CellRunner(out, what="sharing study")
@@ -250,7 +255,7 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     files += write_sharing_figures(history, baselines, f_star, out, title=study["name"])
     files.append(write_sharing_report(study, results, summary, base_info, out, seconds=time.perf_counter() - start_all))
     return {"study": study["name"], "out": str(out), "runs": int(len(results)), "computed": runner.computed,
-            "reused": runner.reused, "files": files, "summary": _jsonable(summary.to_dict(orient="records"))}
+            "reused": runner.reused, "files": files, "summary": jsonable(summary.to_dict(orient="records"))}
 
 
 def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame:
@@ -272,8 +277,6 @@ def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame
 def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
                           title: str) -> list[str]:
     """The paper's layout (:func:`cvxdp.plots.sharing_study_figures`)."""
-    from ..plots import sharing_study_figures
-
     return sharing_study_figures(history, baselines, f_star, out, title=title)
 
 

@@ -23,8 +23,8 @@ from cvxdp.families.sharing.params import (
     z_update_logistic,
     z_update_squared,
 )
+from cvxdp.model import VerticalParty
 from cvxdp.model.local_solver import ball_ridge_solve
-from cvxdp.model.vertical import VerticalParty
 
 SIGMA_DELTA = 1e-5
 PAPER = {"sensitivity": "paper", "calibration": "classic", "assumptions": "record"}  # the paper's Lemma 1 / Thm 1

@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from cvxdp.run.backends import NodeSpec, balanced_blocks
+from cvxdp.run import NodeSpec
+from cvxdp.run.backends import balanced_blocks
 
 
 def best_contiguous_max(work: list[float], k: int) -> float:

@@ -75,7 +75,7 @@ def assert_same_run(a: cvxdp.Result, b: cvxdp.Result) -> None:
 
 def test_ladmm_objpert_bit_identical_to_serial_with_several_nodes_per_actor(warm):
     agents = toy(5)
-    # 14 rounds: eta="auto" grows with the noise from round 7 on (cvxdp.families.consensus.noise_eta), read by the driver from releases
+    # 14 rounds: eta="auto" grows with the noise from round 7 on (cvxdp.families.consensus.step_sizes), read by the driver from releases
     kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=14, local_updates=2),
                   privacy=cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6), seed=11)
     serial = cvxdp.solve(agents, **kwargs)
@@ -186,8 +186,8 @@ def test_ray_backend_parameters_are_checked():
     with pytest.raises(InvalidParameterError, match="'address' parameter of RayBackend"):
         RayBackend(address="")
     with pytest.raises(InvalidParameterError, match="serial backend takes no options"):
-        cvxdp.run.backends.get_backend("serial", num_cpus=2)
-    assert isinstance(cvxdp.run.backends.get_backend("ray", nodes_per_actor=3), RayBackend)
+        cvxdp.run.get_backend("serial", num_cpus=2)
+    assert isinstance(cvxdp.run.get_backend("ray", nodes_per_actor=3), RayBackend)
 
 
 def test_cli_backend_ray_matches_serial(tmp_path):
@@ -214,7 +214,7 @@ def test_case_file_run_backend_ray(tmp_path):
     """The [run] table builds the backend (run_case passes make_backend(case.run) to solve; the CLI test above
     runs that path end to end)."""
     from cvxdp.config.build import load_case, make_backend
-    from cvxdp.run.backends import SerialBackend
+    from cvxdp.run import SerialBackend
 
     text = (CASES / "toy.toml").read_text().replace('accountant = "pld"', 'accountant = "pld"\n'
                                                     'backend = "ray"\nray_cpus = 2\nray_address = "auto"')

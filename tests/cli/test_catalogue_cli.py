@@ -26,8 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from cvxdp.cli.main import cli
-from cvxdp.config.build import load_case
-from cvxdp.config.runs import run_case
+from cvxdp.config.build import load_case, run_case
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 TIMING = ["wall_time", "solver_time"]
@@ -110,7 +109,7 @@ TEMPLATE_VALUES = [
 
 @pytest.mark.parametrize("what, case_name, change, words", TEMPLATE_VALUES, ids=[t[0] for t in TEMPLATE_VALUES])
 def test_bad_model_value_of_a_shipped_template_names_the_entry(what, case_name, change, words):
-    from cvxdp.config.runs import build_instance
+    from cvxdp.config.build import build_instance
     from cvxdp.errors import ConfigError
 
     case = load_case(CASES / case_name)
@@ -374,7 +373,7 @@ def test_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
 
 
 def test_concurrent_checkpoint_writers_never_share_a_temporary_file(tmp_path):
-    from cvxdp.run.checkpoint import save_checkpoint
+    from cvxdp.run.storage import save_checkpoint
 
     errors = []
 
@@ -447,7 +446,7 @@ def test_sigkilled_cli_run_resumes_to_the_uninterrupted_result(tmp_path):
 def test_a_changed_template_default_refuses_the_resume(tmp_path):
     """Same case file, but the template resolves it differently (e.g. a default that changed between versions,
     like the logistic dtype): the checkpoint is of another problem and is refused, naming the setting."""
-    from cvxdp.config.runs import build_instance
+    from cvxdp.config.build import build_instance
 
     base = load_case(CASES / "toy.toml").with_overrides(algorithm={"rounds": 2})
     run_case(base, checkpoint=tmp_path)

@@ -100,7 +100,7 @@ def test_meaningless_totals_get_a_plain_sentence(tmp_path):
 
 
 def test_privacy_caveats_thresholds():
-    from cvxdp.studies.caveats import privacy_caveats
+    from cvxdp.studies.tables import privacy_caveats
 
     assert privacy_caveats(1.0, 1e-6, 300) == []
     assert "no meaningful privacy" in privacy_caveats(4672.0, None)[0]

@@ -18,8 +18,8 @@ import pytest
 import cvxdp
 from cvxdp.audits.release import _recording_backend
 from cvxdp.errors import CvxdpError
-from cvxdp.model.node import EVALUATION_LABEL, Release
-from cvxdp.run.results import load_result
+from cvxdp.model import EVALUATION_LABEL, Release
+from cvxdp.run import load_result
 
 ROUNDS = 4
 TIMING = ("wall_time", "solver_time", "compute_time")
@@ -89,13 +89,13 @@ def _backend(name: str) -> Any:
         pytest.importorskip("ray")
         if "ray" not in _WARM:
             try:
-                _WARM["ray"] = cvxdp.run.backends.get_backend("ray", keep_actors=True)
+                _WARM["ray"] = cvxdp.run.get_backend("ray", keep_actors=True)
             except CvxdpError as exc:
                 if "not available" in str(exc):
                     pytest.skip(f"the Ray backend is not available here: {exc}")
                 raise
         return _WARM["ray"]
-    return cvxdp.run.backends.get_backend(name)
+    return cvxdp.run.get_backend(name)
 
 
 def _run(case: str, backend: Any = "serial", **kwargs: Any) -> cvxdp.Result:
@@ -236,7 +236,7 @@ def test_saved_result_reloads_with_its_ledger(case, tmp_path):
 
 
 def test_a_node_that_sends_anything_but_a_release_is_refused():
-    from cvxdp.run.backends import SerialBackend
+    from cvxdp.run import SerialBackend
 
     class Leaky(SerialBackend):
         def call(self, method, args=None, *, round=None):

@@ -8,7 +8,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import DeclarationError, InfeasibleAgentError, InvalidParameterError
-from cvxdp.model.agent import check_agents
+from cvxdp.model import check_agents
 
 
 def test_layout_indexes_slices_and_matrices_column_major():

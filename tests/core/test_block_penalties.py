@@ -12,7 +12,7 @@ import pytest
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError
 from cvxdp.families.consensus.server import copies_mismatch, penalty_weights, relaxed_targets
-from cvxdp.model.local_solver import ProxSolver
+from cvxdp.model import ProxSolver
 from cvxdp.schedules import BlockBalance
 
 

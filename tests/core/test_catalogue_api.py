@@ -19,7 +19,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import CorruptFileError, CvxdpError, DeclarationError, InvalidParameterError, OutputError
-from cvxdp.run.results import load_result
+from cvxdp.run import load_result
 from cvxdp_models.toy import make_agents
 
 ALGO = dict(rho=1.0, eta=2.0, rounds=3)

@@ -10,7 +10,8 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError, SolverFailedError
-from cvxdp.model.central import SOLVER_CAPS, SolverFallbackWarning, solve_with_fallback
+from cvxdp.model import SolverFallbackWarning, solve_with_fallback
+from cvxdp.model.central import SOLVER_CAPS
 
 
 def _socp() -> tuple[cp.Problem, cp.Variable]:

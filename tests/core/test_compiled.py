@@ -11,8 +11,8 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import SolverFailedError
-from cvxdp.model.compiled import constraint_data, prox_data, set_verdict
-from cvxdp.model.local_solver import ProxSolver
+from cvxdp.model import ProxSolver, set_verdict
+from cvxdp.model.compiled import constraint_data, prox_data
 from cvxdp_models.toy import make_agents
 
 
@@ -66,8 +66,7 @@ def test_compiled_prox_matches_the_cvxpy_prox_to_solver_tolerance():
 
 
 def test_compiled_prox_on_power_zones_reaches_the_same_optimal_value():
-    from cvxdp.config.build import load_case
-    from cvxdp.config.runs import build_instance
+    from cvxdp.config.build import build_instance, load_case
 
     case = load_case("case14_3zones")
     case.model["objective"] = "cost"
@@ -186,8 +185,8 @@ def test_prox_data_yields_the_constraint_rows_from_the_same_compile(count_compil
 
 
 def test_the_objective_domain_rows_do_not_restrict_the_projection():
+    from cvxdp.model import compile_projection
     from cvxdp.model.compiled import _prox_pair, prox_constraint_data
-    from cvxdp.model.local_solver import compile_projection
 
     x = cp.Variable(3)
     # log(x + 2) needs x >= -2 (an exponential-cone row on u): the projection onto the ball must not see it

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.model.evaluation import Metrics, compiled_metrics
+from cvxdp.model import compiled_metrics
+from cvxdp.model.evaluation import Metrics
 from cvxdp_models.toy import make_agents
 
 
 def _instance(name: str, **model):
-    from cvxdp.config.build import load_case
-    from cvxdp.config.runs import build_instance
+    from cvxdp.config.build import build_instance, load_case
 
     case = load_case(name)
     case.model.update(model)
@@ -26,7 +26,7 @@ def _instance(name: str, **model):
 
 def _points(agent: cvxdp.Agent, rng: np.random.Generator) -> list[np.ndarray]:
     """Random points (mostly infeasible) and a feasible one (the projection of 0)."""
-    from cvxdp.model.local_solver import compile_projection
+    from cvxdp.model import compile_projection
 
     n = agent.layout.size
     feasible, _ = compile_projection(agent).project(np.zeros(n), np.ones(n))
@@ -127,8 +127,7 @@ def test_metrics_that_cannot_be_built_fall_back_to_cvxpy(monkeypatch):
 
 
 def test_graph_nodes_and_sharing_parties_evaluate_without_tree_walks(monkeypatch):
-    from cvxdp.model.local_solver import LocalProx
-    from cvxdp.model.vertical import VerticalParty
+    from cvxdp.model import LocalProx, VerticalParty
 
     x = cp.Variable(3)
     node = cvxdp.Agent("node", cp.sum_squares(x - 1) + cp.norm(x, 2), [cp.norm(x, 2) <= 1, x >= -0.5],

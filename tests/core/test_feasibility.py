@@ -1,4 +1,4 @@
-"""The post-run check of the consensus solution (cvxdp.model.feasibility) on the agents' compiled sets."""
+"""The post-run check of the consensus solution (cvxdp.model.central) on the agents' compiled sets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import SolverFailedError
-from cvxdp.model.feasibility import _agent_target, solution_violation
+from cvxdp.model import solution_violation
+from cvxdp.model.central import _agent_target
 
 
 def _agents() -> list[cvxdp.Agent]:

@@ -8,7 +8,8 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import SolverFailedError
-from cvxdp.model.local_solver import BoxProjection, ConicProjection, compile_projection
+from cvxdp.model import compile_projection
+from cvxdp.model.local_solver import BoxProjection, ConicProjection
 
 # the reference solves ask Clarabel for a 1e-11 gap, which it sometimes reports as "inaccurate"
 pytestmark = pytest.mark.filterwarnings("ignore:Solution may be inaccurate")
@@ -260,7 +261,7 @@ def _reference_polish(agent, target):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_polish_fixes_the_shared_block_and_minimizes_the_objective(compiled):
-    from cvxdp.model.local_solver import ProxSolver
+    from cvxdp.model import ProxSolver
 
     agent = soc_agent()
     prox = ProxSolver(agent, compiled=compiled)
@@ -277,7 +278,7 @@ def test_polish_fixes_the_shared_block_and_minimizes_the_objective(compiled):
 
 @pytest.mark.parametrize("compiled", [True, False])
 def test_polish_reports_an_infeasible_shared_block_as_none(compiled):
-    from cvxdp.model.local_solver import ProxSolver
+    from cvxdp.model import ProxSolver
 
     agent = soc_agent()
     prox = ProxSolver(agent, compiled=compiled)

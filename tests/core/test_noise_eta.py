@@ -1,4 +1,4 @@
-"""eta that grows with the noise in a private run with eta="auto" (cvxdp.families.consensus.noise_eta, issue 12 item 1)."""
+"""eta that grows with the noise in a private run with eta="auto" (cvxdp.families.consensus.step_sizes, issue 12 item 1)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.families.consensus.noise_eta import (
+from cvxdp.families.consensus.step_sizes import (
     ALIGNED,
     BURN_IN,
     CAP,

@@ -12,7 +12,8 @@ import pytest
 import cvxdp
 from cvxdp.errors import DeclarationError, InvalidParameterError, StepSizeWarning
 from cvxdp.families.consensus.step_sizes import ETA_FACTOR_QUADRATIC
-from cvxdp.model.curvature import Curvature, estimate_lipschitz, has_constant_hessian
+from cvxdp.model import Curvature
+from cvxdp.model.curvature import estimate_lipschitz, has_constant_hessian
 from cvxdp.schedules import AdaptiveRho, AutoEta, as_schedule, describe
 
 

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from cvxdp.config.build import load_case
-from cvxdp.config.runs import build_instance, resolved_settings, settings_components, settings_context
+from cvxdp.config.build import (
+    build_instance,
+    load_case,
+    resolved_settings,
+    settings_components,
+    settings_context,
+)
 from cvxdp.templates import template_names, template_settings
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

@@ -11,17 +11,17 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
 from cvxdp.errors import InvalidParameterError
-from cvxdp.privacy import accounting
-from cvxdp.privacy.accounting import (
+from cvxdp.privacy import (
+    NoisePlan,
     PrivacyLedger,
     PureEpsilonDpEvent,
+    accounting,
     basic_composition,
     event_from_dict,
     event_to_dict,
     pld_epsilon,
     rdp_epsilon,
 )
-from cvxdp.privacy.noise import NoisePlan
 
 LAP = NoisePlan("laplace", scale=4.0, sensitivity=2.0, epsilon=0.5)            # multiplier 2
 GAU = NoisePlan("gaussian", scale=3.0, sensitivity=0.5, epsilon=0.9, delta=1e-6)  # multiplier 6
@@ -208,7 +208,7 @@ def test_last_bit_differences_are_merged_conservatively():
 def test_pld_of_a_nearly_noiseless_gaussian_falls_back_to_rdp():
     import dp_accounting
 
-    from cvxdp.privacy.accounting import pld_epsilon, rdp_epsilon
+    from cvxdp.privacy import pld_epsilon, rdp_epsilon
 
     event = dp_accounting.GaussianDpEvent(noise_multiplier=0.01)  # dp-accounting's PLD would need terabytes
 

@@ -20,8 +20,8 @@ import pytest
 
 from cvxdp.audits.release import clopper_pearson_lower, clopper_pearson_upper, empirical_epsilon
 from cvxdp.errors import InvalidParameterError
-from cvxdp.model.agent import Sensitivity
-from cvxdp.privacy.mechanisms import make_mechanism
+from cvxdp.model import Sensitivity
+from cvxdp.privacy import make_mechanism
 
 ETA, RHO, U0, W, LAM, D, DELTA_GRAD = 1.0, 1.0, 0.3, 0.5, 0.1, 0.2, 1.0
 C = ETA + RHO

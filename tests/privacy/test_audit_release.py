@@ -19,7 +19,7 @@ import pytest
 
 from cvxdp.audits.gamma import audit_penalty_perturbation
 from cvxdp.audits.release import audit_release, transcript_statistic
-from cvxdp.privacy.mechanisms import make_mechanism
+from cvxdp.privacy import make_mechanism
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]
 SEED = 2024

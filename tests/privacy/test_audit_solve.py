@@ -18,7 +18,7 @@ import pytest
 import cvxdp
 from cvxdp.audits.release import BROKEN, AuditResult, audit_local_update, audit_mechanism
 from cvxdp.errors import InvalidParameterError
-from cvxdp.privacy.mechanisms import make_mechanism
+from cvxdp.privacy import make_mechanism
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]
 SEED = 2024

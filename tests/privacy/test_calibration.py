@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from cvxdp.errors import InvalidParameterError
-from cvxdp.privacy.calibration import (
+from cvxdp.privacy import (
     calibrate_to_total,
     gaussian_epsilon,
     gaussian_sigma_analytic,

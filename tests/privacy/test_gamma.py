@@ -129,7 +129,7 @@ def test_penalty_perturbation_validation_is_uniform():
 def test_graph_ledgers_saved_before_the_one_ledger_are_converted():
     """A graph run's ledger in the old per-iteration format (one pure-epsilon claim per iteration, 0 for a recycled
     one) loads as the one PrivacyLedger with the same totals."""
-    from cvxdp.privacy.accounting import ledger_from_dict
+    from cvxdp.privacy import ledger_from_dict
 
     old = {"format": "cvxdp-gamma-ledger/1", "target_delta": 1e-6, "bound": "(32)",
            "notes": [{"reason": "a note", "voids": False}],

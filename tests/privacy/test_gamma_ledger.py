@@ -21,7 +21,8 @@ from cvxdp.families.graph.mechanism import (
     madmm_step_epsilon,
     mradmm_step_epsilon,
 )
-from cvxdp.privacy.accounting import PrivacyLedger, PureEpsilonDpEvent, pure_epsilon_rdp
+from cvxdp.privacy import PrivacyLedger, PureEpsilonDpEvent
+from cvxdp.privacy.accounting import pure_epsilon_rdp
 
 DELTA = 1e-6
 
@@ -130,7 +131,7 @@ def test_pure_steps_at_delta_zero_and_mixed_with_laplace():
 
 
 def test_round_trip_and_the_old_per_iteration_format_converts_to_the_same_ledger():
-    from cvxdp.privacy.accounting import ledger_from_dict
+    from cvxdp.privacy import ledger_from_dict
 
     new = PrivacyLedger(["a", "b"], target_delta=DELTA)
     old = {"format": "cvxdp-gamma-ledger/1", "target_delta": DELTA, "bound": "(32)", "notes": [],

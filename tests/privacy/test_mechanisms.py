@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 
 from cvxdp.errors import DeclarationError, InvalidParameterError
-from cvxdp.model.agent import Sensitivity
-from cvxdp.privacy.accounting import PrivacyLedger
-from cvxdp.privacy.calibration import gaussian_sigma_analytic, gaussian_sigma_classic
-from cvxdp.privacy.mechanisms import (
+from cvxdp.model import Sensitivity
+from cvxdp.privacy import (
+    NoisePlan,
     ObjectivePerturbation,
     OutputPerturbation,
+    PrivacyLedger,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
     make_mechanism,
     mechanism_from_dict,
 )
-from cvxdp.privacy.noise import NoisePlan
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]
 PLAN_KW = {"min_weight": 2.0, "separable": True, "steps": 10, "accountant": "pld"}
@@ -234,5 +235,5 @@ def test_calibrate_is_the_one_name_and_budget_means_only_the_stopping_guard():
     assert new.scope == "total" and new.describe()["calibrate"] == "total"
     with pytest.raises(TypeError, match="budget"):  # "budget" names only solve(budget=(eps, delta)), a stopping guard
         OutputPerturbation("gaussian", epsilon=1.0, delta=1e-5, budget="total")
-    from cvxdp.privacy.mechanisms import mechanism_from_dict
+    from cvxdp.privacy import mechanism_from_dict
     assert mechanism_from_dict(new.describe()) == new

@@ -14,8 +14,7 @@ import pytest
 import cvxdp
 from cvxdp.errors import DeclarationError, PrivacyWarning
 from cvxdp.families.sharing.params import AssumptionViolation, lemma1_sensitivity
-from cvxdp.privacy.accounting import PrivacyLedger
-from cvxdp.privacy.notes import PAPER_PRESET
+from cvxdp.privacy import PAPER_PRESET, PrivacyLedger
 
 
 def _box_agent(name="a", alpha=0.1, initial=None, initial_public=False):
@@ -28,7 +27,7 @@ def _box_agent(name="a", alpha=0.1, initial=None, initial_public=False):
 
 
 def test_paper_preset_is_flagged_in_ledger_summary_and_warns(monkeypatch):
-    import cvxdp.privacy.notes as notes
+    import cvxdp.privacy.accounting as notes
 
     monkeypatch.setattr(notes, "_WARNED", set())
     alg = cvxdp.LinearizedADMM(rho=1.0, eta=1.0, rounds=3)  # the pre-issue-12 defaults, explicit

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from cvxdp.cli.privacy_cmd import privacy
-from cvxdp.privacy.calibration import calibrate_to_total, total_epsilon
+from cvxdp.privacy import calibrate_to_total, total_epsilon
 
 
 def run(*args):

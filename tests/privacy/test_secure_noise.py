@@ -19,15 +19,15 @@ from scipy import stats
 import cvxdp
 from cvxdp.audits.release import audit_mechanism
 from cvxdp.errors import InvalidParameterError, OptionalDependencyError
-from cvxdp.model.agent import Sensitivity
-from cvxdp.privacy import secure
-from cvxdp.privacy.mechanisms import (
+from cvxdp.model import Sensitivity
+from cvxdp.privacy import (
+    NoisePlan,
     ObjectivePerturbation,
     OutputPerturbation,
     make_mechanism,
     mechanism_from_dict,
 )
-from cvxdp.privacy.noise import NoisePlan
+from cvxdp.privacy import noise as secure  # the OpenDP samplers live with the noise plans
 
 NAMES = ["ObjL", "ObjG", "OutL", "OutG"]
 needs_opendp = pytest.mark.skipif(not secure.available(), reason="OpenDP is not installed (cvxdp[secure])")

@@ -29,7 +29,7 @@ import cvxdp
 from cvxdp.audits.sharing import audit_sharing, party_release_mean
 from cvxdp.families.sharing.params import lemma1_sensitivity
 from cvxdp.families.sharing.server import party_plan
-from cvxdp.privacy.calibration import gaussian_epsilon
+from cvxdp.privacy import gaussian_epsilon
 
 RHO, LAM, B1, M, DELTA = 10.0, 0.01, 1.0, 2, 1e-5
 TRIALS = 1_000_000

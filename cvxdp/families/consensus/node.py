@@ -17,12 +17,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...model.agent import Agent
-from ...model.compiled import set_verdict
-from ...model.curvature import lipschitz_constants
-from ...model.evaluation import compiled_metrics
-from ...model.local_solver import DEFAULT_SOLVERS, ProxSolver, compile_projection
-from ...model.node import Evaluation, Node, Release
+from ...model import (
+    DEFAULT_SOLVERS,
+    Agent,
+    Evaluation,
+    Node,
+    ProxSolver,
+    Release,
+    compile_projection,
+    compiled_metrics,
+    lipschitz_constants,
+    set_verdict,
+)
 from .params import ConsensusAlgorithm
 from .updates import dual_update, linearized_updates
 

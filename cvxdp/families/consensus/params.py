@@ -124,7 +124,7 @@ class LinearizedADMM(ConsensusAlgorithm):
         data at the start — and
         ``eta_p = 0.55 L_p`` in a non-private run when the objective is quadratic (``eta_p > L_p / 2`` suffices
         for a constant Hessian; :mod:`cvxdp.families.consensus.step_sizes`). In a private run ``eta_p`` then doubles each time the
-        agent's released copies move only with the noise (:mod:`cvxdp.families.consensus.noise_eta`; released values and public
+        agent's released copies move only with the noise (:mod:`cvxdp.families.consensus.step_sizes`; released values and public
         noise scales only; ``AutoEta(noise_growth=1.0)`` keeps it fixed).
     local_updates : int
         J >= 1 local updates per round.

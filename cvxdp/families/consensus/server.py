@@ -13,16 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import CvxdpError, DeclarationError, InvalidParameterError
-from ...model.agent import check_agents
-from ...model.node import Evaluation, Release
-from ...params import check_float, fail
-from ...privacy.notes import PAPER_PRESET
-from ...run.backends import Backend, NodeSpec
-from ...run.family import Charge, Family, RoundPlan
+from ...errors import CvxdpError, DeclarationError, InvalidParameterError, check_float, fail
+from ...model import Evaluation, Release, check_agents, check_public_initial
+from ...privacy import PAPER_PRESET, ObjectivePerturbation, OutputPerturbation
+from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .node import ConsensusNode, RoundMessage
-from .noise_eta import NoiseEta, release_noise_std
-from .step_sizes import EtaPlan, auto_rho_start, diagnose, needs_curvature, next_rho
+from .step_sizes import (
+    EtaPlan,
+    NoiseEta,
+    auto_rho_start,
+    diagnose,
+    needs_curvature,
+    next_rho,
+    release_noise_std,
+)
 from .updates import dual_update, global_update
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
@@ -31,8 +35,6 @@ HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual"
 
 
 def _check_privacy(privacy: Any, algorithm: Any) -> None:
-    from ...privacy.mechanisms import ObjectivePerturbation, OutputPerturbation
-
     if privacy is None:
         return
     if not isinstance(privacy, (ObjectivePerturbation, OutputPerturbation)):
@@ -150,8 +152,6 @@ class ConsensusFamily(Family):
         _check_privacy(privacy, algorithm)
         self.sizes = check_agents(agents, private=False)
         if privacy is not None:
-            from ...privacy.checks import check_public_initial
-
             check_public_initial(agents)
             for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing
                 privacy.noise_plan(agent, min_weight=1.0, separable=True, steps=1, accountant=accountant)
@@ -206,7 +206,7 @@ class ConsensusFamily(Family):
                               noise_eta=NoiseEta.start(len(self.agents)) if self._grows_eta() else None)
 
     def _grows_eta(self) -> bool:
-        """Whether eta grows with the noise (:mod:`cvxdp.families.consensus.noise_eta`): a private run with ``eta="auto"``."""
+        """Whether eta grows with the noise (:mod:`cvxdp.families.consensus.step_sizes`): a private run with ``eta="auto"``."""
         auto = self.algorithm.auto_eta
         return self.privacy is not None and auto is not None and auto.noise_growth > 1.0
 

@@ -13,7 +13,7 @@
   & Toh (SIAM J. Optim. 2016) converges when ``eta_p I - H/2`` is positive definite, i.e. ``eta_p > L_p / 2``:
   such agents get ``factor = ETA_FACTOR_QUADRATIC`` (0.55, a 10 % margin over ``L_p / 2`` for an estimated
   ``L_p``) in a non-private run. A private run starts from ``factor = 1``: the smaller eta amplifies each
-  update's noise (see :func:`eta_factor`); :mod:`cvxdp.families.consensus.noise_eta` then grows it while the agent's released
+  update's noise (see :func:`eta_factor`); :mod:`cvxdp.families.consensus.step_sizes` then grows it while the agent's released
   copies move only with the noise. An explicit eta is checked against the same condition.
 * :func:`check_explicit_eta` and :func:`diagnose` — a :class:`~cvxdp.errors.StepSizeWarning` naming the agent
   (an eta below its known ``L_p``) or the run (diverging / stagnating residuals), with the suggested setting.
@@ -25,12 +25,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ...errors import DeclarationError, StepSizeWarning
-from ...model.curvature import Curvature
+from ...model import Curvature
+from ...schedules import AdaptiveRho, Constant
 
 #: eta_p = ETA_FACTOR * L_p for a general objective (the majorization condition eta_p >= L_p)
 ETA_FACTOR = 1.0
@@ -45,7 +47,7 @@ ETA_FLOOR = 1e-3
 def eta_factor(curvature: Curvature, factor: float | None = None, *, private: bool = False) -> float:
     """The multiple of ``L_p`` that eta="auto" uses: ``factor`` when given; else :data:`ETA_FACTOR_QUADRATIC` for
     a quadratic objective in a non-private run, and :data:`ETA_FACTOR` otherwise. A private run starts from
-    ``eta_p = L_p`` (and grows it with the noise, :mod:`cvxdp.families.consensus.noise_eta`): each update's noise is divided by ``eta_p`` (and OutPert's sensitivity by ``min(c)``), so
+    ``eta_p = L_p`` (and grows it with the noise, :mod:`cvxdp.families.consensus.step_sizes`): each update's noise is divided by ``eta_p`` (and OutPert's sensitivity by ``min(c)``), so
     the smaller eta trades privacy-noise damping for speed (case14 balance, ObjG eps = 1, 100 rounds: objective
     10.5 at ``L_p``, 23.7 at ``0.55 L_p``)."""
     if factor is not None:
@@ -95,8 +97,6 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Cur
 def needs_curvature(algorithm, private: bool) -> bool:
     """Whether the nodes measure ``L_p`` before round 1: LinearizedADMM with ``eta="auto"``, or a non-private run
     with a constant eta (checked against it). Never when eta is given otherwise: nothing to estimate for."""
-    from ...schedules import Constant
-
     if algorithm.exact:
         return False
     return algorithm.auto_eta is not None or (not private and isinstance(algorithm.eta_schedule, Constant))
@@ -157,8 +157,6 @@ def auto_rho_start(schedule, plan: EtaPlan):
     schedule, and a scale at or above the start, leave the schedule unchanged."""
     from dataclasses import replace
 
-    from ...schedules import AdaptiveRho
-
     if not isinstance(schedule, AdaptiveRho) or plan.fixed is None:
         return schedule
     start = curvature_scale(plan.constants)
@@ -172,8 +170,6 @@ def next_rho(schedule, t: int, state, gidx: Sequence[np.ndarray]) -> float:
     the primal one over ``max(||E z||, ||B w||)`` and the dual one over ``||lambda||`` (Boyd et al. §3.3.1's
     relative tolerances; OSQP's normalization) — all computed by the aggregator from released values; any
     other schedule gets the raw residuals."""
-    from ...schedules import AdaptiveRho
-
     if not isinstance(schedule, AdaptiveRho) or state.w_prev is None or not schedule.relative:
         return schedule(t, state.rho_prev, state.primal, state.dual)
     ez = np.concatenate(state.ez) if state.ez else np.zeros(0)
@@ -243,5 +239,95 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     return out
 
 
-__all__ = ["ETA_FACTOR", "ETA_FACTOR_QUADRATIC", "ETA_FLOOR", "EtaPlan", "auto_etas", "auto_rho_start",
-           "check_explicit_eta", "diagnose", "eta_factor", "needs_curvature", "next_rho"]
+#: eta is multiplied by this when the test fires (the learning-rate halving of Chee & Toulis)
+GROWTH = 2.0
+#: rounds of moves the statistic needs after each change
+BURN_IN = 5
+#: eta_p never exceeds CAP times its starting value
+CAP = 1e4
+#: successive moves count as aligned (a drift) when their summed inner products exceed this share of their energy
+ALIGNED = 0.2
+
+
+def release_noise_std(scale: float, noise: str, placement: str, weight: float) -> float:
+    """Standard deviation, per coordinate, of the noise one local update leaves in a released shared copy.
+
+    ``scale`` is the round's noise plan scale (Gaussian sigma, Laplace b); ``weight`` the projection weight of a
+    shared coordinate, ``eta + rho``. Objective perturbation moves the iterate by ``xi / weight``; output
+    perturbation adds its noise to the iterate directly. It is an upper estimate: the projection onto ``W_p`` is
+    non-expansive, and the average over J > 1 local updates carries less.
+    """
+    std = scale * (math.sqrt(2.0) if noise == "laplace" else 1.0)
+    return std if placement == "output" else std / weight
+
+
+def noise_dominated(corr: float, energy: float, count: int, net: float, noise_var: float,
+                    remaining: int) -> bool:
+    """Whether an agent's last ``count`` moves are the noise's doing (the three conditions of the module docstring).
+
+    Parameters
+    ----------
+    corr : float
+        Sum of inner products of successive moves of the released copy (compared with ``ALIGNED * energy``).
+    energy : float
+        Sum of the squared norms of those moves.
+    count : int
+        Number of moves summed.
+    net : float
+        Norm of the copy's displacement over the window (``count + 1`` moves).
+    noise_var : float
+        Expected squared norm of one noise draw in the copy (``n_shared * std**2``).
+    remaining : int
+        Rounds left in the run.
+    """
+    if count < BURN_IN or corr >= ALIGNED * energy or noise_var <= 0.0:
+        return False
+    if energy / count > 2.0 * noise_var:  # a move is the difference of two draws: 2 x the noise energy
+        return False
+    # both ends of the window carry a noise draw: 2 x noise_var of the net displacement is the noise's
+    drift = math.sqrt(max(net * net - 2.0 * noise_var, 0.0)) / (count + 1)
+    # what the drift would still cover vs what the noise adds up to over the remaining rounds (a random walk)
+    return drift * remaining < math.sqrt(noise_var * max(remaining, 1))
+
+
+@dataclass
+class NoiseEta:
+    """Per-agent multipliers of the automatic eta and the statistics behind them (checkpointed with the
+    consensus state)."""
+
+    scale: np.ndarray
+    corr: np.ndarray
+    energy: np.ndarray
+    count: np.ndarray
+    moves: list = field(default_factory=list)
+    anchors: list = field(default_factory=list)
+
+    @classmethod
+    def start(cls, n_agents: int) -> NoiseEta:
+        zeros = np.zeros(n_agents)
+        return cls(scale=np.ones(n_agents), corr=zeros.copy(), energy=zeros.copy(),
+                   count=np.zeros(n_agents, dtype=int), moves=[None] * n_agents, anchors=[None] * n_agents)
+
+    def observe(self, before: Sequence[np.ndarray], after: Sequence[np.ndarray], noise_std: Sequence[float], *,
+                remaining: int, growth: float = GROWTH) -> None:
+        """Update the statistics with one round's released copies (``before`` -> ``after``) and grow the eta
+        of every agent whose moves are noise-dominated."""
+        for p, (old, new, std) in enumerate(zip(before, after, noise_std)):
+            new = np.asarray(new, dtype=float)
+            move = new - np.asarray(old, dtype=float)
+            if self.anchors[p] is None:
+                self.anchors[p] = np.array(old, dtype=float)
+            if self.moves[p] is not None:
+                self.corr[p] += float(move @ self.moves[p])
+                self.energy[p] += float(move @ move)
+                self.count[p] += 1
+                net = float(np.linalg.norm(new - self.anchors[p]))
+                if self.scale[p] * growth <= CAP and noise_dominated(
+                        self.corr[p], self.energy[p], int(self.count[p]), net, move.size * std * std, remaining):
+                    self.scale[p] *= growth
+                    self.corr[p], self.energy[p], self.count[p] = 0.0, 0.0, 0
+                    self.anchors[p] = new.copy()
+            self.moves[p] = move
+
+
+__all__ = ['ALIGNED', 'auto_etas', 'auto_rho_start', 'BURN_IN', 'CAP', 'check_explicit_eta', 'diagnose', 'ETA_FACTOR', 'eta_factor', 'ETA_FACTOR_QUADRATIC', 'ETA_FLOOR', 'EtaPlan', 'GROWTH', 'needs_curvature', 'next_rho', 'noise_dominated', 'NoiseEta', 'release_noise_std']

@@ -44,9 +44,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ...errors import DeclarationError, InvalidParameterError
-from ...params import POSITIVE, Param, Parameterized, PerNode, check_float, check_int, fail, param
-from ...privacy.accounting import PureEpsilonDpEvent, pure_epsilon_event
+from ...errors import DeclarationError, InvalidParameterError, check_float, check_int, fail
+from ...params import POSITIVE, Param, Parameterized, PerNode, param
+from ...privacy import PureEpsilonDpEvent, pure_epsilon_event
 from .topology import check_graph
 
 __all__ = [

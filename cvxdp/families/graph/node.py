@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import DeclarationError
-from ...model.agent import Agent
-from ...model.local_solver import LocalProx, SolveReport, compile_projection
-from ...model.node import Evaluation, Node, Release
+from ...model import Agent, Evaluation, LocalProx, Node, Release, SolveReport, compile_projection
 from .mechanism import erm_constants, sample_gamma_norm
 
 

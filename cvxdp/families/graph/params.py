@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import networkx as nx
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ConfigError, fail
 from ...params import (
     COUNT,
     NONNEGATIVE,
@@ -36,7 +36,6 @@ from ...params import (
     NoneValue,
     Options,
     Param,
-    fail,
     param,
 )
 from ...params import PerNode as PerNodeValue

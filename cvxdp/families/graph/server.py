@@ -24,13 +24,9 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from ...errors import DeclarationError
-from ...model.agent import Agent, check_agents
-from ...model.node import Evaluation, Release
-from ...params import check_float, fail
-from ...privacy.checks import check_public_initial
-from ...run.backends import Backend, NodeSpec
-from ...run.family import Charge, Family, RoundPlan
+from ...errors import DeclarationError, check_float, fail
+from ...model import Agent, Evaluation, Release, check_agents, check_public_initial
+from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .mechanism import (
     GAMMA_ACCOUNTANTS,
     check_bound_condition,

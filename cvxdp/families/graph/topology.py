@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from ...errors import DeclarationError, InvalidParameterError
-from ...params import check_choice, check_float, check_int, fail
+from ...errors import DeclarationError, InvalidParameterError, check_choice, check_float, check_int, fail
 
 TOPOLOGIES = ("random", "ring", "grid", "complete")
 

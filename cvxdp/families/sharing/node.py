@@ -15,9 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...model.evaluation import compiled_metrics
-from ...model.local_solver import PartyUpdate
-from ...model.node import Evaluation, Node, Release
+from ...model import Evaluation, Node, PartyUpdate, Release, compiled_metrics
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit, log_expit
 
-from ...errors import CvxdpError
-from ...model.vertical import check_labels
+from ...errors import CvxdpError, check_float, check_int, fail
+from ...model import check_labels
 from ...params import (
     COUNT,
     NONNEGATIVE,
@@ -51,11 +51,9 @@ from ...params import (
     Options,
     Param,
     Parameterized,
-    check_float,
-    check_int,
-    fail,
     param,
 )
+from ...privacy import calibrate_to_total, gaussian_epsilon, gaussian_sigma_analytic, gaussian_sigma_classic
 
 LOSSES = ("logistic", "squared")
 SENSITIVITIES = ("paper", "worst_case")
@@ -177,8 +175,6 @@ def theorem1_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     e = check_float(epsilon, "epsilon", owner, 0.0, 1.0, closed="right")
     d = check_float(delta, "delta", owner, 0.0, 1.0)
     if e < 1.0:  # the library's classic calibration (identical formula), which refuses eps >= 1
-        from ...privacy.calibration import gaussian_sigma_classic
-
         return gaussian_sigma_classic(c, e, d)
     return math.sqrt(2.0 * math.log(1.25 / d)) * c / e
 
@@ -332,8 +328,6 @@ class SharingGaussian(Parameterized):
         ``eps_step, delta_step`` is the per-epoch claim recorded in the ledger (basic composition) and used
         by Corollary 1.
         """
-        from ...privacy.calibration import calibrate_to_total, gaussian_epsilon, gaussian_sigma_analytic
-
         self.validate()
         c, dl = float(sensitivity), float(self.delta)
         if self.sigma is not None:

@@ -16,17 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidParameterError
-from ...model.node import Evaluation, Release
-from ...model.vertical import RELATION, VerticalParty, check_labels, check_parties
-from ...params import check_float, fail
-from ...privacy.accounting import MIN_PLD_MULTIPLIER
-from ...privacy.checks import check_public_initial
-from ...privacy.mechanisms import OutputPerturbation
-from ...privacy.noise import NoisePlan
-from ...privacy.notes import COROLLARY1_NOTE, LEMMA1_PRESET
-from ...run.backends import Backend, NodeSpec
-from ...run.family import Charge, Family, RoundPlan
+from ...errors import InvalidParameterError, check_float, fail
+from ...model import (
+    RELATION,
+    Evaluation,
+    Release,
+    VerticalParty,
+    check_labels,
+    check_parties,
+    check_public_initial,
+)
+from ...privacy import COROLLARY1_NOTE, LEMMA1_PRESET, MIN_PLD_MULTIPLIER, NoisePlan, OutputPerturbation
+from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .node import SharingMessage, SharingNode
 from .params import (
     ADMMSharing,

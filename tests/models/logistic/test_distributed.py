@@ -106,8 +106,7 @@ def test_the_shipped_case_uses_the_default_step_sizes():
 
 
 def test_shipped_case_files_run():
-    from cvxdp.config.build import load_case
-    from cvxdp.config.runs import run_case
+    from cvxdp.config.build import load_case, run_case
     from cvxdp.studies.grid import load_study
 
     case = load_case(CASES / "digits_fl.toml")

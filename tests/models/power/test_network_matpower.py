@@ -198,8 +198,7 @@ def test_bad_network_entries_are_clear_config_errors(tmp_path, network, match):
 
 
 def test_edited_file_changes_the_fingerprint_and_a_resume_is_refused(tmp_path):
-    from cvxdp.config.build import load_case
-    from cvxdp.config.runs import run_case, settings_context
+    from cvxdp.config.build import load_case, run_case, settings_context
 
     shutil.copy(PGLIB14, tmp_path / "grid.m")
     case_file = tmp_path / "c.toml"

@@ -199,7 +199,7 @@ def test_central_reports_progress():
 def test_the_partitioner_is_part_of_the_fingerprint(monkeypatch):
     """Automatic zones depend on the partitioner: a run or study cell made with another one is refused."""
     import cvxdp_models.power.template as template
-    from cvxdp.config.runs import power_case, settings_context
+    from cvxdp.config.build import power_case, settings_context
     from cvxdp_models.power.zones import PARTITIONER
 
     assert template.settings({"network": "case14", "auto_zones": 3})["partitioner"] == PARTITIONER

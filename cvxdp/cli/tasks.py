@@ -1,0 +1,201 @@
+"""What the solving commands do (``cvxdp run``, ``central``, ``study``): loaded by :mod:`cvxdp.cli.main` only when
+one of them runs, so ``--help`` and the light commands never load the modelling stack."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import click
+
+from ..config.build import build_instance, default_run_dir, load_case, power_case, run_case
+from ..errors import OutputError
+from ..model import SolverFallbackWarning, solve_central
+from ..run import RESULT_FILE, OutputLock, prepare_dir, remove_checkpoint
+from ..studies import (
+    is_graph_study,
+    is_sharing_study,
+    ledger_caveats,
+    noise_caveats,
+    run_graph_study,
+    run_sharing_study,
+    run_study,
+)
+from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num
+
+
+def _load_or_shortcut(case_file, network, zones, objective):
+    """A case file, or (``--network NAME --zones N``) an in-memory power case with automatic zones."""
+    if network is None and zones is None:
+        if case_file is None:
+            raise click.UsageError("Give a CASE_FILE, or --network NAME --zones N for a power case.")
+        return load_case(case_file)
+    if case_file is not None:
+        raise click.UsageError("Give either a CASE_FILE or --network/--zones, not both.")
+    if network is None or zones is None:
+        raise click.UsageError("--network and --zones go together (e.g. --network case300 --zones 4).")
+    return power_case(network, zones, objective=objective)
+
+
+def _power_lines(summary: dict) -> list[str]:
+    """Human lines for a power case: cost in $/h, the objective's definition and the gap to the central optimum."""
+    kind = summary.get("objective_kind")
+    if kind is None or "cost" not in summary:
+        return []
+    meaning = ("sum of squared P/Q balance deviations, p.u.^2" if kind == "balance"
+               else "generation cost / cost_scale, k$/h, plus any balance penalty")
+    lines = [f"  objective ({kind}: {meaning})",
+             f"    distributed {summary['zone_objective']:.6g}   central optimum {summary['central_objective']:.6g}"
+             f"   gap {summary['objective_gap']:+.4g}"
+             + (f" ({100 * summary['relative_gap']:+.3g} %)" if finite(summary.get("relative_gap")) else
+                " (relative gap undefined: the optimum is 0)"),
+             f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
+             f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
+             f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
+    if finite(summary.get("polished_cost")):
+        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h (gap {summary['polished_cost_gap']:+.2f} $/h; "
+                     f"round {summary['polished_round']}: feasible, the zones agree on every tie line)")
+    if kind == "balance":
+        lines.append("  (the balance objective does not price generation: its cost is that of one feasible dispatch, "
+                     "not an economic dispatch; `cvxdp central CASE --objective cost` gives the cheapest)")
+    return lines + _ac_lines(summary, "the final distributed dispatch")
+
+
+def _ac_lines(summary: dict, what: str) -> list[str]:
+    """The AC check's verdict, numbers with units and tolerances (empty without an AC check)."""
+    lines: list[str] = []
+    if "ac_feasible" in summary:
+        tol = summary["ac_tolerances"]
+        verdict = "AC FEASIBLE within tolerances" if summary["ac_feasible"] else "NOT AC feasible"
+        lines += [f"  AC check (pandapower runpp of {what}): {verdict}",
+                  f"    converged {summary['ac_converged']}; slack P mismatch {summary['ac_slack_p_mw']:.3g} MW "
+                  f"(tol {tol['slack_p_mw']:.3g} MW); voltage violation {summary['ac_max_v_violation_pu']:.3g} p.u. "
+                  f"(tol {tol['max_v_violation_pu']:g}); gen Q violation {summary['ac_max_q_violation_mvar']:.3g} MVAr "
+                  f"(tol {tol['max_q_violation_mvar']:g}); branch overload {summary['ac_max_overload_frac']:.3g} of "
+                  f"rate_a (tol {tol['max_overload_frac']:g}); |V_ac - sqrt(w)| {summary['ac_max_vm_dev_pu']:.3g} p.u.",
+                  *(f"    - {v}" for v in summary["ac_violations"])]
+    return lines
+
+
+def run_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
+             local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, backend, ray_cpus,
+             ray_address, progress, as_json) -> None:
+    """``cvxdp run`` (see its help in :mod:`cvxdp.cli.main`)."""
+    case = _load_or_shortcut(case_file, network, zones, objective)
+    if objective is not None and network is None:
+        raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
+    if data is not None:
+        case.model["path"] = str(data.resolve())
+    case = case.with_overrides(
+        algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
+        privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
+                 "calibration": calibration},
+        run={"seed": seed, "accountant": accountant})
+    apply_backend(case.run, backend, ray_cpus, ray_address)
+    alg = case.algorithm.get("name", "ladmm")
+    mech = case.privacy.get("mechanism", "none")
+    if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
+        raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
+                               f"got {mech!r}.")
+    out = out or default_run_dir(case)
+    instance = build_instance(case)
+    if ac_check and getattr(instance, "ac_check", None) is None:
+        raise click.UsageError("--ac-check applies to power cases only.")
+    # checkpoints go next to the history: a killed run resumes when the same command is run again
+    with OutputLock(prepare_dir(out)):
+        if (out / RESULT_FILE).exists() and not overwrite:
+            raise OutputError(f"{str(out)!r} already holds a finished run; pass --overwrite to replace it, or "
+                              "choose another --out.")
+        outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out)
+        outcome.result.save(out, overwrite=overwrite)
+        remove_checkpoint(out)
+    if public_dir is not None:
+        outcome.result.save(public_dir, public=True, overwrite=overwrite)
+    summary = dict(outcome.summary)
+    if ac_check:
+        summary.update(instance.ac_check(outcome.result))
+    sizes = instance.info.get("samples_per_agent") if isinstance(instance.info, dict) else None
+    summary["privacy_caveats"] = ledger_caveats(summary.get("privacy"), min(sizes) if sizes else None)
+    summary["privacy_caveats"] += noise_caveats(summary.get("noise_magnitude"), outcome.result.solution)
+    summary["history"] = str(out)
+    if public_dir is not None:
+        summary["public"] = str(public_dir)
+    priv = summary.get("privacy") or {}
+    human = "\n".join([f"case {case.name} ({alg}, {mech}): {summary['rounds']} rounds ({summary['stop_reason']}), "
+                       f"{summary['elapsed_s']:.1f} s",
+                       f"  objective           {num(summary['objective'], '.6g')}",
+                       f"  consensus residual  {num(summary['consensus_residual'], '.3e')}",
+                       f"  max violation       {num(summary['max_violation'], '.3e')}",
+                       *([f"  polished point      round {summary['polished_round']}, objective "
+                          f"{num(summary.get('polished_objective'), '.6g')} (feasible; the copies agree exactly)"]
+                         if summary.get("polished_round") is not None else []),
+                       f"  noise magnitude     {num(summary['noise_magnitude'], '.4g')} (mean ||xi||_2 per update)",
+                       *_power_lines(summary),
+                       *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
+                         if k in ("train_cost", "test_error") and v is not None),
+                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
+                         if summary.get("guarantee") is False),
+                       *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
+                       f"  history saved to {out}",
+                       *([f"  public release saved to {public_dir}"] if public_dir is not None else [])])
+    emit(summary, as_json, human)
+
+
+def central_task(case_file, network, zones, objective, time_limit, progress, as_json) -> None:
+    """``cvxdp central``."""
+    start = time.perf_counter()
+
+    def report(message: str) -> None:
+        if progress:
+            click.echo(f"[{time.perf_counter() - start:6.1f} s] {message}", err=True)
+
+    case = _load_or_shortcut(case_file, network, zones, objective or ("cost" if network else None))
+    if objective is not None and objective != case.model.get("objective"):
+        case.model["objective"] = objective
+        case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
+    report(f"building {case.name}")
+    instance = build_instance(case)
+    report(f"{len(instance.agents)} agents built")
+    with warnings.catch_warnings(record=True) as fallbacks:
+        warnings.simplefilter("always", SolverFallbackWarning)
+        if instance.central is not None:
+            info = instance.central(time_limit=time_limit, progress=report)
+        else:
+            ref = solve_central(instance.agents, time_limit=time_limit, progress=report)
+            info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
+    notes = [str(w.message) for w in fallbacks if issubclass(w.category, SolverFallbackWarning)]
+    for w in fallbacks:  # everything else goes out as it would have
+        if not issubclass(w.category, SolverFallbackWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for note in notes:
+        click.echo(f"WARNING: {note}", err=True)
+    if notes:
+        info["solver_fallbacks"] = notes
+    report("done")
+    info = {"case": case.name, **info}
+    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)) and v != "")
+    ac = _ac_lines(info, "the central SOC set-points")
+    if ac:
+        human += "\n" + "\n".join(ac)
+    emit(info, as_json, human)
+
+
+def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress,
+               as_json) -> None:
+    """``cvxdp study``."""
+    run = backend_overrides(backend, ray_cpus, ray_address)
+    if is_sharing_study(study_file):
+        info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
+                                 progress=progress and sys.stderr.isatty(), run=run)
+    elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.studies.graph)
+        info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
+                               progress=progress and sys.stderr.isatty(), run=run)
+    elif test_data is not None:
+        raise click.UsageError("--test-data applies to sharing and graph studies only.")
+    else:
+        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    emit(info, as_json, human)
