@@ -1,4 +1,4 @@
-"""Shared fixtures: small generated consensus problems."""
+"""Shared fixtures (small generated consensus problems) and the quick test tier."""
 
 from __future__ import annotations
 
@@ -7,6 +7,53 @@ from pathlib import Path
 import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+TESTS = Path(__file__).resolve().parent
+
+#: The quick tier for local work: ``python -m pytest -m quick`` (the full suite stays the default and runs in CI).
+#: Fast unit tests only, chosen here so the test files themselves need no edit. An entry is a file (relative to
+#: ``tests/``: every test in it) or ``file::test_name`` (one test function, all its parametrized cases). Tests
+#: marked ``slow`` are never quick. ``tests/test_tiers.py`` checks that every entry still names a test.
+QUICK: tuple[str, ...] = (
+    # privacy accounting and calibration
+    "privacy/test_accounting.py",
+    "privacy/test_calibration.py",
+    "privacy/test_mechanisms.py",
+    # schedules, parameter validation, agent declaration checks
+    "core/test_schedules.py",
+    "core/test_agent.py",
+    "core/test_engine_errors.py",
+    "core/test_catalogue_api.py",
+    "core/test_feasibility.py",
+    "test_templates.py",
+    "models/logistic/test_lipschitz.py",
+    # tables, graphs, the documented schema, the docs and this list
+    "test_tables.py",
+    "test_graphs.py",
+    "test_schema.py",
+    "test_docs.py",
+    "test_tiers.py",
+    # a few tiny solves
+    "core/test_tol_mismatch.py",
+    "core/test_convergence.py::test_admm_reaches_optimum_in_fewer_rounds",
+    "core/test_convergence.py::test_more_local_updates_do_not_break_convergence",
+)
+
+
+def is_quick(path: Path, name: str) -> bool:
+    """Whether the test function ``name`` (without parameters) of the file ``path`` is in :data:`QUICK`."""
+    try:
+        rel = Path(path).resolve().relative_to(TESTS).as_posix()
+    except ValueError:
+        return False
+    return rel in QUICK or f"{rel}::{name}" in QUICK
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in :data:`QUICK` with ``quick`` (never a test marked ``slow``)."""
+    for item in items:
+        name = getattr(item, "originalname", None) or item.name.split("[")[0]
+        if item.get_closest_marker("slow") is None and is_quick(item.path, name):
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture

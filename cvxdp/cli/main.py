@@ -77,7 +77,7 @@ def cases_cmd(as_json: bool) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace a finished run already saved in --out.")
 @click.option("--public", "public_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write the public release to this directory: no seed, no values computed on private "
-                   "data, no local copies (safe to share; see the README, 'What the guarantee covers').")
+                   "data, no local copies (safe to share; see docs/privacy.md, 'What is released').")
 @backend_options
 @click.option("--progress/--no-progress", default=True, help="Progress bar on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")

@@ -1,9 +1,10 @@
 """The documented schema of case and study files: every key the runners and templates read, in one place.
 
 :data:`SCHEMA` maps a table (``"[algorithm]"``, ``"[model] power"``, ``"[study] grid"``, ...) to its keys, each
-with a type, a default and a meaning. It feeds the ``cvxdp run --help`` epilog and the README's "Case and study
-files" section; a test checks that it lists exactly the keys the code accepts (the engine's key sets in
-:mod:`cvxdp.config.build` and the studies, each template's key set), so a key cannot be added without documenting it.
+with a type, a default and a meaning. It feeds the ``cvxdp run --help`` epilog and the documentation's case-file
+reference (``docs/case-files.md``, rendered from :func:`schema_markdown` when the site is built); a test checks
+that it lists exactly the keys the code accepts (the engine's key sets in :mod:`cvxdp.config.build` and the
+studies, each template's key set), so a key cannot be added without documenting it.
 This module is text only: it imports no template.
 """
 
@@ -202,19 +203,24 @@ def keys(table: str) -> set[str]:
     return {row[0] for row in SCHEMA[table]}
 
 
+def _cell(text: str) -> str:
+    """A table cell: a ``|`` inside it (``a | b`` alternatives, norms) is escaped so it does not split the row."""
+    return text.replace("|", "\\|")
+
+
 def schema_markdown() -> str:
-    """The schema as markdown tables (the README's "Case and study files" section)."""
+    """The schema as markdown tables (the documentation's case-file reference, ``docs/case-files.md``)."""
     out = []
     for table, rows in SCHEMA.items():
         out += [f"**{table}**", "", "| key | type | default | meaning |", "|---|---|---|---|"]
-        out += [f"| `{k}` | {t} | {d} | {m} |" for k, t, d, m in rows]
+        out += [f"| `{k}` | {_cell(t)} | {_cell(d)} | {_cell(m)} |" for k, t, d, m in rows]
         out.append("")
     return "\n".join(out)
 
 
 def schema_epilog() -> str:
     """A compact plain-text listing for ``cvxdp run --help`` (click keeps ``\\b`` paragraphs as written)."""
-    lines = ["\b", "Case file keys (full table with types, defaults and meanings: README, 'Case and study files'):"]
+    lines = ["\b", "Case file keys (full table with types, defaults and meanings: docs/case-files.md):"]
     for table, rows in SCHEMA.items():
         if table.startswith(("[study]", "[[")):
             continue

@@ -190,7 +190,7 @@ class Result:
         replaced. A failed write (disk full, read-only) raises :class:`~cvxdp.errors.OutputError`.
 
         ``public=True`` writes :meth:`release` instead: no seed, no values computed on private data, no
-        local copies — the files are then safe to share (see the README, "What the guarantee covers").
+        local copies — the files are then safe to share (see docs/privacy.md, "What is released").
         The default writes everything (for the data owner, resume and research).
         """
         if public and not self.config.get("public"):

@@ -1,0 +1,87 @@
+"""The README and the documentation site: the README stays short and keeps the two set-up commands that
+``fresh_check.sh`` extracts; every page the site's navigation names exists; the API page covers the public names."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import cvxdp
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+MAIN = 'pip install -e ".[power]" && cvxdp study cases/study_case14.toml --out results/case14'
+TEST = 'pip install -e ".[test]" && python -m pytest'
+
+
+def hooks():
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "mkdocs_hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def command_after(text: str, marker: str) -> str | None:
+    """The first line of the fenced block after ``marker`` (what fresh_check.sh extracts)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if marker in line:
+            rest = [x for x in lines[i + 1:] if x.strip()]
+            if len(rest) >= 2 and rest[0].startswith("```"):
+                return rest[1]
+            return None
+    return None
+
+
+def nav_pages() -> list[str]:
+    """The ``*.md`` files named in mkdocs.yml's ``nav`` (read as text: no YAML parser needed)."""
+    text = (ROOT / "mkdocs.yml").read_text()
+    nav = text.split("\nnav:", 1)[1]
+    return re.findall(r"^\s*-\s+(?:[^:\n]+:\s+)?(\S+\.md)\s*$", nav, flags=re.M)
+
+
+def test_readme_is_at_most_150_lines():
+    assert len(README.read_text().splitlines()) <= 150
+
+
+def test_readme_keeps_both_set_up_commands_under_their_markers():
+    text = README.read_text()
+    assert command_after(text, "<!-- main -->") == MAIN
+    assert command_after(text, "<!-- test -->") == TEST
+
+
+def test_readme_has_no_other_fenced_install_command():
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", README.read_text(), flags=re.M | re.S)
+    installs = [b.strip() for b in blocks if "pip install" in b]
+    assert installs == [MAIN, TEST]
+
+
+def test_readme_links_and_figure_exist():
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text()):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), target
+
+
+def test_every_nav_page_exists():
+    pages = nav_pages()
+    assert "index.md" in pages and "case-files.md" in pages and "architecture.md" in pages
+    pending = set(hooks().PENDING)  # written by another developer; built as a placeholder until then
+    missing = [p for p in pages if not (DOCS / p).is_file() and p not in pending]
+    assert not missing, f"pages in mkdocs.yml's nav but not in docs/: {missing}"
+
+
+def test_generated_pages_keep_their_markers():
+    h = hooks()
+    assert h.SCHEMA_MARKER in (DOCS / "case-files.md").read_text()
+    assert h.BENCHMARKS_MARKER in (DOCS / "benchmarks.md").read_text()
+    listed = h.benchmarks_section(ROOT)
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        assert f"`{path.name}`" in listed
+
+
+def test_api_page_documents_every_public_name():
+    text = (DOCS / "api.md").read_text()
+    documented = set(re.findall(r"^::: cvxdp\.(\w+)\s*$", text, flags=re.M))
+    assert set(cvxdp.__all__) <= documented, sorted(set(cvxdp.__all__) - documented)
