@@ -97,10 +97,15 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("classes_per_agent", "int >= 1", "2", "labels per agent (label_skew)"),
         ("test_fraction", "float in [0, 1)", "0.25", "held-out share when there is no test file"),
         ("max_samples", "int >= 2", "all", "random subset of the samples (not femnist)"),
-        ("standardize", "bool", "true for digits", "centre/scale by pooled statistics (treated as public)"),
+        ("standardize", "str", "range for digits, else none", "range ((x - 0.5) / 0.5, the public pixel range "
+         "of digits, mnist, femnist) | public (center, scale) | none | pooled (all agents' mean/sd: non-private "
+         "only, a private run is refused; true = pooled, false = none)"),
+        ("center", "float or list", "-", "standardize = public: the public centre (one float, or one per feature)"),
+        ("scale", "float or list", "-", "standardize = public: the public scale > 0 (one float, or one per feature)"),
         ("clip", "float > 0", "1.0", "row-norm bound C (multiclass sensitivity sqrt(2) C / N under add/remove)"),
         ("total_samples", "int >= 1", "none", "the public normaliser N of the loss (needed for relation = "
-         "add_remove; absent: the training set's own size under replace-one)"),
+         "add_remove; absent: the training set's own size under replace-one); must equal the loaded training "
+         "set's size (else a warning, and a private run is refused)"),
         ("relation", "str", "add_remove with total_samples, else replace", "neighbouring relation: add_remove | "
          "replace (replace-one: twice the sensitivity)"),
         ("bound", "float > 0", "1.5", "box |theta_jk| <= bound (binary: 0 = no box)"),

@@ -35,8 +35,9 @@ from sklearn.model_selection import train_test_split
 from cvxdp.errors import ConfigError
 
 __all__ = [
-    "FemnistData", "clip_rows", "load_adult", "load_femnist", "load_idx", "load_libsvm", "load_mnist",
-    "load_sklearn", "normalize_rows", "split_dirichlet", "split_iid", "split_label_skew", "train_test",
+    "ADULT_SCALE", "BREAST_CANCER_SCALE", "FEMNIST_CLASSES", "MNIST_CLASSES", "FemnistData", "check_labels",
+    "clip_rows", "load_adult", "load_femnist", "load_idx", "load_libsvm", "load_mnist", "load_sklearn",
+    "normalize_rows", "split_dirichlet", "split_iid", "split_label_skew", "train_test",
 ]
 
 Split = list[tuple[np.ndarray, np.ndarray]]
@@ -76,7 +77,27 @@ def _max_scale(X: np.ndarray) -> np.ndarray:
     return X / np.where(m > 0, m, 1.0)
 
 
+def _public_scale(X: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Divide every column by a fixed public scale, capped at 1: the papers' column max-scaling with constants
+    that do not move with the loaded data (the per-column maxima of the whole file were a statistic pooled over
+    every agent's samples)."""
+    return np.minimum(X / scale, 1.0)
+
+
+#: Public column scales of scikit-learn's breast_cancer: the maxima of the bundled data set (scikit-learn's
+#: description publishes them, rounded), frozen here so that the scaling is a constant, not a statistic of the
+#: loaded samples. On the bundled data the result is bit-identical to the former per-file max-scaling.
+BREAST_CANCER_SCALE = np.array([
+    28.11, 39.28, 188.5, 2501.0, 0.1634, 0.3454, 0.4268, 0.2012, 0.304, 0.09744, 2.873, 4.885, 21.98, 542.2,
+    0.03113, 0.1354, 0.396, 0.05279, 0.07895, 0.02984, 36.04, 49.54, 251.2, 4254.0, 0.2226, 1.058, 1.252, 0.291,
+    0.6638, 0.2075])
+
+
 # --------------------------------------------------------------------------- IDX / MNIST
+#: The public class sets of the image data sets: labels outside them are refused, never turned into a class.
+MNIST_CLASSES = 10
+FEMNIST_CLASSES = 62  # LEAF's FEMNIST: 10 digits, 26 upper-case and 26 lower-case letters
+
 _IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
@@ -195,8 +216,13 @@ def load_mnist(path: str | Path, kind: str = "train") -> tuple[np.ndarray, np.nd
 
     Returns
     -------
-    X : ndarray, shape (n, rows*cols), float in [0, 1]
-    y : ndarray, shape (n,), int
+    X : ndarray, shape (n, rows*cols), float in [0, 1] (the public pixel range 0..255 divided by 255)
+    y : ndarray, shape (n,), int in ``0..9``
+
+    Raises
+    ------
+    cvxdp.errors.ConfigError
+        For a label outside ``0..9`` (naming the label file and the record index).
     """
     if kind not in ("train", "t10k"):
         raise ConfigError(f"The 'kind' parameter of load_mnist must be one of 'train', 't10k'. Got {kind!r} instead.")
@@ -214,6 +240,10 @@ def load_mnist(path: str | Path, kind: str = "train") -> tuple[np.ndarray, np.nd
     if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
         raise ConfigError(f"MNIST files in {str(directory)!r} do not match: images of shape {images.shape}, "
                           f"labels of shape {labels.shape} (expected (n, rows, cols) and (n,)).")
+    bad = np.flatnonzero((labels < 0) | (labels >= MNIST_CLASSES))
+    if len(bad):
+        raise ConfigError(f"MNIST label file {str(lab)!r}: record {int(bad[0])} has label {int(labels[bad[0]])}; "
+                          f"MNIST labels must be integers in 0..{MNIST_CLASSES - 1}.")
     X = images.reshape(len(images), -1).astype(float) / 255.0
     return X, labels.astype(int)
 
@@ -292,8 +322,10 @@ def _read_leaf(files: list[Path]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             if X.ndim != 2 or y.ndim != 1 or len(X) != len(y) or len(y) != n:
                 raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} has x of shape {X.shape}, "
                                   f"{len(y)} labels and num_samples {n}; they must agree.")
-            if np.any(y != np.round(y)):
-                raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} has non-integer labels.")
+            bad = np.flatnonzero((y != np.round(y)) | (y < 0) | (y >= FEMNIST_CLASSES))
+            if len(bad):
+                raise ConfigError(f"LEAF file {str(file)!r}: user {user!r} record {int(bad[0])} has label "
+                                  f"{y[bad[0]]:g}; FEMNIST labels must be integers in 0..{FEMNIST_CLASSES - 1}.")
             y = y.astype(int)
             if user in out:  # a writer split over shards: concatenate
                 X0, y0 = out[user]
@@ -322,6 +354,11 @@ def load_femnist(path: str | Path, *, max_users: int | None = None, invert: bool
     -------
     FemnistData
         Writers present in the training files; a writer without test data gets an empty test set.
+
+    Raises
+    ------
+    cvxdp.errors.ConfigError
+        For a malformed file, or a label outside ``0..61`` (naming the file, the writer and the record index).
     """
     directory = Path(path)
     if not directory.is_dir():
@@ -350,7 +387,12 @@ def load_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[np.
     Returns
     -------
     X : ndarray, shape (n, d), float
-    y : ndarray, shape (n,), the labels as written (float)
+    y : ndarray, shape (n,), the labels as written (float, integer-valued)
+
+    Raises
+    ------
+    cvxdp.errors.ConfigError
+        For a malformed file, a non-finite value or a non-integer label (naming the file and the line).
     """
     from sklearn.datasets import load_svmlight_file
 
@@ -367,7 +409,37 @@ def load_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[np.
         raise ConfigError(f"LIBSVM file {str(path)!r} holds no samples (expected 'label index:value ...' lines).")
     X = np.asarray(X.todense())
     _check_finite(path, "LIBSVM", X, y)
+    bad = np.flatnonzero(y != np.round(y))
+    if len(bad):
+        raise ConfigError(f"LIBSVM file {str(path)!r}: line {_text_line(path, int(bad[0]))} has label "
+                          f"{y[bad[0]]:g}; classification labels must be integers (class indices, or -1/+1).")
     return X, np.asarray(y)
+
+
+def check_labels(path: str | Path, kind: str, y: np.ndarray, classes: np.ndarray) -> None:
+    """Refuse labels of ``y`` (read from the file ``path``) outside the public class set ``classes``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file the labels were read from.
+    kind : str
+        Its format, named in the message; "LIBSVM" (a text format) also names the line.
+    y : ndarray, shape (n,)
+    classes : ndarray
+        The allowed label values.
+
+    Raises
+    ------
+    cvxdp.errors.ConfigError
+        Naming the file, the line (text files) or record index and the label.
+    """
+    bad = np.flatnonzero(~np.isin(y, classes))
+    if len(bad):
+        line = _text_line(Path(path), int(bad[0])) if kind == "LIBSVM" else None
+        where = f"line {line}" if line is not None else f"record {int(bad[0])}"
+        raise ConfigError(f"{kind} file {str(path)!r}: {where} has label {y[bad[0]]:g}, which is not one of the "
+                          f"{len(classes)} classes of the training data ({', '.join(f'{c:g}' for c in classes)}).")
 
 
 # --------------------------------------------------------------------------- UCI Adult
@@ -397,13 +469,18 @@ ADULT_CATEGORIES: dict[str, list[str]] = {
                        "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands"],
 }
 ADULT_DIM = len(ADULT_CONTINUOUS) + sum(len(v) for v in ADULT_CATEGORIES.values())  # 105
+#: Public column scales of Adult: the maxima of UCI's adult.data for the continuous columns (age and
+#: capital-gain are top-coded at 90 and 99999, hours-per-week at 99, education-num runs 1..16), 1 for the
+#: indicators. Fixed, so the scaling of one sample does not depend on the others (adult.test is scaled alike).
+ADULT_SCALE = np.array([90.0, 1484705.0, 16.0, 99999.0, 4356.0, 99.0] + [1.0] * (ADULT_DIM - 6))
 
 
 def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Load UCI Adult (``adult.data`` / ``adult.test``) with the papers' preprocessing.
 
     Steps: drop rows with a missing value ``?``; one-hot encode the 8 categorical columns over the fixed
-    UCI category lists; scale every column by its maximum absolute value; normalise every row to unit norm.
+    UCI category lists; scale every column by its public maximum (:data:`ADULT_SCALE`, capped at 1); normalise
+    every row to unit norm.
     The result has 105 columns (6 continuous + 99 indicators). Labels: ``>50K`` -> +1, ``<=50K`` -> -1
     (``adult.test``'s trailing dots and its ``|1x3 Cross validator`` first line are handled).
 
@@ -456,7 +533,7 @@ def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             raise ConfigError(f"UCI Adult file {str(path)!r}: column {col!r} holds {df[col][unknown].iloc[0]!r}, "
                               f"which is not one of its {len(cats)} UCI categories.")
         parts.append((df[col].to_numpy()[:, None] == np.asarray(cats)[None, :]).astype(float))
-    X = normalize_rows(_max_scale(np.hstack(parts)))
+    X = normalize_rows(_public_scale(np.hstack(parts), ADULT_SCALE))
     return X, y
 
 
@@ -468,7 +545,8 @@ def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
     ----------
     name : {"digits", "breast_cancer"}
         ``digits``: 1,797 8x8 images, pixels scaled to [0, 1], labels 0..9.
-        ``breast_cancer``: 569 x 30, columns max-scaled, rows normalised to unit norm, labels in {-1, +1}.
+        ``breast_cancer``: 569 x 30, columns scaled by public maxima (:data:`BREAST_CANCER_SCALE`), rows
+        normalised to unit norm, labels in {-1, +1}.
     """
     from sklearn import datasets
 
@@ -477,7 +555,7 @@ def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
         return d.data / 16.0, d.target.astype(int)
     if name == "breast_cancer":
         d = datasets.load_breast_cancer()
-        return normalize_rows(_max_scale(d.data)), np.where(d.target == 1, 1, -1)
+        return normalize_rows(_public_scale(d.data, BREAST_CANCER_SCALE)), np.where(d.target == 1, 1, -1)
     raise ConfigError(f"The 'name' parameter of load_sklearn must be one of 'digits', 'breast_cancer'. "
                       f"Got {name!r} instead.")
 

@@ -12,15 +12,23 @@ dirichlet_alpha    concentration of the Dirichlet split (smaller = more skew)
 classes_per_agent  labels per agent in the label-skew split
 test_fraction      held-out share when the data set has no test file
 max_samples        keep a random subset of this many samples (before the test split)
-standardize        centre and scale every feature by pooled training statistics before clipping
-                   (non-private preprocessing: the statistics are treated as public)
-clip               row-norm bound C: ``||x_i||_2 <= C`` (rows rescaled)
+standardize        centre and scale every feature, before the clip: "range" (default for "digits" multiclass):
+                   ``(x - 0.5) / 0.5``, the loaders' public pixel range [0, 1] ("digits", "mnist", "femnist")
+                   mapped to [-1, 1] | "public": ``(x - center) / scale`` with the declared ``center`` and
+                   ``scale`` | "none" (default otherwise; ``false``) | "pooled" (``true``): the mean and standard
+                   deviation of all agents' training data, a statistic of every agent's samples, so the agents
+                   declare no sensitivity and only a non-private run is possible (docs/what-is-public.md)
+center             standardize = "public" only: the public centre, a float or one float per feature
+scale              standardize = "public" only: the public scale (> 0), a float or one float per feature
+clip               row-norm bound C: ``||x_i||_2 <= C`` (rows rescaled after the standardization)
 bound              box half-width: ``|theta_jk| <= bound`` ("binary": 0 = no box)
 kind               "multiclass" (eq. 30, softmax) | "binary" (logistic + l2, labels mapped to -1/+1)
 reg                l2 weight of the binary ERM (multiclass: must be 0)
 data_seed          seed of the split, the subsample and the test split
 total_samples      the public normaliser N of the loss (a constant the federation declares); needed for
-                   relation = "add_remove". Absent: N is the training set's own size, fixed under "replace"
+                   relation = "add_remove". Absent: N is the training set's own size, fixed under "replace".
+                   It must equal the loaded training set's size: otherwise a warning, and the agents declare no
+                   sensitivity (a private run is refused)
 relation           neighbouring relation of the sensitivity: "add_remove" (default with total_samples) or
                    "replace" (default without; twice the sensitivity)
 baselines          add scikit-learn's pooled and one-agent test errors to ``evaluate`` (computed once)
@@ -33,6 +41,10 @@ dtype              precision of the agents' value and gradient: "float32" (defau
                    and the test predictions always use float64.
 =================  =====================================================================================
 
+Labels: "digits" and "mnist" have the public classes 0..9, "femnist" 0..61, "breast_cancer" and "adult" -1/+1
+(a label outside them is refused); "libsvm" has the labels of its training file (a test label outside them is
+refused). The number of classes therefore never depends on which labels the agents happen to hold.
+
 The shared key is ``"theta"``: the whole parameter (a (features x classes) matrix for "multiclass", a vector
 for "binary"); ``result.solution["theta"]`` is its flat column-major consensus value.
 """
@@ -40,6 +52,7 @@ for "binary"); ``result.solution["theta"]`` is its flat column-major consensus v
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+import cvxdp
 from cvxdp.errors import ConfigError
 
 from ..base import ModelInstance
@@ -55,16 +69,24 @@ from .baselines import central_reference, pooled_baseline, single_agent_baseline
 from .binary import BinaryLogistic, binary_agents
 from .multiclass import DTYPES, MulticlassLogistic, multiclass_agents
 
-__all__ = ["DEFAULTS", "LogisticInstance", "build", "load_dataset", "settings"]
+__all__ = ["DEFAULTS", "LogisticInstance", "build", "load_dataset", "preprocess", "settings"]
 
 DATASETS = ("digits", "breast_cancer", "mnist", "femnist", "libsvm", "adult")
 FILE_DATASETS = ("mnist", "femnist", "libsvm", "adult")
 DEFAULTS: dict[str, Any] = {
     "dataset": "digits", "path": None, "test_path": None, "agents": None, "split": None,
     "dirichlet_alpha": 0.5, "classes_per_agent": 2, "test_fraction": 0.25, "max_samples": None,
-    "standardize": None, "clip": 1.0, "bound": None, "kind": None, "reg": None, "data_seed": 0,
-    "baselines": True, "total_samples": None, "relation": None, "dtype": None,
+    "standardize": None, "center": None, "scale": None, "clip": 1.0, "bound": None, "kind": None, "reg": None,
+    "data_seed": 0, "baselines": True, "total_samples": None, "relation": None, "dtype": None,
 }
+STANDARDIZE = ("range", "public", "none", "pooled")
+#: data sets whose loaders put every feature in the public range [0, 1] (pixels: digits / 16, MNIST / 255,
+#: LEAF's FEMNIST gray values), whatever the samples; "range" maps it to [-1, 1]
+RANGE_DATASETS = ("digits", "mnist", "femnist")
+#: the public class sets (label values) of the data sets that define one; "libsvm" takes its training file's
+CLASSES: dict[str, np.ndarray] = {"digits": np.arange(D.MNIST_CLASSES), "mnist": np.arange(D.MNIST_CLASSES),
+                                  "femnist": np.arange(D.FEMNIST_CLASSES), "breast_cancer": np.array([-1, 1]),
+                                  "adult": np.array([-1, 1])}
 #: the default ``dtype`` of "multiclass" (float64 before issue 12; a run or study cell of the other default is
 #: another problem: the resolved settings fingerprint checkpoints and study cells)
 MULTICLASS_DTYPE = "float32"
@@ -143,9 +165,7 @@ def _resolve(model: dict) -> dict[str, Any]:
     cfg["relation"] = _choice(cfg, "relation", ("add_remove", "replace"))
     if cfg["relation"] == "add_remove" and cfg["total_samples"] is None:
         raise _bad("total_samples", "the public sample count N (an int) when relation = 'add_remove'", None)
-    if cfg["standardize"] is None:
-        cfg["standardize"] = cfg["dataset"] == "digits" and cfg["kind"] == "multiclass"
-    cfg["standardize"] = _bool(cfg, "standardize")
+    _resolve_standardize(cfg)
     if cfg["kind"] == "multiclass":
         if cfg["bound"] is None:
             cfg["bound"] = 1.5
@@ -173,6 +193,32 @@ def _resolve(model: dict) -> dict[str, Any]:
     return cfg
 
 
+def _resolve_standardize(cfg: dict[str, Any]) -> None:
+    """``standardize`` (``true`` / ``false``: the former "pooled" / "none"), ``center`` and ``scale``."""
+    v = cfg["standardize"]
+    if v is None:
+        v = "range" if cfg["dataset"] == "digits" and cfg["kind"] == "multiclass" else "none"
+    elif isinstance(v, bool):
+        v = "pooled" if v else "none"
+    cfg["standardize"] = v = _choice({"standardize": v}, "standardize", STANDARDIZE)
+    if v == "range" and cfg["dataset"] not in RANGE_DATASETS:
+        raise _bad("standardize", f"'public' (with center and scale), 'none' or 'pooled' for dataset = "
+                   f"{cfg['dataset']!r} ('range' needs the public pixel range of {', '.join(RANGE_DATASETS)})", v)
+    for key in ("center", "scale"):
+        value = cfg[key]
+        if v != "public":
+            if value is not None:
+                raise _bad(key, f"absent unless standardize = 'public' (standardize is {v!r})", value)
+            continue
+        items = value if isinstance(value, list) else [value]
+        low = 0.0 if key == "scale" else -math.inf
+        if not items or not all(not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x)
+                                and x > low for x in items):
+            what = "a float in (0, inf)" if key == "scale" else "a finite float"
+            raise _bad(key, f"{what}, or a list of one such float per feature, for standardize = 'public'", value)
+        cfg[key] = [float(x) for x in value] if isinstance(value, list) else float(value)
+
+
 def settings(model: dict) -> dict[str, Any]:
     """The template's settings hook: the ``[model]`` table resolved (defaults included, checked), without
     loading data; the built instance's ``settings``."""
@@ -190,6 +236,7 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         values; ``y`` holds indices into it for "multiclass", -1/+1 for "binary").
     """
     rng = np.random.default_rng(cfg["data_seed"])
+    classes = CLASSES.get(cfg["dataset"])
     path = None if cfg["path"] is None else (base_dir / cfg["path"])
     test_path = None if cfg["test_path"] is None else (base_dir / cfg["test_path"])
     X_test = y_test = names = None
@@ -212,8 +259,10 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
                 X_test = None
         elif cfg["dataset"] == "libsvm":
             X, y = D.load_libsvm(path)
+            classes = np.unique(y)  # the training file's labels, before any subsample
             if test_path is not None:
                 X_test, y_test = D.load_libsvm(test_path, n_features=X.shape[1])
+                D.check_labels(test_path, "LIBSVM", y_test, classes)
         else:
             X, y = D.load_adult(path)
             if test_path is not None:
@@ -231,7 +280,11 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         else:
             parts = D.split_dirichlet(X, y, cfg["agents"], cfg["dirichlet_alpha"], rng)
     names = names or [f"agent{p}" for p in range(len(parts))]
-    labels = np.unique(np.concatenate([y for _, y in parts] + [y_test]))
+    labels = np.asarray(classes)  # public: never the labels the agents happen to hold
+    stray = np.setdiff1d(np.concatenate([y for _, y in parts] + [y_test]), labels)
+    if len(stray):  # the loaders name the file and record; this guards the data sets without a file
+        raise ConfigError(f"The {cfg['dataset']!r} data hold label {stray[0]:g}, which is not one of its "
+                          f"{len(labels)} classes ({', '.join(f'{c:g}' for c in labels)}).")
     if cfg["kind"] == "binary":
         if len(labels) != 2:
             raise ConfigError(f"kind = 'binary' needs a data set with two labels; {cfg['dataset']!r} has "
@@ -244,15 +297,46 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
             return np.searchsorted(labels, v)
     parts = [(np.asarray(X, dtype=float), encode(y)) for X, y in parts]
     X_test, y_test = np.asarray(X_test, dtype=float), encode(y_test)
-    if cfg["standardize"]:
+    parts, X_test = preprocess(parts, X_test, cfg)
+    return {"parts": parts, "names": names, "X_test": X_test, "y_test": y_test, "labels": labels}
+
+
+def _public_statistic(cfg: dict[str, Any], key: str, features: int) -> float | np.ndarray:
+    value = cfg[key]
+    if isinstance(value, list) and len(value) != features:
+        raise ConfigError(f"The {key!r} entry of [model] must be a float or a list of {features} floats (one per "
+                          f"feature). Got a list of {len(value)} instead.")
+    return np.asarray(value, dtype=float) if isinstance(value, list) else float(value)
+
+
+def preprocess(parts: list[tuple[np.ndarray, np.ndarray]], X_test: np.ndarray, cfg: dict[str, Any],
+               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """Standardize (``cfg["standardize"]``), then clip every row to ``||x||_2 <= C`` (``cfg["clip"]``).
+
+    "range", "public" and "none" transform each sample on its own with public constants, so an agent's data
+    never depend on another agent's samples and the clip, applied last, bounds every row for the sensitivity.
+    "pooled" uses the mean and standard deviation of all agents' training data (non-private runs only).
+
+    Returns
+    -------
+    parts : list of (X_p, y_p)
+    X_test : ndarray
+    """
+    mode, features = cfg["standardize"], X_test.shape[1]
+    centre: float | np.ndarray = 0.0
+    scale: float | np.ndarray = 1.0
+    if mode == "range":
+        centre, scale = 0.5, 0.5
+    elif mode == "public":
+        centre, scale = _public_statistic(cfg, "center", features), _public_statistic(cfg, "scale", features)
+    elif mode == "pooled":
         X_all = np.vstack([X for X, _ in parts])
-        mu, sd = X_all.mean(axis=0), X_all.std(axis=0)
-        sd = np.where(sd > 0, sd, 1.0)
-        parts = [((X - mu) / sd, y) for X, y in parts]
-        X_test = (X_test - mu) / sd
-    parts = [(D.clip_rows(X, cfg["clip"]), y) for X, y in parts]
-    return {"parts": parts, "names": names, "X_test": D.clip_rows(X_test, cfg["clip"]), "y_test": y_test,
-            "labels": labels}
+        centre, sd = X_all.mean(axis=0), X_all.std(axis=0)
+        scale = np.where(sd > 0, sd, 1.0)
+    if mode != "none":
+        parts = [((X - centre) / scale, y) for X, y in parts]
+        X_test = (X_test - centre) / scale
+    return [(D.clip_rows(X, cfg["clip"]), y) for X, y in parts], D.clip_rows(X_test, cfg["clip"])
 
 
 # --------------------------------------------------------------------------- build
@@ -285,6 +369,31 @@ def public_lipschitz(m: MulticlassLogistic | BinaryLogistic, relation: str) -> f
     binary = isinstance(m, BinaryLogistic)
     share = len(m.y) / m.total if relation == "replace" else 1.0
     return (0.25 if binary else 0.5) * m.clip ** 2 * share + (m.reg * m.reg_weight if binary else 0.0)
+
+
+def private_refusals(cfg: dict[str, Any], n_train: int, agents: int) -> list[str]:
+    """Why no per-agent sensitivity holds for the built agents (empty: a private run is sound).
+
+    "pooled" standardization makes every agent's data depend on every other agent's samples; a declared
+    ``total_samples`` that is not the loaded training set's size is not the federation's true public count
+    (warned here, since a non-private run only mis-scales the loss).
+    """
+    out = []
+    if cfg["standardize"] == "pooled":
+        out.append("The 'standardize' entry of [model] is 'pooled': every agent's features are centred and scaled "
+                   "by the mean and standard deviation of all agents' data, so one agent's sample moves every "
+                   "agent's gradient and no per-agent sensitivity holds (non-private runs only). Use public "
+                   "statistics: standardize = 'range' (the pixel range of digits, mnist, femnist), 'public' with "
+                   "declared center and scale, or 'none'")
+    N = cfg["total_samples"]
+    if N is not None and N != n_train:
+        msg = (f"The 'total_samples' entry of [model] declares {N} training samples but the loaded data hold "
+               f"{n_train} ({agents} agents), so the loss is divided by {N} instead of {n_train}. Declare the "
+               f"federation's true count (total_samples = {n_train}) or remove the entry (relation = 'replace', "
+               "the data's own count, twice the noise)")
+        warnings.warn(msg + ". A private run with these agents is refused.", UserWarning, stacklevel=3)
+        out.append(msg)
+    return out
 
 
 def build(model: dict, *, base_dir: Path) -> ModelInstance:
@@ -323,6 +432,11 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         pooled = BinaryLogistic.pooled(models)
     for agent, m in zip(agents, models):  # public bounds for LinearizedADMM(eta="auto") (issue 12)
         agent.lipschitz = public_lipschitz(m, cfg["relation"])
+    n_train = int(sum(len(y) for _, y in parts))
+    refusals = private_refusals(cfg, n_train, len(parts))
+    if refusals:  # no sensitivity holds: the engine refuses a private run and quotes the reasons
+        for agent in agents:
+            agent.sensitivity = cvxdp.Sensitivity(relation="; ".join(refusals))
     cache: dict[str, Any] = {}
 
     def baselines() -> dict[str, float]:
@@ -372,7 +486,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
 
     sens = agents[0].sensitivity
     info = {"template": "logistic", **{k: v for k, v in cfg.items() if k != "baselines"},
-            "n_train": int(sum(len(y) for _, y in parts)), "n_test": int(len(y_test)),
+            "n_train": n_train, "n_test": int(len(y_test)), "private_possible": not refusals,
             "features": int(parts[0][0].shape[1]), "classes": classes, "agents": len(agents),
             "samples_per_agent": [int(len(y)) for _, y in parts],
             "sensitivity": {"l1": sens.l1, "l2": sens.l2, "relation": sens.relation}}

@@ -21,9 +21,14 @@ def femnist_dir() -> Path:
     pytest.skip("the FEMNIST LEAF sample (../shared/data/femnist_leaf) is not present")
 
 
-def reduced_study(tmp_path: Path) -> Path:
+def reduced_study(tmp_path: Path, data: Path) -> Path:
+    from cvxdp_models.logistic.data import load_femnist
+
+    # 3 writers: their own public count, not the 10 writers' 1527 (a wrong count is refused since issue 36)
+    count = sum(len(y) for _, y in load_femnist(data, max_users=3).train)
     case = tmp_path / "femnist.toml"
-    case.write_text((CASES / "femnist_fl.toml").read_text().replace("agents = 10 ", "agents = 3 "))
+    case.write_text((CASES / "femnist_fl.toml").read_text().replace("agents = 10 ", "agents = 3 ")
+                    .replace("total_samples = 1527 ", f"total_samples = {count} "))
     study = tmp_path / "study.toml"
     study.write_text((CASES / "study_femnist.toml").read_text()
                      .replace('case = "femnist_fl.toml"', f'case = "{case.as_posix()}"')
@@ -47,7 +52,7 @@ def test_femnist_study_reduced(tmp_path):
     data = femnist_dir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = CliRunner().invoke(cli, ["study", str(reduced_study(tmp_path)), "--data", str(data), "--out",
+        res = CliRunner().invoke(cli, ["study", str(reduced_study(tmp_path, data)), "--data", str(data), "--out",
                                        str(tmp_path / "out"), "--no-progress", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output.strip().splitlines()[-1])["runs"] == 2 * 2 + 2
