@@ -97,13 +97,30 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     backend = get_backend(backend)
     evaluate = _check_evaluate(evaluate, backend)
     described = algorithm.describe()  # before the family binds run-time values (the authors' eta schedule)
-    family = family_class(algorithm)(algorithm, agents, privacy=privacy, accountant=accountant, budget=budget,
-                                     solvers=tuple(solvers), target_delta=target_delta)
+    cls = family_class(algorithm)
+    agents = _checked(agents, cls.agent_type or (Agent,), cls.agent_label)
+    # the coordinator's side reads the agents' public declarations only (SPEC §7); the simulation's backend builds
+    # each party's node from its agent
+    family = cls(algorithm, [a.declaration() for a in agents], privacy=privacy,
+                                     accountant=accountant, budget=budget, solvers=tuple(solvers),
+                                     target_delta=target_delta)
     base = {"algorithm": described, "privacy": privacy.describe() if privacy is not None else None,
             "accountant": accountant, "budget": list(budget) if budget else None,
             "backend": type(backend).__name__, "solvers": list(solvers), "agents": family.names}
-    return run_loop(family, backend=backend, root=root, seed=seed, base_config=base, evaluate=evaluate,
-                    progress=progress, callback=callback, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
+    return run_loop(family, backend=backend, agents=agents, root=root, seed=seed, base_config=base,
+                    evaluate=evaluate, progress=progress, callback=callback, checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every)
+
+
+def _checked(agents: Any, types: tuple[type, ...], label: str) -> list[Agent]:
+    """The agents as a list after each one's own structural checks (:meth:`cvxdp.Agent.check`)."""
+    if not isinstance(agents, (list, tuple)) or len(agents) == 0:
+        raise fail("agents", "solve", f"a non-empty list of {label}", agents)
+    for agent in agents:
+        if not isinstance(agent, types):
+            raise fail("agents", "solve", f"a list of {label}", type(agent).__name__)
+        agent.check()
+    return list(agents)
 
 
 def _check_evaluate(evaluate: Any, backend: Backend) -> bool:

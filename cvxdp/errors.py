@@ -26,6 +26,25 @@ class InfeasibleAgentError(DeclarationError):
     """An agent's local feasible set is empty."""
 
 
+class PartyRefusedError(CvxdpError, RuntimeError):
+    """A party refused a round: releasing it would take the party past its own privacy budget, or the coordinator
+    asked for less noise than the party's own declared sensitivity needs. ``party`` and ``round`` name it."""
+
+    def __init__(self, message: str, *, party: str | None = None, round: int | None = None,
+                 reason: str = "budget") -> None:
+        super().__init__(message)
+        self.party = party
+        self.round = round
+        self.reason = reason
+
+    def __reduce__(self):  # travels between processes with its attributes
+        return (_refused, (str(self), self.party, self.round, self.reason))
+
+
+def _refused(message: str, party: str | None, round: int | None, reason: str) -> PartyRefusedError:
+    return PartyRefusedError(message, party=party, round=round, reason=reason)
+
+
 class SolverFailedError(CvxdpError, RuntimeError):
     """Every solver of the fallback chain failed on a local subproblem."""
 

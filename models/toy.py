@@ -5,6 +5,7 @@ Used by the quickstart, the CLI tests and as a template example: ``[case] templa
 
 from __future__ import annotations
 
+import functools
 import inspect
 from pathlib import Path
 from typing import Any
@@ -45,12 +46,8 @@ def make_agents(*, agents: int = 3, dim: int = 5, samples: int = 20, seed: int =
             cons.append(s[0] == x[0])
         objective = cp.sum_squares(Ap @ x - bp) / (2 * samples) + 0.5 * cp.sum_squares(s - 0.3)
 
-        def gradient(u: np.ndarray, A=A, b=b, x=x, s=s, n=samples) -> np.ndarray:
-            # flat layout: variables sorted by id -> x first (created first), then s
-            gx = A.T @ (A @ u[:dim] - b) / n
-            return np.concatenate([gx, u[dim:] - 0.3])
-
-        out.append(cvxdp.Agent(f"agent{p}", objective, cons, shared={"x": x}, gradient=gradient,
+        out.append(cvxdp.Agent(f"agent{p}", objective, cons, shared={"x": x},
+                               gradient=functools.partial(_gradient, A=A, b=b, dim=dim, n=samples),
                                sensitivity=cvxdp.Sensitivity(l1=np.sqrt(dim) / samples, l2=1.0 / samples,
                                                              relation="replace one target b_i by a value within 1",
                                                              alpha=1.0 / samples),
@@ -85,3 +82,9 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
     """Template entry point for ``[case] template = "toy"``."""
     cfg = settings(model)
     return ModelInstance(agents=make_agents(**cfg), info={"template": "toy", **cfg}, settings=cfg)
+
+
+def _gradient(u: np.ndarray, *, A: np.ndarray, b: np.ndarray, dim: int, n: int) -> np.ndarray:
+    """The toy agent's gradient (module level, so the agent pickles): flat layout x first, then s."""
+    gx = A.T @ (A @ u[:dim] - b) / n
+    return np.concatenate([gx, u[dim:] - 0.3])

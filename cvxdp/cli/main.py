@@ -45,31 +45,45 @@ def cases_cmd(as_json: bool) -> None:
     click.echo(json.dumps({"cases": entries}) if as_json else human)  # plain strings: no numpy conversion
 
 
+def case_options(func):
+    """The options of a case run, shared by ``run`` and ``federate`` (the case, its data, algorithm, privacy, seed)."""
+    for option in reversed(_CASE_OPTIONS):
+        func = option(func)
+    return func
+
+
+_CASE_OPTIONS = (
+    click.argument("case_file", required=False),
+    click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
+                 "(case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF case (pglib_opf_case14_ieee, "
+                 "...; see `cvxdp cases`) or a MATPOWER file (*.m, relative to the current directory); needs "
+                 "--zones."),
+    click.option("--zones", type=click.IntRange(min=2), default=None,
+                 help="With --network: number of automatic zones."),
+    click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
+                 help="With --network: the power objective (default balance, the private-data objective)."),
+    click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+                 help="Local data file or directory for the case's [model] path (e.g. a LEAF FEMNIST directory)."),
+    click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG", "gamma"]), default=None,
+                 help=f"Privacy mechanism (overrides [privacy] mechanism). Supported per algorithm: {MECH_HELP}."),
+    click.option("--epsilon", type=float, default=None,
+                 help="Per-step epsilon (or each agent's total with [privacy] calibrate = 'total')."),
+    click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise."),
+    click.option("--calibration", type=click.Choice(["analytic", "classic"]), default=None,
+                 help="Gaussian calibration: analytic (any epsilon) or classic (epsilon < 1); overrides [privacy]."),
+    click.option("--noise-source", type=click.Choice(["numpy", "opendp"]), default=None,
+                 help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable)."),
+    click.option("--rounds", type=int, default=None, help="Number of rounds T."),
+    click.option("--local-updates", type=int, default=None, help="Local updates J per round."),
+    click.option("--algorithm", type=click.Choice(list(SUPPORTED_MECHANISMS)), default=None),
+    click.option("--seed", type=int, default=None,
+                 help="Reproducible (research) noise; default: fresh secret OS entropy per run."),
+    click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None),
+)
+
+
 @cli.command("run", epilog=schema_epilog())
-@click.argument("case_file", required=False)
-@click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
-              "(case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF case (pglib_opf_case14_ieee, "
-              "...; see `cvxdp cases`) or a MATPOWER file (*.m, relative to the current directory); needs --zones.")
-@click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
-@click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
-              help="With --network: the power objective (default balance, the private-data objective).")
-@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
-              help="Local data file or directory for the case's [model] path (e.g. a LEAF FEMNIST directory).")
-@click.option("--mechanism", type=click.Choice(["none", "ObjL", "ObjG", "OutL", "OutG", "gamma"]), default=None,
-              help=f"Privacy mechanism (overrides [privacy] mechanism). Supported per algorithm: {MECH_HELP}.")
-@click.option("--epsilon", type=float, default=None,
-              help="Per-step epsilon (or each agent's total with [privacy] calibrate = 'total').")
-@click.option("--delta", type=float, default=None, help="Per-step delta for Gaussian noise.")
-@click.option("--calibration", type=click.Choice(["analytic", "classic"]), default=None,
-              help="Gaussian calibration: analytic (any epsilon) or classic (epsilon < 1); overrides [privacy].")
-@click.option("--noise-source", type=click.Choice(["numpy", "opendp"]), default=None,
-              help="numpy (default, reproducible, research-grade) or opendp (hardened samplers, not seedable).")
-@click.option("--rounds", type=int, default=None, help="Number of rounds T.")
-@click.option("--local-updates", type=int, default=None, help="Local updates J per round.")
-@click.option("--algorithm", type=click.Choice(list(SUPPORTED_MECHANISMS)), default=None)
-@click.option("--seed", type=int, default=None,
-              help="Reproducible (research) noise; default: fresh secret OS entropy per run.")
-@click.option("--accountant", type=click.Choice(["basic", "rdp", "pld"]), default=None)
+@case_options
 @click.option("--ac-check", is_flag=True, help="Power cases: AC power flow (pandapower) of the final distributed "
               "dispatch, with a feasibility verdict and its tolerances.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -147,6 +161,80 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
 
     study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress,
                as_json)
+
+
+@cli.command("parties")
+@click.argument("case_file")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="One folder per party: DIR/<agent>/party.toml and agents.pkl (readable by its owner only).")
+@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Local data for the case's [model] path.")
+@click.option("--seed", type=int, default=None, help="Research only: each party's reproducible noise seed.")
+@click.option("--budget-epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Each party's own privacy budget (its own ledger refuses past it).")
+@click.option("--budget-delta", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True)
+@click.option("--report-feasibility", is_flag=True,
+              help="Let each party release, at the end, whether the public solution lies in its feasible set.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
+def parties_cmd(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:
+    """One party file per agent of CASE_FILE, each with that party's agent only (docs/federation.md)."""
+    from .tasks import parties_task  # start-up: the modelling stack loads only when a command runs
+
+    parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json)
+
+
+@cli.command("party")
+@click.argument("party_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--superlink", required=True, help="The coordinator's SuperLink, HOST:PORT.")
+@click.option("--root-certificates", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The CA certificate the SuperLink's TLS certificate is checked against.")
+@click.option("--auth-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="This party's SuperNode key (registered at the SuperLink under the party's name).")
+@click.option("--insecure", is_flag=True, help="Plain HTTP, no TLS: only for a test on one machine.")
+@click.option("--port", type=click.IntRange(1, 65535), default=None, help="The SuperNode's own port (loopback).")
+@friendly_errors
+def party_cmd(party_file, superlink, root_certificates, auth_key, insecure, port) -> None:
+    """Run PARTY_FILE's node: flower-supernode with cvxdp's ClientApp and this party file in --node-config."""
+    from .tasks import party_task  # start-up: Flower loads only when a party runs
+
+    party_task(party_file, superlink, root_certificates, auth_key, insecure, port)
+
+
+@cli.command("federate", epilog=schema_epilog())
+@case_options
+@click.option("--local", is_flag=True, help="Try it on this machine: write one party folder per agent under --out, "
+              "start a real SuperLink and one real SuperNode per party on 127.0.0.1, run, and stop them all.")
+@click.option("--superlink", default=None, help="The coordinator's running SuperLink, HOST:PORT (parties join it "
+              "with `cvxdp party`).")
+@click.option("--parties", default=None, help="With --superlink: the parties' agent names in the run's order, "
+              "comma-separated.")
+@click.option("--root-certificates", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With --superlink: the CA certificate of the SuperLink's TLS certificate.")
+@click.option("--tls", is_flag=True, help="With --local: TLS on every connection (a throw-away CA).")
+@click.option("--auth", is_flag=True, help="With --local: SuperNode authentication (implies --tls).")
+@click.option("--insecure", is_flag=True, help="With --superlink: plain HTTP (no TLS); never for a real deployment.")
+@click.option("--party-budget-epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --local: each party's own privacy budget.")
+@click.option("--party-budget-delta", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0)
+@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Seconds a party may take to answer a round.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The coordinator's folder: plan, checkpoint, public result (default runs/<case>-...-federated).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
+def federate_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates, tls,
+                 auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json) -> None:
+    """Run CASE_FILE as a federation: each party runs its own node (Flower), the coordinator holds releases only.
+
+    Rerunning the same command resumes from the last round the coordinator and the parties checkpointed.
+    """
+    from .tasks import federate_task  # start-up: the modelling stack loads only when a command runs
+
+    federate_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                  rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates,
+                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json)
 
 
 cli.add_command(privacy)

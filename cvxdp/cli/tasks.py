@@ -3,16 +3,22 @@ one of them runs, so ``--help`` and the light commands never load the modelling 
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import click
 
-from ..config.build import build_instance, default_run_dir, load_case, power_case, run_case
-from ..errors import OutputError
+from ..config.build import Case, build_instance, default_run_dir, load_case, power_case, run_case
+from ..errors import CvxdpError, OutputError
+from ..federation.launch import QUIET, LocalFederation, require_flower, submit, supernode_command
+from ..federation.parties import write_parties, write_plan
+from ..federation.party import PartyFile
 from ..model import SolverFallbackWarning, solve_central
-from ..run import RESULT_FILE, OutputLock, prepare_dir, remove_checkpoint
+from ..run import RESULT_FILE, OutputLock, load_result, prepare_dir, remove_checkpoint
 from ..studies import (
     is_graph_study,
     is_sharing_study,
@@ -78,10 +84,9 @@ def _ac_lines(summary: dict, what: str) -> list[str]:
     return lines
 
 
-def run_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
-             local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, backend, ray_cpus,
-             ray_address, progress, as_json) -> None:
-    """``cvxdp run`` (see its help in :mod:`cvxdp.cli.main`)."""
+def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
+          local_updates, algorithm, seed, accountant) -> Case:
+    """The case of a ``run`` or ``federate`` command, with the command's overrides."""
     case = _load_or_shortcut(case_file, network, zones, objective)
     if objective is not None and network is None:
         raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
@@ -92,12 +97,23 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
                  "calibration": calibration},
         run={"seed": seed, "accountant": accountant})
-    apply_backend(case.run, backend, ray_cpus, ray_address)
     alg = case.algorithm.get("name", "ladmm")
     mech = case.privacy.get("mechanism", "none")
     if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
         raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
                                f"got {mech!r}.")
+    return case
+
+
+def run_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
+             local_updates, algorithm, seed, accountant, ac_check, out, overwrite, public_dir, backend, ray_cpus,
+             ray_address, progress, as_json) -> None:
+    """``cvxdp run`` (see its help in :mod:`cvxdp.cli.main`)."""
+    case = _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant)
+    apply_backend(case.run, backend, ray_cpus, ray_address)
+    alg = case.algorithm.get("name", "ladmm")
+    mech = case.privacy.get("mechanism", "none")
     out = out or default_run_dir(case)
     instance = build_instance(case)
     if ac_check and getattr(instance, "ac_check", None) is None:
@@ -199,3 +215,83 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
     human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
             + "\n".join(f"  {f}" for f in info["files"])
     emit(info, as_json, human)
+
+
+def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:
+    """``cvxdp parties``."""
+    case = load_case(case_file)
+    if data is not None:
+        case.model["path"] = str(data.resolve())
+    budget = None if budget_epsilon is None else (budget_epsilon, budget_delta)
+    files = write_parties(case, out, seed=seed, budget=budget, report_feasibility=report_feasibility)
+    info = {"case": case.name, "parties": [str(f) for f in files]}
+    emit(info, as_json, f"{len(files)} party files for {case.name}:\n" + "\n".join(f"  {f}" for f in files))
+
+
+def party_task(party_file, superlink, root_certificates, auth_key, insecure, port) -> None:
+    """``cvxdp party``: runs the party's SuperNode until it is stopped."""
+    require_flower()
+    PartyFile(party_file)  # a clear error now, not inside Flower
+    if not insecure and root_certificates is None:
+        raise click.UsageError("Give --root-certificates (the SuperLink's CA), or --insecure for a test on one "
+                               "machine (plain HTTP).")
+    if insecure:
+        click.echo("warning: --insecure: plain HTTP, no TLS (a test on one machine only)", err=True)
+    cmd = supernode_command(party_file, superlink, port=port, root_certificates=root_certificates,
+                            auth_key=auth_key, insecure=insecure)
+    raise SystemExit(subprocess.run(cmd, env={**os.environ, **QUIET}, check=False).returncode)
+
+
+def federate_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                  rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates,
+                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json) -> None:
+    """``cvxdp federate``: the coordinator's side of a federation (and, with --local, the parties' too)."""
+    require_flower()
+    if local == (superlink is not None):
+        raise click.UsageError("Give --local (everything on this machine) or --superlink HOST:PORT.")
+    if not local and (tls or auth or party_budget_epsilon is not None):
+        raise click.UsageError("--tls, --auth and --party-budget-* apply with --local (a real party sets its own).")
+    case = _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant)
+    out = Path(out or str(default_run_dir(case)) + "-federated")
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if local:
+        if not tls and not auth:
+            click.echo("note: --local runs plain HTTP on 127.0.0.1 (pass --tls or --auth to try them)", err=True)
+        budget = None if party_budget_epsilon is None else (party_budget_epsilon, party_budget_delta)
+        instance = build_instance(case)
+        names = [a.name for a in instance.agents]
+        files = write_parties(case, out / "parties", instance=instance, seed=case.run.get("seed"), budget=budget)
+        plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out,
+                          checkpoint=out / "checkpoint", timeout=timeout)
+        with LocalFederation(files, out / "federation", tls=tls, auth=auth) as fed:
+            status = fed.run(plan, timeout=timeout * (int(case.algorithm.get("rounds", 100)) + 5))
+    else:
+        if not parties:
+            raise click.UsageError("--superlink needs --parties NAME,NAME,... (the agents in the run's order).")
+        if not insecure and root_certificates is None:
+            raise click.UsageError("Give --root-certificates (the SuperLink's CA), or --insecure (plain HTTP; a "
+                                   "test on one machine only).")
+        names = [n.strip() for n in parties.split(",") if n.strip()]
+        plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out,
+                          checkpoint=out / "checkpoint", timeout=timeout)
+        status = submit(superlink, plan, root_certificates=root_certificates, insecure=insecure,
+                        timeout=timeout * (int(case.algorithm.get("rounds", 100)) + 5))
+    if status["status"] != "done":
+        raise CvxdpError(status.get("error", "the federation failed"))
+    result = load_result(out / "result")
+    summary = {"case": case.name, "mode": "federation", **result.summary(), "elapsed_s": time.perf_counter() - start,
+               "parties": result.config.get("party_reports"), "stopped_by": result.config.get("stopped_by"),
+               "result": str(out / "result")}
+    priv = summary.get("privacy") or {}
+    human = "\n".join([f"federation {case.name} ({case.algorithm.get('name', 'ladmm')}, "
+                       f"{case.privacy.get('mechanism', 'none')}): {summary['rounds']} rounds "
+                       f"({summary['stop_reason']}), {summary['elapsed_s']:.1f} s",
+                       f"  consensus residual  {num(summary.get('consensus_residual'), '.3e')} (released)",
+                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       *([f"  stopped by party {summary['stopped_by']['party']!r}'s own budget"]
+                         if summary.get("stopped_by") else []),
+                       f"  public result saved to {out / 'result'} (released values only; each party keeps its own "
+                       "evaluation)"])
+    emit(summary, as_json, human)

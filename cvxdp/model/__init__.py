@@ -12,7 +12,16 @@
 Nothing here imports the coordinator's code (:mod:`cvxdp.run`, the families' servers).
 """
 
-from .agent import Agent, Layout, Sensitivity, SmoothObjective, check_agents, check_public_initial
+from .agent import (
+    Agent,
+    Declaration,
+    Layout,
+    Sensitivity,
+    SmoothObjective,
+    check_agents,
+    check_declarations,
+    check_public_initial,
+)
 from .central import (
            CentralResult,
            SolverFallbackWarning,
@@ -27,7 +36,7 @@ from .local_solver import DEFAULT_SOLVERS, LocalProx, PartyUpdate, ProxSolver, S
 from .node import EVALUATION_LABEL, Evaluation, Node, Release
 from .vertical import RELATION, VerticalParty, check_labels, check_parties
 
-__all__ = ["Agent", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout",
+__all__ = ["Agent", "Declaration", "check_declarations", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout",
            "LocalProx", "Node", "PartyUpdate", "ProxSolver", "RELATION", "Release", "Sensitivity", "SmoothObjective",
            "SolveReport", "SolverFallbackWarning", "VerticalParty", "check_agents", "check_labels", "check_parties",
            "check_public_initial", "compile_projection", "compiled_metrics", "lipschitz_constants", "set_verdict",

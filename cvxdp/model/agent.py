@@ -292,6 +292,13 @@ class Agent:
                 raise self._fail(f"'rho_scale[{key!r}]' must be a positive float or {size} positive floats. "
                                  f"Got {weights!r} instead.")
 
+    def declaration(self) -> Declaration:
+        """The agent's public declaration (:class:`Declaration`): what the coordinator may know of it."""
+        facts = {"erm": self.erm} if getattr(self, "erm", None) is not None else {}
+        return Declaration(self.name, self.layout.size, self.layout.shared, sensitivity=self.sensitivity,
+                           lipschitz=self.lipschitz, rho_scale=self.rho_scale, initial=self.initial is not None,
+                           initial_public=self.initial_public is True, **facts)
+
     def rho_weights(self, key: str) -> np.ndarray:
         """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
         size = len(self.layout.shared[key])
@@ -453,19 +460,125 @@ class Agent:
         return g
 
 
+@dataclass(frozen=True)
+class PublicLayout:
+    """The public shape of an agent's flat local vector: its size and the positions of each shared block."""
+
+    size: int
+    shared: Mapping[str, np.ndarray]
+
+    @property
+    def shared_indices(self) -> np.ndarray:
+        """All shared coordinates, key by key in sorted key order."""
+        keys = sorted(self.shared)
+        return np.concatenate([self.shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+
+    @property
+    def shared_mask(self) -> np.ndarray:
+        mask = np.zeros(self.size, dtype=bool)
+        for idx in self.shared.values():
+            mask[idx] = True
+        return mask
+
+
+class Declaration:
+    """What a party tells the coordinator about one of its agents before round 1: public by construction.
+
+    The name, the local vector's size and its shared blocks (keys and positions), the declared sensitivity and
+    curvature bound, the declared per-block penalty weights, whether an initial point is given and declared public,
+    and family-specific public facts (``facts``: the ERM constants of a graph node; a vertical party's shape, bound,
+    curvature and, for the label holder, its labels). The coordinator (every family's server) reads nothing else;
+    :meth:`Agent.declaration` builds it, and :meth:`to_dict` / :meth:`from_dict` carry it over a wire.
+    """
+
+    def __init__(self, name: str, size: int, shared: Mapping[str, Sequence[int]], *,
+                 sensitivity: Sensitivity | None = None, lipschitz: float | None = None,
+                 rho_scale: Mapping[str, Sequence[float]] | None = None, initial: bool = False,
+                 initial_public: bool = False, **facts: Any) -> None:
+        self.name = name
+        self.layout = PublicLayout(int(size), {k: np.asarray(v, dtype=int) for k, v in shared.items()})
+        self.sensitivity = sensitivity
+        self.lipschitz = lipschitz
+        self.rho_scale = None if rho_scale is None else {k: tuple(float(x) for x in np.ravel(v))
+                                                         for k, v in rho_scale.items()}
+        self.initial = True if initial else None
+        self.initial_public = bool(initial_public)
+        self.facts = dict(facts)
+
+    def __getattr__(self, name: str) -> Any:  # the family-specific facts read as attributes (p.n_features, ...)
+        facts = self.__dict__.get("facts", {})
+        if name in facts:
+            return facts[name]
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name')!r} declares no {name!r}")
+
+    def __repr__(self) -> str:
+        return f"Declaration({self.name!r}, size={self.layout.size}, shared={sorted(self.layout.shared)})"
+
+    def rho_weights(self, key: str) -> np.ndarray:
+        """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
+        size = len(self.layout.shared[key])
+        if self.rho_scale is None or key not in self.rho_scale:
+            return np.ones(size)
+        return np.broadcast_to(np.asarray(self.rho_scale[key], dtype=float), (size,)).copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (arrays as lists; :class:`Sensitivity` and dataclass facts as dicts)."""
+        def plain(v: Any) -> Any:
+            if isinstance(v, np.ndarray):
+                return {"__array__": v.tolist()}
+            if hasattr(v, "to_dict"):
+                return {"__" + type(v).__name__ + "__": v.to_dict()}
+            return v
+        sens = self.sensitivity
+        return {"name": self.name, "size": self.layout.size,
+                "shared": {k: v.tolist() for k, v in self.layout.shared.items()},
+                "sensitivity": None if sens is None else {"l1": sens.l1, "l2": sens.l2, "relation": sens.relation,
+                                                          "alpha": sens.alpha},
+                "lipschitz": self.lipschitz, "rho_scale": self.rho_scale, "initial": bool(self.initial),
+                "initial_public": self.initial_public, "facts": {k: plain(v) for k, v in self.facts.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], fact_types: Mapping[str, Callable[[dict], Any]] | None = None
+                  ) -> Declaration:
+        """Inverse of :meth:`to_dict`; ``fact_types`` rebuilds dataclass facts by type name
+        (e.g. ``{"ERMConstants": lambda d: ERMConstants(**d)}``)."""
+        def back(v: Any) -> Any:
+            if isinstance(v, dict) and len(v) == 1:
+                (key, inner), = v.items()
+                if key == "__array__":
+                    return np.asarray(inner)
+                if key.startswith("__") and key.endswith("__") and fact_types and key[2:-2] in fact_types:
+                    return fact_types[key[2:-2]](inner)
+            return v
+        sens = d.get("sensitivity")
+        return cls(d["name"], d["size"], d["shared"], sensitivity=None if sens is None else Sensitivity(**sens),
+                   lipschitz=d.get("lipschitz"), rho_scale=d.get("rho_scale"), initial=d.get("initial", False),
+                   initial_public=d.get("initial_public", False),
+                   **{k: back(v) for k, v in (d.get("facts") or {}).items()})
+
+
 def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = None) -> dict[str, int]:
-    """Checks across agents: non-empty, unique names, each key the same size everywhere.
+    """Every agent's own checks (:meth:`Agent.check`), then :func:`check_declarations` on their declarations.
 
     Returns the size of every shared key.
     """
     if not isinstance(agents, (list, tuple)) or len(agents) == 0:
         raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
-    names: set[str] = set()
-    sizes: dict[str, tuple[int, str]] = {}
     for agent in agents:
         if not isinstance(agent, Agent):
             raise fail("agents", "solve", "a list of cvxdp.Agent", type(agent).__name__)
         agent.check()
+    return check_declarations([a.declaration() for a in agents], private=private, noise=noise)
+
+
+def check_declarations(agents: Sequence[Any], *, private: bool, noise: str | None = None) -> dict[str, int]:
+    """Checks across the agents' public declarations: non-empty, unique names, each key the same size everywhere
+    (and, for a private run, the declared sensitivity the noise needs). Returns the size of every shared key."""
+    if not isinstance(agents, (list, tuple)) or len(agents) == 0:
+        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
+    names: set[str] = set()
+    sizes: dict[str, tuple[int, str]] = {}
+    for agent in agents:
         if agent.name in names:
             raise DeclarationError(f"Agent name {agent.name!r} is used twice; names must be unique.")
         names.add(agent.name)

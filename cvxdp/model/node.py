@@ -117,3 +117,11 @@ class Node(ABC):
     @abstractmethod
     def local(self) -> np.ndarray:
         """The node's final local solution (private; a simulation hands it to its operator)."""
+
+    @abstractmethod
+    def charge(self, message: Any) -> tuple[Any, tuple[float, float], int] | None:
+        """What a step on ``message`` costs this node, computed from its own declaration and the message's public
+        values: ``(dp_event, (epsilon, delta) per call, calls)``, or None when the step reads no data privately.
+        A party's own ledger records it (and refuses past the party's budget) before the node releases anything;
+        a node raises :class:`~cvxdp.errors.PartyRefusedError` when the message asks for less noise than its own
+        declared sensitivity needs."""

@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
 
 from ..errors import DeclarationError, check_float, fail
-from .agent import Agent
+from .agent import Agent, Declaration
 from .evaluation import compiled_metrics
 
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
@@ -150,6 +151,15 @@ class VerticalParty(Agent):
             return 0.5 * float(x @ x)
         return compiled_metrics(self).objective(np.asarray(x, dtype=float))  # no CVXPY tree walk
 
+    def declaration(self) -> Declaration:
+        """The party's public declaration: its shape, bound and curvature and, for the label holder, the labels
+        it gives the centre (the paper's centre holds the labels: they are public to it)."""
+        test = None if self.test_features is None else int(self.test_features.shape[0])
+        return Declaration(self.name, self.n_features, {}, sensitivity=self.sensitivity, kind="vertical",
+                           n_samples=self.n_samples, n_features=self.n_features, bound=self.bound, c1=self.c1,
+                           closed_form=self.closed_form, holds_labels=self.holds_labels, labels=self.labels,
+                           test_labels=self.test_labels, test_samples=test)
+
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
         """Structural checks of the declaration (raises :class:`DeclarationError` naming the party)."""
@@ -220,17 +230,19 @@ def _is_number(v: object) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float, np.integer, np.floating))
 
 
-def check_parties(parties: object) -> list[VerticalParty]:
-    """Non-empty list of VerticalParty with unique names and one sample count; runs every party's check."""
+def check_parties(parties: object) -> list[Any]:
+    """Non-empty list of vertical parties (or their declarations) with unique names and one sample count; runs
+    every party's own check when it is the party itself."""
     if not isinstance(parties, (list, tuple)) or len(parties) == 0:
         raise fail("agents", "solve", "a non-empty list of cvxdp.VerticalParty (ADMMSharing)", parties)
     names: set[str] = set()
     n = None
     for party in parties:
-        if not isinstance(party, VerticalParty):
+        if isinstance(party, VerticalParty):
+            party.check()
+        elif not (isinstance(party, Declaration) and party.facts.get("kind") == "vertical"):
             raise fail("agents", "solve", "a list of cvxdp.VerticalParty for cvxdp.ADMMSharing",
                        type(party).__name__)
-        party.check()
         if party.name in names:
             raise DeclarationError(f"Party name {party.name!r} is used twice; names must be unique.")
         names.add(party.name)

@@ -19,16 +19,17 @@ from ..errors import fail
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """How to build one node where it will run: ``build(*args)`` (picklable; data travel once, at start).
+    """How to build one node where its party runs: ``build(agent, seed, *args)``, with the party's own agent and
+    entropy (a simulation's backend holds both; in a federation each party supplies its own). Picklable.
 
     Attributes
     ----------
     name : str
         The agent's name (errors name it).
     build : callable
-        A class or factory function returning the node object.
+        A node class (:class:`cvxdp.model.Node`) or a factory returning one.
     args : tuple
-        Its positional arguments (the agent, the algorithm, the node's SeedSequence, solvers, ...).
+        The public arguments after the agent and the seed (the algorithm, solvers, flags, noise plans ...).
     work : float, default 1.0
         A public estimate of the node's work per round, relative to the other nodes (the families give the
         agent's number of variables: a shape, not data). A backend that places several nodes per worker
@@ -39,6 +40,10 @@ class NodeSpec:
     build: Callable[..., Any]
     args: tuple = ()
     work: float = 1.0
+
+    def make(self, agent: Any, seed: Any) -> Any:
+        """The node, built from the party's own ``agent`` and ``seed``."""
+        return self.build(agent, seed, *self.args)
 
 
 def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
@@ -98,8 +103,9 @@ class Backend(ABC):
     """Lifecycle: :meth:`start` (nodes built where they run), :meth:`call` per round, :meth:`close`."""
 
     @abstractmethod
-    def start(self, specs: Sequence[NodeSpec]) -> None:
-        """Build one node per spec (in order)."""
+    def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
+        """Build one node per spec (in order) with ``spec.make(agent, seed)``. A simulation passes every party's
+        agent and seed; a federation passes None and each party supplies its own."""
 
     @abstractmethod
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
@@ -122,9 +128,9 @@ class SerialBackend(Backend):
         self.nodes: list[Any] = []
         self.names: list[str] = []
 
-    def start(self, specs: Sequence[NodeSpec]) -> None:
+    def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
         self.names = [s.name for s in specs]
-        self.nodes = [s.build(*s.args) for s in specs]
+        self.nodes = [s.make(a, seed) for s, a, seed in zip(specs, agents, seeds)]
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
              round: int | None = None) -> list[Any]:

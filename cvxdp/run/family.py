@@ -115,6 +115,11 @@ class Family(ABC):
     unit = "round"
     progress = ("residual", "primal_residual")
     violation_check = True
+    #: set by the loop: a simulation (one operator holds every party's agent) or a federation (False)
+    simulation = True
+    #: what the family's agents are (checked before anything runs) and how an error names them
+    agent_type: tuple[type, ...] = ()
+    agent_label = "cvxdp.Agent"
 
     def __init__(self, algorithm: Any, agents: Sequence[Any], *, privacy: Any, accountant: str,
                  budget: tuple[float, float] | None, solvers: tuple[str, ...], target_delta: float | None) -> None:
@@ -136,8 +141,9 @@ class Family(ABC):
 
     # ---------------------------------------------------------------- set-up
     @abstractmethod
-    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
-        """What the backend builds: one node per agent, each with its own SeedSequence."""
+    def nodes(self) -> list[NodeSpec]:
+        """What the backend builds at each party: one node per agent, ``build(agent, seed, *args)`` with the party's
+        own agent and entropy (:class:`~cvxdp.run.backends.NodeSpec`)."""
 
     @abstractmethod
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> Any:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ..errors import CvxdpError, check_int
+from ..errors import CvxdpError, PartyRefusedError, check_int
 from ..model import EVALUATION_LABEL, Evaluation, Node, Release, solution_violation
 from ..privacy import PrivacyLedger
 from .backends import Backend
@@ -45,6 +45,7 @@ class LoopState:
     eval_rows: list[dict] = field(default_factory=list)
     eval_agent_rows: list[dict] = field(default_factory=list)
     stop_reason: str | None = None
+    refused_by: str | None = None  # the party whose own budget ended the run (a federation)
 
 
 def _check(values: Sequence[Any], kind: type, names: Sequence[str], t: int, what: str) -> None:
@@ -118,24 +119,32 @@ def _postfix(family: Family, row: dict) -> dict[str, str]:
     return out
 
 
-def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, seed: int | None,
-             base_config: dict[str, Any], evaluate: bool, progress: bool = False,
+def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, root: np.random.SeedSequence,
+             seed: int | None, base_config: dict[str, Any], evaluate: bool, progress: bool = False,
              callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
              checkpoint_every: int = 1) -> Result:
-    """Run ``family`` over ``backend`` and assemble the :class:`~cvxdp.Result` (see :func:`cvxdp.solve`)."""
+    """Run ``family`` over ``backend`` and assemble the :class:`~cvxdp.Result` (see :func:`cvxdp.solve`).
+
+    ``agents``: a simulation's agents (one operator holds every party's data: the nodes are built from them and the
+    result keeps their local solutions, labelled private). None: a federation, where each party builds its own node
+    and the coordinator holds the parties' public declarations (``family.agents``) and releases only.
+    """
     names = family.names
+    family.simulation = agents is not None
     config = {**base_config, **seed_config(seed), **family.config()}
     # the backend only places nodes: a run checkpointed on one backend resumes on another
-    fp = fingerprint({k: v for k, v in config.items() if k != "backend"}, family.agents,
-                     data=family.fingerprint_data(), context=checkpoint) if checkpoint is not None else None
+    declared = {f"agent {d.name!r} declaration": d.to_dict() for d in family.agents} if agents is None else {}
+    fp = None if checkpoint is None else fingerprint({k: v for k, v in config.items() if k != "backend"}, agents or (),
+                                                     data={**declared, **family.fingerprint_data()}, context=checkpoint)
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:
-        backend.start(family.nodes(root.spawn(len(names))))
+        # a checkpoint of another run is refused before any node is started
+        saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
+        backend.start(family.nodes(), agents, root.spawn(len(names)) if agents is not None else None)
         state = family.start(backend.call(Node.declare))
         ledger = PrivacyLedger(names, target_delta=family.target_delta)
         loop = LoopState()
-        saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         if saved is not None:
             state, loop = saved["server"], saved["loop"]
             backend.call(Node.restore, [(s,) for s in saved["nodes"]])
@@ -155,7 +164,13 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
                 break
             for note in plan.notes:
                 ledger.note(note)
-            releases = backend.call(Node.step, [(m,) for m in plan.messages], round=t)
+            try:
+                releases = backend.call(Node.step, [(m,) for m in plan.messages], round=t)
+            except PartyRefusedError as exc:  # a party's own ledger is the last word on its budget
+                if exc.reason != "budget":
+                    raise
+                loop.stop_reason, loop.refused_by = "budget", exc.party
+                break
             _check(releases, Release, names, t, "step")
             for name, charge in zip(names, plan.charges):
                 if charge is not None:
@@ -183,14 +198,16 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
             if checkpoint is not None and (t % checkpoint_every == 0 or loop.stop_reason or t == family.rounds):
                 save_checkpoint(checkpoint, {"fingerprint": fp, "server": state, "loop": loop,
                                              "nodes": backend.call(Node.state), "ledger": ledger.to_dict(),
-                                             "entropy": root.entropy})
+                                             "entropy": root.entropy if agents is not None else None})
             bar.update(1)
             bar.set_postfix(**_postfix(family, full))
             if callback is not None:
                 callback(t, {**full, "wall_time": row["wall_time"]})
         bar.close()
-        local = dict(zip(names, backend.call(Node.local)))
+        local = dict(zip(names, backend.call(Node.local))) if agents is not None else {}  # private: simulation only
         solution = family.solution(state)
+        if loop.refused_by is not None:
+            config["stopped_by"] = {"party": loop.refused_by, "round": loop.t + 1, "reason": "the party's own budget"}
         config["evaluation"]["rounds"] = _ranges([int(r["round"]) for r in loop.eval_rows])
         config["evaluation"]["columns"] = sorted({k for r in loop.eval_rows for k in r} - {"round"})
         config["evaluation"]["agent_columns"] = sorted({k for r in loop.eval_agent_rows for k in r}
@@ -201,12 +218,11 @@ def run_loop(family: Family, *, backend: Backend, root: np.random.SeedSequence, 
         agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ("round", "agent"), family.agent_order)
         summary = ledger.summary()
         history = ordered(_with_final_pld(history, summary), family.history_order)
-        agents = family.agents
+        violation = solution_violation(agents, solution, local) if agents is not None and family.violation_check \
+            else None  # each agent's feasible set is private: a federation's parties check it themselves
         result = Result(history=history, agent_history=agent_history, solution=solution, local=local,
                         privacy=summary, config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger,
-                        agents=list(agents),
-                        solution_violation=solution_violation(agents, solution, local) if family.violation_check
-                        else None)
+                        agents=list(agents or ()), solution_violation=violation)
         family.finish(result, state, backend)
     finally:
         backend.close()

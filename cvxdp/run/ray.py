@@ -51,7 +51,7 @@ class NodeHost:
         specs = _loads(blob, "the node specs (agents, algorithm, seeds)")
         if isinstance(specs, bytes):
             return specs
-        return self._run(lambda spec: spec.build(*spec.args), specs, into_nodes=True)
+        return self._run(lambda item: item[0].make(item[1], item[2]), specs, into_nodes=True)
 
     def call(self, method: str, blob: bytes | None) -> bytes:
         args = _loads(blob, f"the arguments of {method!r}") if blob is not None else [()] * len(self.nodes)
@@ -181,7 +181,7 @@ class RayBackend(Backend):
         cpus = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
         return balanced_blocks([1.0] * n if work is None else list(work), cpus)
 
-    def start(self, specs: Sequence[NodeSpec]) -> None:
+    def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
         self.close()
         ray = self._ray
         if not ray.is_initialized():  # kept actors died with a Ray shut down in between
@@ -196,7 +196,7 @@ class RayBackend(Backend):
         # Ray then runs each actor single-threaded (OMP_NUM_THREADS=1) and SPREAD places them across nodes
         host = ray.remote(NodeHost).options(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0)
         self.actors = reuse + [host.remote() for _ in range(len(self.blocks) - len(reuse))]
-        blobs = [cloudpickle.dumps([specs[i] for i in block]) for block in self.blocks]
+        blobs = [cloudpickle.dumps([(specs[i], agents[i], seeds[i]) for i in block]) for block in self.blocks]
         self._gather("build", [a.build.remote(b) for a, b in zip(self.actors, blobs)], None)
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,

@@ -359,24 +359,11 @@ class SocModel:
     def gradient(
         self, kind: str, *, penalty: float | None = 1.0, cost_scale: float = 1.0
     ) -> Callable[[np.ndarray], np.ndarray]:
-        """Hand-coded gradient of :meth:`objective` at a flat ``u`` (reads the current load values)."""
-        lay = self.layout
-        gc = self.case.gencost[lay.gens]
-        s = 1.0 if penalty is None else float(penalty)
-        with_balance = kind == "balance" or penalty is not None
-        with_cost = kind == "cost"
-
-        def grad(u: np.ndarray) -> np.ndarray:
-            u = np.asarray(u, dtype=float)
-            g = np.zeros(lay.size)
-            if with_balance:
-                g[lay.pinj] = 2.0 * s * (u[lay.pinj] - self.pd.value)
-                g[lay.qinj] = 2.0 * s * (u[lay.qinj] - self.qd.value)
-            if with_cost:
-                g[lay.pg] = (2.0 * gc[:, 0] * u[lay.pg] + gc[:, 1]) / cost_scale
-            return g
-
-        return grad
+        """Hand-coded gradient of :meth:`objective` at a flat ``u`` (reads the current load values); a picklable
+        object, so a party can store its agent in its own file."""
+        return _SocGradient(self.layout, self.pd, self.qd, self.case.gencost[self.layout.gens],
+                            1.0 if penalty is None else float(penalty), kind == "balance" or penalty is not None,
+                            kind == "cost", cost_scale)
 
     def curvature_bound(self, h_inj: float, h_pg: np.ndarray | float = 0.0) -> float:
         """A bound on the curvature of an objective with diagonal Hessian ``h_inj`` on the injections and
@@ -504,3 +491,24 @@ def solve_central(
         "u": u,
         "model": model,
     }
+
+
+class _SocGradient:
+    """The gradient of the zone objective: balance deviations on the injections (the loads are Parameters, read
+    at each call) and the generation cost on ``pg``."""
+
+    def __init__(self, layout, pd, qd, gencost: np.ndarray, s: float, with_balance: bool, with_cost: bool,
+                 cost_scale: float) -> None:
+        self.lay, self.pd, self.qd, self.gc = layout, pd, qd, gencost
+        self.s, self.with_balance, self.with_cost, self.cost_scale = s, with_balance, with_cost, cost_scale
+
+    def __call__(self, u: np.ndarray) -> np.ndarray:
+        lay = self.lay
+        u = np.asarray(u, dtype=float)
+        g = np.zeros(lay.size)
+        if self.with_balance:
+            g[lay.pinj] = 2.0 * self.s * (u[lay.pinj] - self.pd.value)
+            g[lay.qinj] = 2.0 * self.s * (u[lay.qinj] - self.qd.value)
+        if self.with_cost:
+            g[lay.pg] = (2.0 * self.gc[:, 0] * u[lay.pg] + self.gc[:, 1]) / self.cost_scale
+        return g

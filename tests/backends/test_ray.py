@@ -265,9 +265,9 @@ def test_study_cells_share_one_ray_instance_and_its_actors(tmp_path, monkeypatch
         made.append((self, options))
         init(self, **options)
 
-    def spy_start(self, specs):
+    def spy_start(self, specs, agents, seeds):
         idle_at_start.append(len(self._idle))
-        start(self, specs)
+        start(self, specs, agents, seeds)
 
     monkeypatch.setattr(RayBackend, "__init__", spy_init)
     monkeypatch.setattr(RayBackend, "start", spy_start)

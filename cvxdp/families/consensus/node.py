@@ -14,9 +14,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ...errors import PartyRefusedError
 from ...model import (
     DEFAULT_SOLVERS,
     Agent,
@@ -29,6 +31,7 @@ from ...model import (
     lipschitz_constants,
     set_verdict,
 )
+from ...privacy import gaussian_epsilon
 from .params import ConsensusAlgorithm
 from .updates import dual_update, linearized_updates
 
@@ -56,9 +59,9 @@ class ConsensusNode(Node):
     Parameters
     ----------
     agent : cvxdp.Agent
-    algorithm : LinearizedADMM or ADMM
     seed : numpy.random.SeedSequence
         The node's own entropy (its generator is never reseeded).
+    algorithm : LinearizedADMM or ADMM
     solvers : tuple of str
         The local solver chain.
     private : bool
@@ -67,11 +70,13 @@ class ConsensusNode(Node):
         Whether to determine ``L_p`` before round 1 (:func:`cvxdp.families.consensus.step_sizes.needs_curvature`).
     """
 
-    def __init__(self, agent: Agent, algorithm: ConsensusAlgorithm, seed: np.random.SeedSequence,
-                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, private: bool = False, curvature: bool = False) -> None:
+    def __init__(self, agent: Agent, seed: np.random.SeedSequence, algorithm: ConsensusAlgorithm,
+                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, private: bool = False, curvature: bool = False,
+                 mechanism: Any = None) -> None:
         self.agent = agent
         self.name = agent.name
         self.algorithm = algorithm
+        self.mechanism = mechanism  # the run's privacy mechanism (public): the party checks its noise plans with it
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
         # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the
@@ -132,6 +137,29 @@ class ConsensusNode(Node):
         # one bit leaves with the copy: whether the shared block fixed to the public mean was feasible here
         feasible = np.array([float(self.pending[1] is not None)])
         return Release(self.agent.name, msg.round, {"ez": ez, "polished": feasible})
+
+    def charge(self, msg: RoundMessage) -> tuple[Any, tuple[float, float], int] | None:
+        """J calls of the message's noise plan, after checking that the plan's noise is calibrated to at least this
+        agent's own sensitivity (its declared bound over the step's smallest weight ``min(c)``) and that its
+        claimed per-step epsilon is what that noise gives."""
+        plan = msg.plan
+        if plan is None:
+            return None
+        if self.mechanism is not None:
+            min_c = msg.eta if self.agent.layout.size > self.sidx.size else msg.eta + float(np.min(msg.rho))
+            own = self.mechanism.calibrated_sensitivity(self.agent, min_weight=min_c, separable=self.projection.is_box)
+            if plan.sensitivity < own * (1.0 - 1e-9):
+                raise PartyRefusedError(
+                    f"Agent {self.name!r} refuses round {msg.round}: the coordinator's noise plan is calibrated to a "
+                    f"sensitivity of {plan.sensitivity:.6g}, below this agent's own {own:.6g}.", party=self.name,
+                    round=msg.round, reason="sensitivity")
+        given = plan.sensitivity / plan.scale if plan.noise == "laplace" else \
+            gaussian_epsilon(plan.sensitivity, plan.scale, plan.delta)
+        if plan.epsilon < given * (1.0 - 1e-9):
+            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the plan claims epsilon "
+                                    f"{plan.epsilon:.6g} per step but its noise gives {given:.6g}.", party=self.name,
+                                    round=msg.round, reason="claim")
+        return plan.dp_event(), (plan.epsilon, plan.delta), self.algorithm.local_updates
 
     def polished(self, latest: bool) -> tuple[int, np.ndarray] | None:
         """The polished local solution (round, flat u) that the run returns: this round's when ``latest`` (every

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CvxdpError, DeclarationError, InvalidParameterError, check_float, fail
-from ...model import Evaluation, Release, check_agents, check_public_initial
+from ...model import Evaluation, Release, check_declarations, check_public_initial
 from ...privacy import PAPER_PRESET, ObjectivePerturbation, OutputPerturbation
 from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .node import ConsensusNode, RoundMessage
@@ -150,7 +150,7 @@ class ConsensusFamily(Family):
         super().__init__(algorithm, agents, **kwargs)
         privacy, accountant = self.privacy, self.accountant
         _check_privacy(privacy, algorithm)
-        self.sizes = check_agents(agents, private=False)
+        self.sizes = check_declarations(agents, private=False)
         if privacy is not None:
             check_public_initial(agents)
             for agent in agents:  # fails fast, naming the agent, when its sensitivity is missing
@@ -185,12 +185,12 @@ class ConsensusFamily(Family):
         """rho of every global coordinate: the scalar, or ``rho * weights`` with declared ``rho_scale``."""
         return rho if state.weights is None else rho * state.weights
 
-    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
+    def nodes(self) -> list[NodeSpec]:
         private = self.privacy is not None
         curvature = needs_curvature(self.algorithm, private)
         # work: the agent's number of variables (a shape, public), for backends that balance nodes per worker
-        return [NodeSpec(a.name, ConsensusNode, (a, self.algorithm, s, self.solvers, private, curvature),
-                         work=float(a.layout.size)) for a, s in zip(self.agents, seeds)]
+        return [NodeSpec(a.name, ConsensusNode, (self.algorithm, self.solvers, private, curvature, self.privacy),
+                         work=float(a.layout.size)) for a in self.agents]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> ConsensusState:
         self.infos = list(declarations)
@@ -326,13 +326,14 @@ class ConsensusFamily(Family):
         if polished is None:
             return None
         t, mean = polished
+        solution = {k: mean[self.offsets[k]:self.offsets[k] + self.sizes[k]].copy() for k in self.keys}
+        if not self.simulation:  # the polished local solutions are private: they stay with the parties
+            return {"round": t, "solution": solution}
         answers = backend.call(ConsensusNode.polished, [(bool(state.polish_complete),) for _ in self.names])
         if any(a is None or a[0] != t for a in answers):  # the nodes must hold the round the server recorded
             raise CvxdpError(f"The agents' polished solutions do not belong to round {t}: "
                              f"{[None if a is None else a[0] for a in answers]}.")
-        return {"round": t, "solution": {k: mean[self.offsets[k]:self.offsets[k] + self.sizes[k]].copy()
-                                         for k in self.keys},
-                "local": {n: a[1] for n, a in zip(self.names, answers)}}
+        return {"round": t, "solution": solution, "local": {n: a[1] for n, a in zip(self.names, answers)}}
 
     def finish(self, result: Any, state: ConsensusState, backend: Backend) -> None:
         result.polished = self._polished(state, backend)

@@ -19,11 +19,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import dp_accounting
 import numpy as np
 
 from ...errors import DeclarationError
 from ...model import Agent, Evaluation, LocalProx, Node, Release, SolveReport, compile_projection
-from .mechanism import erm_constants, sample_gamma_norm
+from .mechanism import erm_constants, gamma_step_event, sample_gamma_norm, step_epsilons
 
 
 def recycled_step(f_odd: np.ndarray, recycled: np.ndarray, lam: np.ndarray, eta: float, disagreement: np.ndarray,
@@ -67,7 +68,7 @@ class GraphMessage:
 class GraphNode(Node):
     """One node of the graph family, built where its party runs (see the module docstring)."""
 
-    def __init__(self, agent: Agent, algorithm: Any, degree: int, seed: np.random.SeedSequence,
+    def __init__(self, agent: Agent, seed: np.random.SeedSequence, algorithm: Any, degree: int,
                  solvers: tuple[str, ...], private: bool) -> None:
         self.agent = agent
         self.name = agent.name
@@ -95,6 +96,18 @@ class GraphNode(Node):
         if self.recycling and agent.constraints:
             self.projection = compile_projection(agent, solvers=solvers)
         self._last: tuple[float, SolveReport] = (0.0, SolveReport(solver="recycled"))
+
+    def charge(self, msg: GraphMessage) -> tuple[Any, tuple[float, float], int] | None:
+        """A perturbed exact iteration: pure epsilon-DP with epsilon its summand of (26) / (32), from this node's own
+        ERM constants and the message's penalty and noise rate; a recycled iteration reads no data (a NoOp)."""
+        if not self.private:
+            return None
+        if not msg.exact:
+            return dp_accounting.NoOpDpEvent(), (0.0, 0.0), 1
+        c = self.erm
+        eps = float(step_epsilons([c], np.array([msg.alpha]), np.array([msg.eta]), np.array([self.V]),
+                                  self.recycling)[0])
+        return gamma_step_event(eps), (eps, 0.0), 1
 
     def declare(self) -> dict:
         """Public: ``f_i(0)`` (random from the node's generator, data-free, or the agent's public ``initial``) and

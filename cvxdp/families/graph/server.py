@@ -25,7 +25,7 @@ import dp_accounting
 import numpy as np
 
 from ...errors import DeclarationError, check_float, fail
-from ...model import Agent, Evaluation, Release, check_agents, check_public_initial
+from ...model import Evaluation, Release, check_declarations, check_public_initial
 from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .mechanism import (
     GAMMA_ACCOUNTANTS,
@@ -45,8 +45,8 @@ HISTORY_COLUMNS = ["round", "iteration", "objective", "consensus_residual", "max
                    "solver_time", "wall_time"]
 
 
-def _check_nodes(agents: Sequence[Agent], owner: str) -> tuple[int, dict[str, int]]:
-    sizes = check_agents(agents, private=False)
+def _check_nodes(agents: Sequence[Any], owner: str) -> tuple[int, dict[str, int]]:
+    sizes = check_declarations(agents, private=False)
     keys = sorted(sizes)
     dims = set()
     for agent in agents:
@@ -123,11 +123,11 @@ class GraphFamily(Family):
                 "degrees": self.V.tolist(), "shared_sizes": self.sizes,
                 "erm": [c.to_dict() for c in self.erm] if self.erm is not None else None}
 
-    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
+    def nodes(self) -> list[NodeSpec]:
         private = self.privacy is not None
-        return [NodeSpec(a.name, GraphNode, (a, self.algorithm, int(v), s, self.solvers, private),
+        return [NodeSpec(a.name, GraphNode, (self.algorithm, int(v), self.solvers, private),
                          work=float(a.layout.size))  # the agent's number of variables (public), as in consensus
-                for a, v, s in zip(self.agents, self.V, seeds)]
+                for a, v in zip(self.agents, self.V)]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> GraphState:
         if self.privacy is not None:

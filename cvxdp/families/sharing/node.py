@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InvalidParameterError
 from ...model import Evaluation, Node, PartyUpdate, Release, compiled_metrics
 
 
@@ -30,9 +31,15 @@ class SharingMessage:
 class SharingNode(Node):
     """Party m's runtime: private data, model, cached own message, generator. Only :meth:`step` releases."""
 
-    def __init__(self, party: Any, rho: float, lam: float, solvers: tuple[str, ...], seed: np.random.SeedSequence,
-                 plan: Any) -> None:
+    def __init__(self, party: Any, seed: np.random.SeedSequence, rho: float, lam: float, solvers: tuple[str, ...],
+                 plan: Any, sensitivity: Any = None) -> None:
         self.name = party.name
+        # the party's own checks of its data (the centre sees its declaration only)
+        if lam == 0 and party.bound is None and np.linalg.matrix_rank(party.data) < party.n_features:
+            raise InvalidParameterError(f"Party {party.name!r}: with lam = 0 the x-update needs bound=... (its "
+                                        "features are rank deficient).")
+        if plan is not None:
+            party.check_private(sensitivity)
         self.party = party
         self.D = party.data
         self.rho = rho
@@ -42,6 +49,11 @@ class SharingNode(Node):
         self.x = np.zeros(party.n_features)
         self.q = np.zeros(party.n_samples)  # the locally cached D_m x~_m (what this party last sent)
         self.last: dict[str, Any] = {"noise_norm": 0.0, "solver_time": 0.0, "solver": "", "fallbacks": []}
+
+    def charge(self, msg: SharingMessage) -> tuple[Any, tuple[float, float], int] | None:
+        """One call of this party's noise plan per epoch (Gaussian noise on ``D_m x_m``)."""
+        plan = self.plan
+        return None if plan is None else (plan.dp_event(), (plan.epsilon, plan.delta), 1)
 
     def declare(self) -> dict:
         """Public: the party's name and shapes (samples, features)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InvalidParameterError, check_float, fail
+from ...errors import DeclarationError, InvalidParameterError, check_float, fail
 from ...model import (
     RELATION,
     Evaluation,
@@ -69,6 +69,8 @@ class SharingFamily(Family):
                    "solver", "solver_time", "fallbacks")
     unit = "epoch"
     violation_check = False
+    agent_type = (VerticalParty,)
+    agent_label = "cvxdp.VerticalParty (ADMMSharing)"
 
     def __init__(self, algorithm: Any, agents: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(algorithm, agents, **kwargs)
@@ -82,18 +84,15 @@ class SharingFamily(Family):
         self.rho, self.lam, self.T = float(algorithm.rho), float(algorithm.lam), int(algorithm.epochs)
         M, N = len(parties), parties[0].n_samples
         self.N = N
-        if self.lam == 0 and any(p.bound is None for p in parties):
-            for p in parties:  # unregularised without a bound: the x-update may be unbounded
-                if p.bound is None and np.linalg.matrix_rank(p.data) < p.n_features:
-                    raise InvalidParameterError(f"Party {p.name!r}: with lam = 0 the x-update needs bound=... "
-                                                "(its features are rank deficient).")
         # ---------------- privacy: per-party sensitivity, sigma and per-epoch claim (no data read)
         self.plans: list[Any] = [None] * M
         self.mech_info: dict[str, dict] = {}
         self.b1 = None
         if mech is not None:
-            for p in parties:
-                p.check_private(mech.sensitivity)
+            for p in parties:  # the public half of Assumption 1 (each party checks its rows itself)
+                if p.bound is None:
+                    raise DeclarationError(f"Party {p.name!r}: a private run needs a bounded feasible set "
+                                           "(Assumption 1.1): give bound=b, which adds ||x|| <= b.")
             self.b1 = max(float(p.bound) for p in parties)  # Assumption 1.1: one b1 bounds every x_k, y and z
             for i, p in enumerate(parties):
                 self.plans[i], self.mech_info[p.name] = party_plan(mech, p, rho=self.rho, lam=self.lam, b1=self.b1,
@@ -128,9 +127,10 @@ class SharingFamily(Family):
     def fingerprint_data(self) -> dict[str, Any]:
         return {"labels": self.labels}
 
-    def nodes(self, seeds: Sequence[np.random.SeedSequence]) -> list[NodeSpec]:
-        return [NodeSpec(p.name, SharingNode, (p, self.rho, self.lam, self.solvers, s, plan))
-                for p, s, plan in zip(self.agents, seeds, self.plans)]
+    def nodes(self) -> list[NodeSpec]:
+        sensitivity = self.privacy.sensitivity if self.privacy is not None else None
+        return [NodeSpec(p.name, SharingNode, (self.rho, self.lam, self.solvers, plan, sensitivity))
+                for p, plan in zip(self.agents, self.plans)]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> SharingState:
         n = len(self.labels)
@@ -298,7 +298,7 @@ def centre_labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple
         test = holders[0].test_labels
     if test is not None:
         test = check_labels(test, "test_labels", "ADMMSharing", algorithm.loss)
-        if not all(p.test_features is not None and len(p.test_features) == len(test) for p in parties):
+        if not all(p.test_samples == len(test) for p in parties):
             test = None  # no test features on some party: no test column
     return labels, test, host
 

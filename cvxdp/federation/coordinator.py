@@ -1,0 +1,188 @@
+"""The coordinator of a federation: the same round loop as serial and Ray, over parties it reaches by messages.
+
+The coordinator holds the run's public configuration, the parties' public declarations and what they release.
+:func:`run_federation` asks every party to introduce itself (``hello``: its name, its agents' declarations, its own
+budget), builds the algorithm family from the declarations alone, and runs :func:`cvxdp.run.run_loop` with a
+:class:`FederationBackend`: a backend that sends each round's messages to the parties through a :class:`Channel`
+(Flower's Deployment Runtime in production, :class:`LocalChannel` in tests) and returns their releases. It never asks
+a party for a value computed on private data (no evaluation, no local solution): the :class:`~cvxdp.Result` it writes
+holds released values and their post-processing only.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config.build import make_algorithm, make_privacy
+from ..errors import BackendError, CvxdpError
+from ..families import family_class
+from ..families.graph.mechanism import ERMConstants
+from ..model import Declaration
+from ..run import Backend, NodeSpec, Result, run_loop
+from ..run.backends import method_name
+from .party import Party, PartyFile  # the parties' side, only for this in-process channel
+from .wire import answer, dumps, unpack
+
+
+class Channel(abc.ABC):
+    """How the coordinator reaches the parties: one request per party, one reply per party."""
+
+    @abc.abstractmethod
+    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
+             ) -> dict[str, Any]:
+        """Send ``{party: (kind, payload)}``; return ``{party: reply}``. A party's refusal of its budget raises
+        :class:`~cvxdp.errors.PartyRefusedError`; a party that drops, times out or answers garbage raises
+        :class:`~cvxdp.errors.BackendError` naming it and the round."""
+
+    def parties(self) -> list[str]:
+        """The parties this channel reaches (after their ``hello``)."""
+        return []
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the channel's resources."""
+
+
+class LocalChannel(Channel):
+    """Parties in this process, each request answered by a :class:`~cvxdp.federation.party.Party` built afresh from
+    its party file and state directory, through the same bytes as a real wire (for tests and benchmarks)."""
+
+    def __init__(self, party_files: Sequence[str | Path]) -> None:
+        self._party, self._files = Party, {PartyFile(f).name: Path(f) for f in party_files}
+
+    def parties(self) -> list[str]:
+        return list(self._files)
+
+    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
+             ) -> dict[str, Any]:
+        out = {}
+        for party, request in requests.items():
+            data = answer(lambda kind, payload, p=party: self._party(self._files[p]).handle(kind, payload),
+                          dumps(request))
+            out[party] = unpack(party, data, round)
+        return out
+
+
+class FederationBackend(Backend):
+    """A backend whose nodes live at the parties: it groups each call's per-agent arguments by party."""
+
+    def __init__(self, channel: Channel, owners: Mapping[str, str], token: str) -> None:
+        self.channel, self.owners, self.token = channel, dict(owners), token
+        self.names: list[str] = []
+        self.round = 0
+
+    def _by_party(self, names: Sequence[str]) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for name in names:
+            grouped.setdefault(self.owners[name], []).append(name)
+        return grouped
+
+    def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
+        if agents is not None or seeds is not None:
+            raise BackendError("A federation's parties build their nodes from their own agents and entropy.")
+        self.names = [s.name for s in specs]
+        index = {s.name: i for i, s in enumerate(specs)}
+        by_name = {s.name: s for s in specs}
+        requests = {party: ("start", {"token": self.token, "specs": {n: by_name[n] for n in names},
+                                      "indices": {n: index[n] for n in names}, "resume": self.resume})
+                    for party, names in self._by_party(self.names).items()}
+        replies = self.channel.send(requests, round=0)  # each party answers with its nodes' declarations
+        self.declared = {n: replies[p]["declare"][n] for p, names in self._by_party(self.names).items() for n in names}
+        self.committed = None
+
+    resume = False
+
+    def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
+             round: int | None = None) -> list[Any]:
+        name = method_name(method)
+        grouped = self._by_party(self.names)
+        if name == "declare":
+            return [self.declared[n] for n in self.names]
+        if name == "step":  # the message also tells each party which round the coordinator last checkpointed
+            self.round = round
+            msgs = dict(zip(self.names, (a[0] for a in args)))
+            replies = self.channel.send({p: ("step", {"round": round, "committed": self.committed,
+                                                      "messages": {n: msgs[n] for n in names}})
+                                         for p, names in grouped.items()}, round=round)
+            return [replies[self.owners[n]][n] for n in self.names]
+        if name == "state":  # a checkpoint of round t: each party keeps its own state of that round on its disk
+            self.committed = self.round
+            return [{"round": self.round} for _ in self.names]
+        if name == "restore":
+            t = args[0][0]["round"]
+            self.round = t
+            self.channel.send({p: ("restore", {"round": t}) for p in grouped}, round=t)
+            return [None] * len(self.names)
+        raise BackendError(f"A federation does not hand over {name!r}: its parties keep what they compute on their "
+                           "private data.", method=name, round=round)
+
+
+def declarations(hello: Mapping[str, Mapping[str, Any]], order: Sequence[str] | None
+                 ) -> tuple[list[Declaration], dict[str, str], dict[str, Any]]:
+    """The agents' declarations in the run's order, which party owns each, and each party's declared budget."""
+    decls, owners = [], {}
+    for party, reply in hello.items():
+        if reply["party"] != party:
+            raise BackendError(f"A node registered as {party!r} introduced itself as {reply['party']!r}.",
+                               agents=(party,))
+        for d in reply["declarations"]:
+            decl = Declaration.from_dict(d, {"ERMConstants": lambda x: ERMConstants(**x)})
+            if decl.name in owners:
+                raise CvxdpError(f"Agent {decl.name!r} is declared by two parties ({owners[decl.name]!r} and "
+                                 f"{party!r}).")
+            owners[decl.name] = party
+            decls.append(decl)
+    if order:
+        missing = [n for n in order if n not in owners]
+        unknown = [n for n in owners if n not in order]
+        if missing or unknown:
+            raise CvxdpError("The parties' agents are not the run's: " + "; ".join(
+                ([f"missing {', '.join(map(repr, missing))}"] if missing else [])
+                + ([f"unknown {', '.join(map(repr, unknown))}"] if unknown else [])) + ".")
+        position = {n: i for i, n in enumerate(order)}
+        decls.sort(key=lambda d: position[d.name])
+    return decls, owners, {p: r.get("budget") for p, r in hello.items()}
+
+
+def run_federation(plan: Mapping[str, Any], channel: Channel, *, progress: bool = False) -> Result:
+    """Run the case of ``plan`` over the parties of ``channel`` and return the coordinator's public Result.
+
+    ``plan``: ``{"algorithm": table, "privacy": table, "run": table, "agents": [names in the run's order] or None,
+    "checkpoint": directory or None, "name": the case's name}`` (what :func:`cvxdp.federation.plan_of` writes).
+    """
+    parties = channel.parties()
+    hello = channel.send({p: ("hello", {}) for p in parties})
+    decls, owners, budgets = declarations(hello, plan.get("agents"))
+    run = dict(plan.get("run") or {})
+    algorithm, privacy = make_algorithm(plan["algorithm"]), make_privacy(plan["privacy"])
+    algorithm.validate()
+    budget = None
+    if run.get("budget_epsilon") is not None:
+        budget = (run["budget_epsilon"], run.get("budget_delta", 0.0))
+    cls = family_class(algorithm)
+    family = cls(algorithm, decls, privacy=privacy, accountant=run.get("accountant", "pld"), budget=budget,
+                 solvers=tuple(plan.get("solvers") or ("CLARABEL", "ECOS", "OSQP")),
+                 target_delta=run.get("target_delta"))
+    base = {"algorithm": algorithm.describe(), "privacy": privacy.describe() if privacy is not None else None,
+            "accountant": run.get("accountant", "pld"), "budget": list(budget) if budget else None,
+            "backend": "FederationBackend", "solvers": list(family.solvers), "agents": family.names,
+            "parties": {p: sorted(n for n, o in owners.items() if o == p) for p in parties},
+            "party_budgets": budgets}
+    token = json.dumps({"algorithm": base["algorithm"], "privacy": base["privacy"],
+                        "declarations": [d.to_dict() for d in decls]}, sort_keys=True, default=str)
+    backend = FederationBackend(channel, owners, hashlib.sha256(token.encode()).hexdigest()[:16])
+    checkpoint = plan.get("checkpoint")
+    backend.resume = bool(checkpoint) and (Path(checkpoint) / "checkpoint.pkl").is_file()
+    result = run_loop(family, backend=backend, agents=None, root=np.random.SeedSequence(0), seed=run.get("seed"),
+                      base_config=base, evaluate=False, progress=progress, checkpoint=checkpoint,
+                      checkpoint_every=1)
+    result.config["case"] = {"name": plan.get("name")}
+    finals = channel.send({p: ("finish", {"solution": result.solution}) for p in parties})
+    result.config["party_reports"] = {p: {k: v for k, v in r.items() if k != "party"} for p, r in finals.items()}
+    return result

@@ -1,0 +1,319 @@
+"""A federation on this machine's loopback: a real SuperLink and one real SuperNode process per party.
+
+:class:`LocalFederation` starts them (on free ports of 127.0.0.1, each with its own ``FLWR_HOME``), submits cvxdp's
+Flower app with ``flwr run`` and waits for the coordinator's status file, then stops every process it started
+(SuperExec and ``flwr-*app`` children included). With ``tls=True`` it makes a throw-away CA and a certificate for
+127.0.0.1 and every connection is TLS; with ``auth=True`` (TLS too) each party gets its own key pair, registered at
+the SuperLink under the party's name, and a SuperNode without a registered key is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError, OptionalDependencyError
+from .party import PartyFile
+
+APP_DIR = Path(__file__).resolve().parent / "app"
+BIN = Path(sys.executable).parent
+#: the file the coordinator's ServerApp writes into the plan's output directory when it ends
+STATUS_FILE = "federation.json"
+#: no telemetry, no update check: nothing leaves the machine
+QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def make_certificates(folder: Path) -> dict[str, Path]:
+    """A throw-away CA and a server certificate for 127.0.0.1 (PEM files in ``folder``)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP384R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cvxdp federation test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now)
+          .not_valid_after(now + datetime.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                       data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP384R1())
+    import ipaddress
+
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = {"ca": folder / "ca.crt", "cert": folder / "server.pem", "key": folder / "server.key"}
+    paths["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    return paths
+
+
+def make_node_key(folder: Path, name: str) -> tuple[Path, Path]:
+    """A SuperNode's authentication key pair (EC P-384, OpenSSH format): (private key, public key)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    folder.mkdir(parents=True, exist_ok=True)
+    key = ec.generate_private_key(ec.SECP384R1())
+    private, public = folder / name, folder / f"{name}.pub"
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                          serialization.NoEncryption()))
+    private.chmod(0o600)
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                     serialization.PublicFormat.OpenSSH))
+    return private, public
+
+
+def supernode_command(party_file: Path, superlink: str, *, port: int | None = None, root_certificates: Path | None = None,
+                      auth_key: Path | None = None, insecure: bool = False) -> list[str]:
+    """The ``flower-supernode`` command that runs a party: its ClientApp reads the party file named in the node
+    config. ``insecure`` (plain HTTP) must be asked for; otherwise the SuperLink's certificate is checked against
+    ``root_certificates``."""
+    cmd = [str(BIN / "flower-supernode"), "--superlink", superlink, "--node-config",
+           f"party-file='{Path(party_file).resolve()}'"]
+    if port is not None:
+        cmd += ["--host", "127.0.0.1", "--port", str(port)]
+    if insecure:
+        cmd.append("--insecure")
+    elif root_certificates is not None:
+        cmd += ["--root-certificates", str(root_certificates)]
+    if auth_key is not None:
+        cmd += ["--auth-supernode-private-key", str(auth_key)]
+    return cmd
+
+
+def require_flower() -> None:
+    """Flower is an optional extra: a clear error when it is missing."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError as exc:
+        raise OptionalDependencyError("A federation needs Flower: pip install 'cvxdp[federation]'.") from exc
+
+
+class LocalFederation:
+    """A SuperLink and one SuperNode per party file on 127.0.0.1 (a context manager; see the module docstring).
+
+    Parameters
+    ----------
+    party_files : list of path
+        One SuperNode per party file.
+    work : path
+        The federation's own folder (each process's ``FLWR_HOME``, logs, certificates, keys).
+    tls, auth : bool
+        TLS on every connection; SuperNode authentication (implies TLS). Without ``tls`` the processes talk plain
+        HTTP on loopback, which a test on one machine asks for explicitly.
+    """
+
+    def __init__(self, party_files: Sequence[str | Path], work: str | Path, *, tls: bool = False,
+                 auth: bool = False, register: Sequence[str] | None = None) -> None:
+        require_flower()
+        self.party_files = [Path(p).resolve() for p in party_files]
+        self.work = Path(work).resolve()
+        self.tls, self.auth = tls or auth, auth
+        self.register = register  # auth: the parties whose keys are registered (default: all)
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.certs: dict[str, Path] | None = None
+        self.env = {**os.environ, **QUIET, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+    # ---------------------------------------------------------------- processes
+    def _home(self, name: str) -> Path:
+        home = self.work / "homes" / name
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+
+    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(cmd, env={**self.env, "FLWR_HOME": str(self._home(name))}, stdout=log,
+                                stderr=subprocess.STDOUT, cwd=self.work, start_new_session=True)
+        self.procs.append((name, proc))
+        return proc
+
+    def log(self, name: str) -> str:
+        path = self.work / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def __enter__(self) -> LocalFederation:
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        try:
+            self._start_superlink()
+            for path in self.party_files:
+                self.start_party(path)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start_superlink(self) -> None:
+        cmd = [str(BIN / "flower-superlink"), "--host", "127.0.0.1", "--port", str(self.port),
+               "--disable-runtime-dependency-installation"]
+        if self.tls:
+            self.certs = make_certificates(self.work / "certificates")
+            cmd += ["--ssl-ca-certfile", str(self.certs["ca"]), "--ssl-certfile", str(self.certs["cert"]),
+                    "--ssl-keyfile", str(self.certs["key"])]
+        else:
+            cmd.append("--insecure")
+        if self.auth:
+            cmd.append("--enable-supernode-auth")
+        self._spawn("superlink", cmd)
+        if not _wait_port(self.port, 60):
+            raise BackendError("The SuperLink did not open its port within 60 s:\n" + self.log("superlink")[-2000:])
+        self._write_cli_config()
+
+    def _write_cli_config(self) -> None:
+        lines = ["[superlink]", 'default = "local"', "", "[superlink.local]", f'address = "127.0.0.1:{self.port}"']
+        lines.append(f'root-certificates = "{self.certs["ca"]}"' if self.certs else "insecure = true")
+        (self._home("cli") / "config.toml").write_text("\n".join(lines) + "\n")
+
+    def flwr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+        """The ``flwr`` CLI against this SuperLink."""
+        return subprocess.run([str(BIN / "flwr"), *args], env={**self.env, "FLWR_HOME": str(self._home("cli"))},
+                              capture_output=True, text=True, timeout=timeout, cwd=self.work, check=False)
+
+    def start_party(self, party_file: Path, *, register: bool | None = None) -> subprocess.Popen:
+        """One SuperNode for ``party_file`` (with auth: its key, registered under the party's name unless
+        ``register`` is False)."""
+        name = PartyFile(party_file).name
+        key = None
+        if self.auth:
+            key, public = make_node_key(self.work / "keys", name)
+            if register if register is not None else (self.register is None or name in self.register):
+                done = self.flwr("supernode", "register", str(public), "local", "--name", name)
+                if done.returncode != 0:
+                    raise BackendError(f"Could not register party {name!r}'s key: {done.stdout}{done.stderr}")
+        cmd = supernode_command(party_file, f"127.0.0.1:{self.port}", port=free_port(),
+                                root_certificates=self.certs["ca"] if self.certs else None, auth_key=key,
+                                insecure=not self.tls)
+        return self._spawn(f"party-{name}", cmd)
+
+    def run(self, plan: str | Path, *, timeout: float = 1800.0) -> dict[str, Any]:
+        """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file; its content."""
+        plan = Path(plan).resolve()
+        status_file = Path(json.loads(plan.read_text())["out"]) / STATUS_FILE
+        status_file.unlink(missing_ok=True)
+        done = self.flwr("run", str(APP_DIR), "local", "--run-config", f'plan="{plan}"', "--format", "json")
+        if done.returncode != 0:
+            raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+        deadline = time.monotonic() + timeout
+        while not status_file.exists():
+            if time.monotonic() > deadline:
+                raise BackendError(f"The federation did not finish within {timeout:g} s (logs in {self.work}).")
+            if self.procs[0][1].poll() is not None:
+                raise BackendError("The SuperLink stopped:\n" + self.log("superlink")[-2000:])
+            time.sleep(0.5)
+        return json.loads(status_file.read_text())
+
+    # ---------------------------------------------------------------- stopping
+    def _descendants(self) -> set[int]:
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                    children.setdefault(ppid, []).append(int(entry.name))
+        out: set[int] = set()
+        todo = [proc.pid for _, proc in self.procs]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                if child not in out:
+                    out.add(child)
+                    todo.append(child)
+        return out
+
+    def stop_party(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Stop one party's SuperNode (a test of a party that drops)."""
+        for label, proc in self.procs:
+            if label == f"party-{name}" and proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, sig)
+
+    def stop(self) -> None:
+        """Stop every process this federation started (SuperExec and flwr-*app children included)."""
+        descendants = self._descendants() if Path("/proc").is_dir() else set()
+        for _, proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for _, proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        for pid in descendants:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for _, proc in self.procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        self.procs = []
+
+
+def submit(superlink: str, plan: str | Path, *, root_certificates: Path | None = None, insecure: bool = False,
+           timeout: float = 1800.0, work: str | Path | None = None) -> dict[str, Any]:
+    """Run cvxdp's app on a running SuperLink (the coordinator's, HOST:PORT) with ``plan``; wait for the status
+    file the ServerApp writes (it runs next to the SuperLink, on the coordinator's machine) and return it."""
+    require_flower()
+    plan = Path(plan).resolve()
+    out = Path(json.loads(plan.read_text())["out"])
+    home = Path(work or out) / "flwr-home"
+    home.mkdir(parents=True, exist_ok=True)
+    lines = ["[superlink]", 'default = "coordinator"', "", "[superlink.coordinator]", f'address = "{superlink}"']
+    lines.append("insecure = true" if insecure else f'root-certificates = "{Path(root_certificates).resolve()}"')
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+    status_file = out / STATUS_FILE
+    status_file.unlink(missing_ok=True)
+    done = subprocess.run([str(BIN / "flwr"), "run", str(APP_DIR), "coordinator", "--run-config", f'plan="{plan}"',
+                           "--format", "json"], env={**os.environ, **QUIET, "FLWR_HOME": str(home)},
+                          capture_output=True, text=True, timeout=300, check=False)
+    if done.returncode != 0:
+        raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    deadline = time.monotonic() + timeout
+    while not status_file.exists():
+        if time.monotonic() > deadline:
+            raise BackendError(f"The federation did not finish within {timeout:g} s.")
+        time.sleep(0.5)
+    return json.loads(status_file.read_text())
