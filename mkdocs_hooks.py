@@ -19,7 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent
 
 #: nav pages written elsewhere: built as a placeholder until the file exists in docs/
-PENDING = {"architecture.md": "Architecture"}
+PENDING: dict[str, str] = {}
 
 SCHEMA_MARKER = "<!-- generated:schema -->"
 BENCHMARKS_MARKER = "<!-- generated:benchmarks -->"

@@ -19,23 +19,23 @@ QUICK: tuple[str, ...] = (
     "privacy/test_calibration.py",
     "privacy/test_mechanisms.py",
     # schedules, parameter validation, agent declaration checks
-    "core/test_schedules.py",
-    "core/test_agent.py",
-    "core/test_engine_errors.py",
-    "core/test_catalogue_api.py",
-    "core/test_feasibility.py",
+    "test_schedules.py",
+    "model/test_agent.py",
+    "test_engine.py",
+    "test_catalogue_api.py",
+    "model/test_feasibility.py",
     "test_templates.py",
     "models/logistic/test_lipschitz.py",
     # tables, graphs, the documented schema, the docs and this list
-    "test_tables.py",
-    "test_graphs.py",
-    "test_schema.py",
+    "studies/test_tables.py",
+    "families/graph/test_topology.py",
+    "config/test_schema.py",
     "test_docs.py",
     "test_tiers.py",
     # a few tiny solves
-    "core/test_tol_mismatch.py",
-    "core/test_convergence.py::test_admm_reaches_optimum_in_fewer_rounds",
-    "core/test_convergence.py::test_more_local_updates_do_not_break_convergence",
+    "families/consensus/test_tol_mismatch.py",
+    "families/consensus/test_convergence.py::test_admm_reaches_optimum_in_fewer_rounds",
+    "families/consensus/test_convergence.py::test_more_local_updates_do_not_break_convergence",
 )
 
 
@@ -49,11 +49,14 @@ def is_quick(path: Path, name: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests listed in :data:`QUICK` with ``quick`` (never a test marked ``slow``)."""
+    """Mark the tests listed in :data:`QUICK` with ``quick`` (never a test marked ``slow``), and run the tests of real
+    Flower processes first: they mostly wait on Flower's polling, so with pytest-xdist (``--dist loadfile``) their
+    worker starts them at once while the other worker runs the rest of the suite."""
     for item in items:
         name = getattr(item, "originalname", None) or item.name.split("[")[0]
         if item.get_closest_marker("slow") is None and is_quick(item.path, name):
             item.add_marker(pytest.mark.quick)
+    items.sort(key=lambda item: item.get_closest_marker("federation") is None)  # stable: the rest keep their order
 
 
 @pytest.fixture

@@ -85,3 +85,11 @@ def test_api_page_documents_every_public_name():
     text = (DOCS / "api.md").read_text()
     documented = set(re.findall(r"^::: cvxdp\.(\w+)\s*$", text, flags=re.M))
     assert set(cvxdp.__all__) <= documented, sorted(set(cvxdp.__all__) - documented)
+
+
+def test_architecture_page_names_every_module_of_the_package():
+    text = (DOCS / "architecture.md").read_text()
+    package = Path(cvxdp.__file__).resolve().parent
+    modules = {f"cvxdp/{p.relative_to(package).as_posix()}" for p in package.rglob("*.py")}
+    named = set(re.findall(r"^\| `(cvxdp/[\w/]+\.py)` \|", text, flags=re.M))
+    assert modules == named, {"missing": sorted(modules - named), "gone": sorted(named - modules)}

@@ -200,3 +200,16 @@ def test_pandapower_is_imported_in_one_module_only():
     users = sorted({m for m in MODULES for _, names in imports(m, lazy=True)
                     for n in names if n.split(".")[0] == "pandapower"})
     assert users == ["cvxdp_models.power.network"]
+
+
+def test_the_tests_mirror_the_package():
+    """Every folder of tests/ is a package of cvxdp (or models/ for the templates), besides the contract suite every
+    family and backend passes and the pinned regression histories."""
+    tests = Path(__file__).resolve().parent
+    package = tests.parent / "cvxdp"
+    folders = {p.relative_to(tests).as_posix() for p in tests.rglob("*") if p.is_dir()
+               and not {"data", "__pycache__"} & set(p.relative_to(tests).parts)}
+    strays = sorted(f for f in folders - {"contract", "regression", "models"}
+                    if not (package / f / "__init__.py").is_file()
+                    and not (f.startswith("models/") and (ROOT / f / "__init__.py").is_file()))
+    assert not strays, f"test folders with no package of the same path in cvxdp/: {strays}"

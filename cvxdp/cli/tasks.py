@@ -281,7 +281,9 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
     if status["status"] != "done":
         raise CvxdpError(status.get("error", "the federation failed"))
     result = load_result(out / "result")
-    summary = {"case": case.name, "mode": "federation", **result.summary(), "elapsed_s": time.perf_counter() - start,
+    summary = {"case": case.name, "mode": "federation", "mechanism": case.privacy.get("mechanism", "none"),
+               "epsilon": case.privacy.get("epsilon"), "local_updates": case.algorithm.get("local_updates", 1),
+               "seed": case.run.get("seed"), **result.summary(), "elapsed_s": time.perf_counter() - start,
                "parties": result.config.get("party_reports"), "stopped_by": result.config.get("stopped_by"),
                "result": str(out / "result")}
     priv = summary.get("privacy") or {}

@@ -27,7 +27,7 @@ from ..families.graph.mechanism import ERMConstants
 from ..model import Declaration
 from ..run import Backend, NodeSpec, Result, run_loop
 from ..run.backends import method_name
-from .party import Party, PartyFile  # the parties' side, only for this in-process channel
+from .party import FEASIBILITY_NOTE, Party, PartyFile  # Party, PartyFile: only for the in-process channel
 from .wire import answer, dumps, unpack
 
 
@@ -90,13 +90,16 @@ class FederationBackend(Backend):
         index = {s.name: i for i, s in enumerate(specs)}
         by_name = {s.name: s for s in specs}
         requests = {party: ("start", {"token": self.token, "specs": {n: by_name[n] for n in names},
-                                      "indices": {n: index[n] for n in names}, "resume": self.resume})
+                                      "indices": {n: index[n] for n in names}, "resume": self.resume,
+                                      "target_delta": self.target_delta})
                     for party, names in self._by_party(self.names).items()}
         replies = self.channel.send(requests, round=0)  # each party answers with its nodes' declarations
         self.declared = {n: replies[p]["declare"][n] for p, names in self._by_party(self.names).items() for n in names}
-        self.committed = None
+        self.committed = self.restored = None
 
     resume = False
+    #: the run's target delta (public): the parties report their own ledgers at it
+    target_delta: float | None = None
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
              round: int | None = None) -> list[Any]:
@@ -107,17 +110,16 @@ class FederationBackend(Backend):
         if name == "step":  # the message also tells each party which round the coordinator last checkpointed
             self.round = round
             msgs = dict(zip(self.names, (a[0] for a in args)))
-            replies = self.channel.send({p: ("step", {"round": round, "committed": self.committed,
-                                                      "messages": {n: msgs[n] for n in names}})
+            replies = self.channel.send({p: ("step", {"token": self.token, "round": round, "committed": self.committed,
+                                                      "restore": self.restored, "messages": {n: msgs[n] for n in names}})
                                          for p, names in grouped.items()}, round=round)
+            self.restored = None
             return [replies[self.owners[n]][n] for n in self.names]
         if name == "state":  # a checkpoint of round t: each party keeps its own state of that round on its disk
             self.committed = self.round
             return [{"round": self.round} for _ in self.names]
-        if name == "restore":
-            t = args[0][0]["round"]
-            self.round = t
-            self.channel.send({p: ("restore", {"round": t}) for p in grouped}, round=t)
+        if name == "restore":  # sent with the next message (no round trip of its own)
+            self.round = self.restored = self.committed = args[0][0]["round"]
             return [None] * len(self.names)
         raise BackendError(f"A federation does not hand over {name!r}: its parties keep what they compute on their "
                            "private data.", method=name, round=round)
@@ -178,11 +180,18 @@ def run_federation(plan: Mapping[str, Any], channel: Channel, *, progress: bool 
                         "declarations": [d.to_dict() for d in decls]}, sort_keys=True, default=str)
     backend = FederationBackend(channel, owners, hashlib.sha256(token.encode()).hexdigest()[:16])
     checkpoint = plan.get("checkpoint")
+    backend.target_delta = family.target_delta
     backend.resume = bool(checkpoint) and (Path(checkpoint) / "checkpoint.pkl").is_file()
     result = run_loop(family, backend=backend, agents=None, root=np.random.SeedSequence(0), seed=run.get("seed"),
                       base_config=base, evaluate=False, progress=progress, checkpoint=checkpoint,
                       checkpoint_every=1)
     result.config["case"] = {"name": plan.get("name")}
-    finals = channel.send({p: ("finish", {"solution": result.solution}) for p in parties})
+    finish = {"token": backend.token, "restore": backend.restored, "solution": result.solution}
+    finals = channel.send({p: ("finish", finish) for p in parties})
     result.config["party_reports"] = {p: {k: v for k, v in r.items() if k != "party"} for p, r in finals.items()}
+    reporters = [p for p, r in finals.items() if "feasible" in r]
+    if reporters and result.privacy:  # bits computed on private data: stated, and the guarantee no longer covers all
+        result.privacy.setdefault("notes", []).extend(
+            {"reason": FEASIBILITY_NOTE.format(party=p), "voids": True} for p in reporters)
+        result.privacy["guarantee"] = False
     return result

@@ -29,6 +29,8 @@ APP_DIR = Path(__file__).resolve().parent / "app"
 BIN = Path(sys.executable).parent
 #: the file the coordinator's ServerApp writes into the plan's output directory when it ends
 STATUS_FILE = "federation.json"
+#: how long a restarted party with a registered key keeps trying to be activated (Flower: 2 x 30 s heartbeat)
+ACTIVATION_WAIT = 90.0
 #: no telemetry, no update check: nothing leaves the machine
 QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
 
@@ -215,10 +217,13 @@ class LocalFederation:
 
     def start_party(self, party_file: Path, *, register: bool | None = None) -> subprocess.Popen:
         """One SuperNode for ``party_file`` (with auth: its key, registered under the party's name unless
-        ``register`` is False)."""
+        ``register`` is False; a party started again keeps its key and registration)."""
         name = PartyFile(party_file).name
         key = None
-        if self.auth:
+        restart = self.auth and (self.work / "keys" / name).is_file()
+        if restart:
+            key = self.work / "keys" / name
+        elif self.auth:
             key, public = make_node_key(self.work / "keys", name)
             if register if register is not None else (self.register is None or name in self.register):
                 done = self.flwr("supernode", "register", str(public), "local", "--name", name)
@@ -227,7 +232,19 @@ class LocalFederation:
         cmd = supernode_command(party_file, f"127.0.0.1:{self.port}", port=free_port(),
                                 root_certificates=self.certs["ca"] if self.certs else None, auth_key=key,
                                 insecure=not self.tls)
-        return self._spawn(f"party-{name}", cmd)
+        deadline = time.monotonic() + ACTIVATION_WAIT
+        while True:
+            proc = self._spawn(f"party-{name}", cmd)
+            if not restart:
+                return proc
+            # a registered node that dropped stays online at the SuperLink for two heartbeat intervals (60 s):
+            # until then a restarted node is not activated and exits; start it again
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=8)
+            if proc.poll() is None or time.monotonic() > deadline:
+                return proc
+            self.procs.remove((f"party-{name}", proc))
+            time.sleep(5)
 
     def run(self, plan: str | Path, *, timeout: float = 1800.0) -> dict[str, Any]:
         """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file; its content."""

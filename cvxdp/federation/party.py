@@ -7,7 +7,8 @@ A party declares itself alone, in a party file (TOML)::
     agents = "agents.pkl"         # this party's agents, and nobody else's (`cvxdp parties` writes it), or:
     # module = "my_party.py"      # a Python file next to this one whose function returns this party's agents
     # function = "agents"
-    state = "state"               # its own directory: checkpoints, ledger, evaluation, final outputs
+    state = "state"               # its own directory: one folder per run (state/run-<token>) with that run's
+                                  # checkpoints, ledger, evaluation and final outputs
     # seed = 0                    # research only: reproducible noise (default: fresh entropy from the OS)
     # budget_epsilon = 1.0        # its own privacy budget: it refuses a round that would take it past it
     # budget_delta = 1e-5
@@ -16,8 +17,8 @@ A party declares itself alone, in a party file (TOML)::
     report_feasibility = false    # at the end, release one bit per agent: is the public solution in its set?
 
 :class:`Party` handles one message and returns the reply; it is built afresh for every message (a Flower ClientApp
-runs each message in a new process), so everything it keeps lives in the party's state directory: the node specs of
-the run, each round's node states (iterates, duals, generator states) and its ledger. Nothing the coordinator
+runs each message in a new process), so everything it keeps lives in the run's folder of the party's state directory: the node specs
+of the run, each round's node states (iterates, duals, generator states) and its ledger. Nothing the coordinator
 receives is computed on private data except the releases its nodes make (and, only when the party file allows it,
 the feasibility bits); its noise entropy never leaves it.
 """
@@ -29,6 +30,7 @@ import importlib.util
 import json
 import math
 import pickle
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,11 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, CvxdpError, PartyRefusedError, check_choice, check_float, check_int
-from ..model import (
-    Agent,
-    Node,
-    solution_violation,  # noqa: PLC0415 - the check is optional
-)
+from ..model import Agent, Node, solution_violation
 from ..privacy import ACCOUNTANTS, PrivacyLedger
 from ..run.storage import atomic_write
 
@@ -48,6 +46,10 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+#: the note a party's feasibility bits add to its own ledger and to the coordinator's result
+FEASIBILITY_NOTE = ("party {party!r} released whether the public solution lies in each of its agents' feasible sets "
+                    "(report_feasibility = true): one bit per agent computed on its private data, not accounted")
 
 PARTY_KEYS = {"name", "agents", "module", "function", "state", "seed", "budget_epsilon", "budget_delta", "accountant",
               "evaluate", "report_feasibility"}
@@ -126,16 +128,26 @@ class Party:
     def __init__(self, path: str | Path) -> None:
         self.file = PartyFile(path)
         self.agents = {a.name: a for a in self.file.load_agents()}
-        self.state = self.file.state
+        self.state = self.file.state  # this run's folder inside it: set from each request's token
+
+    def _enter(self, payload: dict[str, Any]) -> None:
+        """Work in the folder of the request's run (``state/run-<token>``): a party keeps one folder per run, so
+        it can take part in several runs and resume each."""
+        token = payload.get("token")
+        if not isinstance(token, str) or not re.fullmatch(r"[0-9a-f]{16}", token):
+            raise CvxdpError(f"Party {self.file.name!r}: the request names no valid run (got token {token!r}).")
+        self.state = self.file.state / f"run-{token}"
         self.state.mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- the protocol
     def handle(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one message: ``hello``, ``start``, ``step``, ``restore`` or ``finish``."""
-        handler = {"hello": self._hello, "start": self._start, "step": self._step, "restore": self._restore,
-                   "finish": self._finish}.get(kind)
+        """Answer one message: ``hello``, ``start``, ``step`` (which may first roll back to the round a resumed run
+        restarts from) or ``finish``."""
+        handler = {"hello": self._hello, "start": self._start, "step": self._step, "finish": self._finish}.get(kind)
         if handler is None:
             raise CvxdpError(f"Party {self.file.name!r}: unknown request {kind!r}.")
+        if kind != "hello":
+            self._enter(payload)
         return handler(payload)
 
     def _hello(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -145,24 +157,22 @@ class Party:
 
     def _start(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Build this party's nodes from the run's public specs, its own agents and its own entropy; a run that
-        resumes keeps the state it has (and refuses if it belongs to another run)."""
+        resumes keeps the state it has."""
         run = {"token": payload["token"], "specs": payload["specs"], "indices": payload["indices"]}
         missing = sorted(set(run["specs"]) - set(self.agents))
         if missing:
             raise CvxdpError(f"Party {self.file.name!r} holds no agent {missing[0]!r}.")
         saved = self._load("run.pkl")
-        if payload.get("resume") and saved is not None:
-            if saved["token"] != run["token"]:
-                raise CvxdpError(f"Party {self.file.name!r}: its checkpoint belongs to another run (the run's "
-                                 "configuration or the parties' declarations changed); remove its state directory "
-                                 f"{str(self.state)!r} to start afresh.")
+        if payload.get("resume") and saved is not None and saved["token"] == run["token"]:
             return {"party": self.file.name, "round": self._latest(), "declare": self._declare({})}
         for old in self.state.glob("round_*.pkl"):
             old.unlink()
         self._save("run.pkl", run)
         nodes = {name: spec.make(self.agents[name], self._seed(run["indices"][name]))
                  for name, spec in run["specs"].items()}
-        ledger = PrivacyLedger(list(nodes), target_delta=self.file.budget[1] if self.file.budget else 1e-6)
+        # its ledger reports at the run's (public) target delta; its own budget is checked at its own delta
+        target = payload.get("target_delta") or (self.file.budget[1] if self.file.budget else 1e-6)
+        ledger = PrivacyLedger(list(nodes), target_delta=target)
         self._save_round(0, nodes, ledger)
         return {"party": self.file.name, "round": 0, "declare": {n: node.declare() for n, node in nodes.items()}}
 
@@ -173,6 +183,8 @@ class Party:
     def _step(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One round: check every charge against the party's own budget first, then step every node."""
         t, messages = payload["round"], payload["messages"]
+        if payload.get("restore") is not None:  # the run resumes from the coordinator's checkpoint of that round
+            self._restore({"round": payload["restore"]})
         if payload.get("committed") is not None:  # older rounds are no longer needed to resume
             self._prune(below=payload["committed"])
         nodes, ledger = self._nodes()
@@ -213,7 +225,11 @@ class Party:
     def _finish(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Write the party's own final outputs (its local solutions, its ledger); release the feasibility bits
         only when its party file allows it."""
+        if payload.get("restore") is not None:
+            self._restore({"round": payload["restore"]})
         nodes, ledger = self._nodes()
+        if self.file.report_feasibility:
+            ledger.note(FEASIBILITY_NOTE.format(party=self.file.name), voids=True, warn=False)
         summary = ledger.summary()
         (self.state / "ledger.json").write_text(json.dumps(summary, indent=2, default=float))
         np.savez(self.state / "local.npz", **{name: node.local() for name, node in nodes.items()})

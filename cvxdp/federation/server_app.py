@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid, ServerApp
 
 from ..errors import BackendError, CvxdpError
@@ -24,6 +25,8 @@ from .launch import STATUS_FILE
 from .wire import dumps, unpack
 
 app = ServerApp()
+#: Flower's errors for a reply that will not come: the node left, did not report a heartbeat, or the message expired
+GONE = (ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE, ErrorCode.NODE_UNAVAILABLE)
 
 
 
@@ -39,54 +42,77 @@ class FlowerChannel(Channel):
         self._connect(wait)
 
     def _connect(self, wait: float) -> None:
+        """Ask every SuperNode that connects who it is until every expected party has answered (a node that left,
+        e.g. one that dropped before a rerun and is still listed, is skipped; an unknown party is refused)."""
         deadline = time.monotonic() + wait
-        while True:
-            ids = sorted(self.grid.get_node_ids())
-            if len(ids) >= len(self.expected) or time.monotonic() > deadline:
-                break
+        registered: dict[int, str] = {}
+        asked: set[int] = set()
+        pending: dict[str, int] = {}  # message id -> node, for the introductions not answered yet
+        while set(self.expected) - set(self.nodes):
+            if time.monotonic() > deadline:
+                missing = sorted(set(self.expected) - set(self.nodes))
+                raise BackendError(f"{len(missing)} of the {len(self.expected)} parties ({', '.join(missing)}) did "
+                                   f"not connect within {wait:g} s.", agents=tuple(missing))
+            new = [n for n in sorted(self.grid.get_node_ids()) if n not in asked]
+            if new and hasattr(self.grid, "get_nodes"):
+                registered = {n.node_id: n.name for n in self.grid.get_nodes()}
+            asked.update(new)
+            pending.update(self._push({node: ("hello", {}) for node in new}))
+            for node, reply in self._pull(pending, 0, {n: f"node {n}" for n in asked}, skip_gone=True):
+                if reply is not None:
+                    self._introduce(node, unpack(f"node {node}", reply, 0), registered)
             time.sleep(0.2)
-        if len(ids) < len(self.expected):
-            raise BackendError(f"Only {len(ids)} of the {len(self.expected)} parties ({', '.join(self.expected)}) "
-                               f"connected within {wait:g} s.")
-        registered = {n.node_id: n.name for n in self.grid.get_nodes()} if hasattr(self.grid, "get_nodes") else {}
-        replies = self._exchange({node: ("hello", {}) for node in ids}, 0, {node: f"node {node}" for node in ids})
-        for node, data in replies.items():
-            reply = unpack(f"node {node}", data, 0)
-            party = reply["party"]
-            if party not in self.expected:
-                raise BackendError(f"An unknown party {party!r} (SuperNode {node}) joined; the run expects "
-                                   f"{', '.join(map(repr, self.expected))}.", agents=(party,))
-            if registered.get(node) and registered[node] != party:
-                raise BackendError(f"SuperNode {node} is registered as {registered[node]!r} but introduced itself as "
-                                   f"{party!r}.", agents=(party,))
-            if party in self.nodes:
-                raise BackendError(f"Two SuperNodes introduced themselves as {party!r}.", agents=(party,))
-            self.nodes[party], self._hello[party] = node, reply
+
+    def _introduce(self, node: int, reply: dict[str, Any], registered: Mapping[int, str]) -> None:
+        party = reply["party"]
+        if party not in self.expected:
+            raise BackendError(f"An unknown party {party!r} (SuperNode {node}) joined; the run expects "
+                               f"{', '.join(map(repr, self.expected))}.", agents=(party,))
+        if registered.get(node) and registered[node] != party:
+            raise BackendError(f"SuperNode {node} is registered as {registered[node]!r} but introduced itself as "
+                               f"{party!r}.", agents=(party,))
+        if party in self.nodes:
+            raise BackendError(f"Two SuperNodes introduced themselves as {party!r}.", agents=(party,))
+        self.nodes[party], self._hello[party] = node, reply
 
     def parties(self) -> list[str]:
         return [p for p in self.expected if p in self.nodes]
 
-    def _exchange(self, requests: Mapping[int, tuple[str, dict]], round: int | None,
-                  names: Mapping[int, str]) -> dict[int, bytes]:
+    def _push(self, requests: Mapping[int, tuple[str, dict]]) -> dict[str, int]:
+        """Send one request per node; the message ids and their nodes."""
         msgs = [Message(RecordDict({"request": ConfigRecord({"payload": dumps(request)})}), dst_node_id=node,
                         message_type="query.cvxdp", ttl=self.timeout) for node, request in requests.items()]
-        ids = list(self.grid.push_messages(msgs))
-        node_of = {mid: msg.metadata.dst_node_id for mid, msg in zip(ids, msgs)}
+        ids = list(self.grid.push_messages(msgs)) if msgs else []
+        return {mid: msg.metadata.dst_node_id for mid, msg in zip(ids, msgs)}
+
+    def _pull(self, pending: dict[str, int], round: int | None, names: Mapping[int, str], *,
+              skip_gone: bool = False) -> list[tuple[int, bytes | None]]:
+        """The replies that arrived (removed from ``pending``); with ``skip_gone``, a node that left answers None."""
+        out = []
+        for reply in self.grid.pull_messages(list(pending)) if pending else []:
+            node = pending.pop(reply.metadata.reply_to_message_id, None)
+            if node is None:
+                continue
+            if reply.has_error():
+                if skip_gone and reply.error.code in GONE:
+                    out.append((node, None))
+                    continue
+                raise BackendError(_flower_error(names[node], round, reply.error.code, reply.error.reason),
+                                   agents=(names[node],), round=round)
+            out.append((node, bytes(reply.content.config_records["reply"]["payload"])))
+        return out
+
+    def _exchange(self, requests: Mapping[int, tuple[str, dict]], round: int | None,
+                  names: Mapping[int, str]) -> dict[int, bytes]:
+        pending = self._push(requests)
         replies: dict[int, bytes] = {}
         deadline = time.monotonic() + self.timeout + 5.0
-        while len(replies) < len(ids) and time.monotonic() < deadline:
-            for reply in self.grid.pull_messages([m for m in ids if node_of[m] not in replies]):
-                node = node_of.get(reply.metadata.reply_to_message_id)
-                if node is None:
-                    continue
-                if reply.has_error():
-                    raise BackendError(f"Party {names[node]!r} failed in round {round}: {reply.error.reason} "
-                                       f"(Flower error {reply.error.code}).", agents=(names[node],), round=round)
-                replies[node] = bytes(reply.content.config_records["reply"]["payload"])
-            if len(replies) < len(ids):
+        while pending and time.monotonic() < deadline:
+            replies.update(self._pull(pending, round, names))
+            if pending:
                 time.sleep(self.poll)
-        missing = [names[node_of[m]] for m in ids if node_of[m] not in replies]
-        if missing:
+        if pending:
+            missing = sorted(names[node] for node in pending.values())
             raise BackendError(f"Party {missing[0]!r} did not answer within {self.timeout:g} s in round {round}.",
                                agents=tuple(missing), round=round)
         return replies
@@ -101,6 +127,14 @@ class FlowerChannel(Channel):
         names = {self.nodes[p]: p for p in requests}
         replies = self._exchange({self.nodes[p]: r for p, r in requests.items()}, round, names)
         return {names[node]: unpack(names[node], data, round) for node, data in replies.items()}
+
+
+def _flower_error(party: str, round: int | None, code: int, reason: str) -> str:
+    """One line naming the party and the round for an error Flower returns instead of a party's reply."""
+    if code in GONE:
+        return (f"Party {party!r} did not answer in round {round}: its node left the federation or the message "
+                f"expired (Flower error {code}: {reason.split(' - ')[0]}).")
+    return f"Party {party!r} failed in round {round}: {reason} (Flower error {code})."
 
 
 @app.main()

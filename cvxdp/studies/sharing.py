@@ -345,7 +345,7 @@ def write_sharing_report(study: dict, results: pd.DataFrame, summary: pd.DataFra
                   "and C is large; Assumption 1.1 also asks ||z|| <= b1, and ||z|| grows like sqrt(N). The noise "
                   "levels at which the model stays useful therefore certify no meaningful epsilon under the "
                   "paper's analysis. Lemma 1 is also not a valid bound in general (see "
-                  "tests/privacy/test_sharing_audit.py: a neighbouring pair whose release moves 1.6 C).", ""]
+                  "tests/audits/test_sharing.py: a neighbouring pair whose release moves 1.6 C).", ""]
     (out / "report.md").write_text("\n".join(lines))
     return "report.md"
 

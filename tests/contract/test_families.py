@@ -1,8 +1,11 @@
 """The contract every algorithm family keeps on every backend (the one round loop, SPEC §7).
 
-Families: LinearizedADMM (non-private and ObjG), ADMM, M-ADMM with penalty perturbation, MR-ADMM with
-penalty perturbation, ADMMSharing with SharingGaussian. Backends: serial, and Ray when installed and available
-(``pytest -m ray``). Tiny problems (2-3 agents, <= 5 rounds).
+The cases are generated from the registries: every algorithm of :data:`cvxdp.families.ALGORITHMS` with every
+mechanism its class accepts (``cls.mechanisms``, "none" included), built from case-file tables the way ``cvxdp run``
+builds them, plus the sharing family's Gaussian preset. Backends: serial for every contract; Ray (when available)
+and the federation (each party's node built from its own folder, through the wire's bytes) must give the serial
+numbers for every case, and Ray keeps the resume, budget and evaluation contracts for one case per family. Tiny
+problems (2-3 agents, 4 rounds).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import pytest
 
 import cvxdp
 from cvxdp.audits.release import _recording_backend
+from cvxdp.config.build import make_algorithm, make_privacy
 from cvxdp.errors import CvxdpError
+from cvxdp.families import ALGORITHMS
 from cvxdp.model import EVALUATION_LABEL, Release
 from cvxdp.run import load_result
 
@@ -25,48 +30,79 @@ ROUNDS = 4
 TIMING = ("wall_time", "solver_time", "compute_time")
 
 
-@dataclass(frozen=True)
-class Case:
-    build: Any            # () -> (agents, algorithm, privacy)
-    release_key: str      # the one array a node releases
-    private: bool
-    #: non-private only: one-value arrays that also leave a node (exact ADMM's polish bit: 0 or 1)
-    bits: tuple[str, ...] = ()
-
-
-def _toy(algorithm, privacy=None):
+def _consensus_data():
     from cvxdp_models.toy import make_agents
 
-    return lambda: (make_agents(agents=3, dim=3, samples=10, seed=1), algorithm(), privacy() if privacy else None)
+    return make_agents(agents=3, dim=3, samples=10, seed=1), None
 
 
-def _graph(cls):
-    def build():
-        from cvxdp_models.erm import make_erm
+def _graph_data():
+    from cvxdp_models.erm import make_erm
 
-        inst = make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60})
-        return inst.agents, cls(graph="complete", rounds=ROUNDS), cvxdp.PenaltyPerturbation(alpha=3.0)
-    return build
+    return make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60}).agents, None
 
 
-def _sharing():
+def _sharing_data():
     from cvxdp_models.vertical import synthetic_parties
 
-    parties, labels = synthetic_parties(12, 2, 2, seed=0)
-    return (parties, cvxdp.ADMMSharing(rho=1.0, lam=0.1, epochs=ROUNDS, labels=labels),
-            cvxdp.SharingGaussian(sigma=0.3, delta=1e-5))
+    return synthetic_parties(12, 2, 2, seed=0)
 
 
-CASES = {
-    "ladmm": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS)), "ez", False),
-    "ladmm_objg": Case(_toy(lambda: cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=2, rounds=ROUNDS),
-                            lambda: cvxdp.ObjectivePerturbation("gaussian", epsilon=1.0, delta=1e-6)), "ez", True),
-    "admm": Case(_toy(lambda: cvxdp.ADMM(rho=1.0, rounds=ROUNDS)), "ez", False, ("polished",)),
-    "madmm_pp": Case(_graph(cvxdp.MADMM), "f", True),
-    "mradmm_pp": Case(_graph(cvxdp.MRADMM), "f", True),
-    "sharing": Case(_sharing, "q", True),
-}
-BACKENDS = ["serial", pytest.param("ray", marks=pytest.mark.ray)]
+#: each family's tiny problem: () -> (agents, the labels a sharing centre holds)
+DATA = {"consensus": _consensus_data, "graph": _graph_data, "sharing": _sharing_data}
+#: the one array a node of each family releases
+RELEASE_KEY = {"consensus": "ez", "graph": "f", "sharing": "q"}
+#: the tiny problems' step sizes per algorithm (every other parameter: its default)
+STEPS = {"ladmm": {"rho": 1.0, "eta": 4.0, "local_updates": 2}, "admm": {"rho": 1.0},
+         "madmm": {"graph": "complete"}, "dvp": {"graph": "complete"}, "radmm": {"graph": "complete"},
+         "mradmm": {"graph": "complete"}, "sharing": {"rho": 1.0, "lam": 0.1}}
+#: each mechanism's parameters here
+NOISE = {"ObjL": {"epsilon": 1.0}, "ObjG": {"epsilon": 1.0, "delta": 1e-6}, "OutL": {"epsilon": 1.0},
+         "OutG": {"epsilon": 1.0, "delta": 1e-5}, "gamma": {"alpha": 3.0}}
+
+
+@dataclass(frozen=True)
+class Case:
+    algorithm: str        # case-file name of the algorithm
+    mechanism: str        # case-file name of the mechanism ("none": non-private)
+    preset: Any = None    # a mechanism object instead of the table (the sharing preset)
+
+    @property
+    def family(self) -> str:
+        return ALGORITHMS[self.algorithm].family
+
+    @property
+    def release_key(self) -> str:
+        return RELEASE_KEY[self.family]
+
+    @property
+    def private(self) -> bool:
+        return self.mechanism != "none"
+
+    @property
+    def bits(self) -> tuple[str, ...]:
+        """Non-private only: one-value arrays that also leave a node (exact ADMM's polish bit: 0 or 1)."""
+        return ("polished",) if self.algorithm == "admm" else ()
+
+    def tables(self) -> tuple[dict, dict]:
+        return ({"name": self.algorithm, "rounds": ROUNDS, **STEPS[self.algorithm]},
+                {"mechanism": self.mechanism, **NOISE.get(self.mechanism, {})})
+
+    def build(self) -> tuple[Any, Any, Any]:
+        agents, labels = DATA[self.family]()
+        algorithm_table, privacy_table = self.tables()
+        algorithm = make_algorithm(algorithm_table)
+        if labels is not None:
+            algorithm.labels = labels
+        return agents, algorithm, self.preset() if self.preset else make_privacy(privacy_table)
+
+
+CASES = {f"{name}-{mech}": Case(name, mech) for name, cls in ALGORITHMS.items() for mech in cls.mechanisms}
+CASES["sharing-preset"] = Case("sharing", "preset", lambda: cvxdp.SharingGaussian(sigma=0.3, delta=1e-5))
+#: one case per family keeps Ray's resume, budget and evaluation contracts (the others: serial, same numbers on Ray)
+ON_RAY = ("ladmm-ObjG", "mradmm-gamma", "sharing-OutG")
+CASE_BACKENDS = [pytest.param(c, "serial", id=f"serial-{c}") for c in sorted(CASES)] + [
+    pytest.param(c, "ray", id=f"ray-{c}", marks=pytest.mark.ray) for c in ON_RAY]
 
 
 _WARM: dict[str, Any] = {}
@@ -118,22 +154,47 @@ def _same(a: cvxdp.Result, b: cvxdp.Result) -> None:
         np.testing.assert_array_equal(a.solution[k], b.solution[k])
 
 
-@pytest.fixture(params=BACKENDS)
-def backend_name(request) -> str:
-    _backend(request.param)  # skips when unavailable
-    return request.param
+def test_every_registered_algorithm_and_mechanism_has_a_case():
+    names = {(c.algorithm, c.mechanism) for c in CASES.values()}
+    assert {(n, m) for n, cls in ALGORITHMS.items() for m in cls.mechanisms} <= names
+    assert len(CASES) >= 17  # 5 LinearizedADMM, ADMM, 4 x 2 graph, 2 sharing and the sharing preset
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_same_seed_same_numbers(case, backend_name):
-    first = _run(case, _backend(backend_name), evaluate=True)
-    _same(first, _run(case, _backend(backend_name), evaluate=True))
-    if backend_name != "serial":
-        _same(first, _run(case, "serial", evaluate=True))
+def test_same_seed_same_numbers(case):
+    first = _run(case, "serial", evaluate=True)
+    _same(first, _run(case, "serial", evaluate=True))
     assert len(first.history) == ROUNDS
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("case", sorted(CASES))
+def test_ray_gives_the_serial_numbers(case):
+    _same(_run(case, _backend("ray"), evaluate=True), _run(case, "serial", evaluate=True))
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if not CASES[c].preset))
+def test_the_federation_gives_the_serial_released_numbers(case, tmp_path):
+    """Each party builds its node from its own folder and answers through the wire's bytes
+    (tests/federation/test_flower.py carries the same bytes over real Flower processes)."""
+    from cvxdp.federation.coordinator import LocalChannel, run_federation
+    from cvxdp.federation.parties import party_folders
+
+    agents, labels = DATA[CASES[case].family]()
+    if labels is not None:
+        agents[0].labels = labels  # the label holder hosts the centre
+    algorithm, privacy = CASES[case].tables()
+    files = party_folders(agents, tmp_path, seed=11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fed = run_federation({"name": case, "algorithm": algorithm, "privacy": privacy, "run": {"seed": 11},
+                              "agents": [a.name for a in agents]}, LocalChannel(files))
+        reference = _run(case, "serial", evaluate=False)
+    _same(fed, reference)
+    assert fed.privacy["worst"] == reference.privacy["worst"]
+
+
+@pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
 def test_resume_after_an_interruption_equals_the_uninterrupted_run(case, backend_name, tmp_path):
     class Stop(Exception):
         pass
@@ -150,7 +211,7 @@ def test_resume_after_an_interruption_equals_the_uninterrupted_run(case, backend
     assert resumed.ledger.to_dict() == uninterrupted.ledger.to_dict()
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
 def test_budget_stops_before_the_round_that_would_exceed_it(case, backend_name):
     if not CASES[case].private:
         pytest.skip(f"{case} is non-private: it spends no privacy, so there is no budget to guard")
@@ -181,27 +242,26 @@ def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
         assert [r.agent for r in round_releases] == names
         for agent, rel in zip(result.agents, round_releases):
             assert isinstance(rel, Release) and rel.round == t
-            bits = CASES[case].bits
-            assert not (bits and CASES[case].private)
+            bits = CASES[case].bits if not CASES[case].private else ()
             sent = [b for b in bits if b in rel.arrays]  # exact ADMM: only in the rounds that polish
             assert t > 1 or sent == list(bits)  # the first round always polishes
             assert list(rel.arrays) == [CASES[case].release_key, *sent]  # nothing but the one accounted array
             assert all(rel[b].shape == (1,) and rel[b][0] in (0.0, 1.0) for b in sent)
-            expected = agent.n_samples if case == "sharing" else agent.layout.shared_indices.size
+            expected = agent.n_samples if CASES[case].family == "sharing" else agent.layout.shared_indices.size
             assert rel.size == expected + len(sent)
     ledger = result.ledger
     if not CASES[case].private:
         assert result.privacy["worst"]["basic"][0] == 0.0
         return
     for name in names:
-        if case in ("madmm_pp", "mradmm_pp"):  # one event per iteration (recycled ones as no-op events)
+        if CASES[case].family == "graph":  # one event per iteration (recycled ones as no-op events)
             assert ledger.steps(name) + ledger.free_steps(name) == ROUNDS
         else:
             J = result.config["algorithm"].get("local_updates", 1)  # one release carries J mechanism calls
             assert ledger.steps(name) == ROUNDS * J
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
 def test_evaluation_values_are_labelled_and_absent_when_off(case, backend_name):
     on = _run(case, "serial", evaluate=True)
     evaluated = on.config["evaluation"]
@@ -219,9 +279,9 @@ def test_evaluation_values_are_labelled_and_absent_when_off(case, backend_name):
 
 
 def test_evaluate_defaults_to_on_for_serial_and_rejects_non_bools():
-    assert _run("ladmm").config["evaluation"]["evaluated"] is True
+    assert _run("ladmm-none").config["evaluation"]["evaluated"] is True
     with pytest.raises(cvxdp.errors.InvalidParameterError, match="'evaluate' parameter of solve"):
-        _run("ladmm", evaluate="yes")
+        _run("ladmm-none", evaluate="yes")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -246,11 +306,11 @@ def test_a_node_that_sends_anything_but_a_release_is_refused():
             return results
 
     with pytest.raises(CvxdpError, match=r"Agent 'agent0' returned a dict from its step in round 1"):
-        _run("ladmm", Leaky())
+        _run("ladmm-none", Leaky())
 
 
 def test_the_public_view_drops_every_evaluation_column():
-    result = _run("ladmm_objg", evaluate=True)
+    result = _run("ladmm-ObjG", evaluate=True)
     public = result.release()
     assert not set(result.config["evaluation"]["columns"]) & set(public.history.columns)
     assert public.config["evaluation"]["evaluated"] is False

@@ -1,6 +1,8 @@
 """The federation's protocol in one process: every request answered by a party built afresh from its own folder (as a
-Flower ClientApp does, one process per message), through the same bytes as the wire. Every family, the party's own
-budget, what the coordinator holds, faults, resume (tests/federation/test_flower.py runs real Flower processes)."""
+Flower ClientApp does, one process per message), through the same bytes as the wire: the party's own budget and
+checks, what the coordinator holds, faults, resume. tests/contract/test_families.py checks that every registered
+algorithm and mechanism gives the simulation's released numbers this way; tests/federation/test_flower.py runs real
+Flower processes."""
 
 from __future__ import annotations
 
@@ -20,99 +22,27 @@ from cvxdp.federation.wire import WireError, dumps, loads
 PRIVATE = ("objective", "max_violation", "noise_magnitude", "solver_time", "polished_objective")
 
 
-def _toy():
+ALGORITHM = {"name": "ladmm", "rho": 1.0, "eta": 4.0, "local_updates": 2, "rounds": 4}
+PRIVACY = {"mechanism": "ObjG", "epsilon": 1.0, "delta": 1e-6}
+
+
+def _setup(tmp_path, *, seed=3, budget=None):
+    """Three toy agents as three parties (objective perturbation, 4 rounds) and the coordinator's plan."""
     from cvxdp_models.toy import make_agents
 
-    return make_agents(agents=3, seed=1)
-
-
-def _erm():
-    from cvxdp_models.erm import make_erm
-
-    return make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60}).agents
-
-
-def _sharing():
-    from cvxdp_models.vertical import synthetic_parties
-
-    return synthetic_parties(12, 2, 2, seed=0)
-
-
-CASES = {
-    "ObjG": (_toy, {"name": "ladmm", "rho": 1.0, "eta": 4.0, "local_updates": 2, "rounds": 4},
-             {"mechanism": "ObjG", "epsilon": 1.0, "delta": 1e-6}),
-    "OutL": (_toy, {"name": "ladmm", "rho": 1.0, "eta": 4.0, "local_updates": 2, "rounds": 4},
-             {"mechanism": "OutL", "epsilon": 1.0}),
-    "admm": (_toy, {"name": "admm", "rho": 1.0, "rounds": 4}, {"mechanism": "none"}),
-    "madmm_pp": (_erm, {"name": "madmm", "graph": "complete", "rounds": 4}, {"mechanism": "gamma", "alpha": 3.0}),
-    "mradmm_pp": (_erm, {"name": "mradmm", "graph": "complete", "rounds": 4}, {"mechanism": "gamma", "alpha": 3.0}),
-    "sharing": (_sharing, {"name": "sharing", "rho": 1.0, "lam": 0.1, "epochs": 4},
-                {"mechanism": "OutG", "epsilon": 1.0, "delta": 1e-5}),
-}
-
-
-def _setup(tmp_path, name, *, seed=3, budget=None, rounds=None):
-    build, algorithm, privacy = CASES[name]
-    built = build()
-    agents, labels = built if isinstance(built, tuple) else (built, None)
-    algorithm = dict(algorithm)
-    if rounds is not None:
-        algorithm["epochs" if name == "sharing" else "rounds"] = rounds
+    agents = make_agents(agents=3, seed=1)
     files = party_folders(agents, tmp_path / "parties", seed=seed, budget=budget)
-    plan = {"name": name, "algorithm": algorithm, "privacy": privacy, "run": {"seed": seed},
+    plan = {"name": "toy", "algorithm": dict(ALGORITHM), "privacy": dict(PRIVACY), "run": {"seed": seed},
             "agents": [a.name for a in agents], "checkpoint": str(tmp_path / "checkpoint")}
-    if labels is not None:  # the centre holds the labels: here in the plan's algorithm table
-        plan["algorithm"] = {**algorithm}
-    return agents, labels, files, plan
-
-
-def _solve(name, agents, labels, plan, seed=3):
-    from cvxdp.config.build import make_algorithm, make_privacy
-
-    algorithm = make_algorithm(plan["algorithm"])
-    if labels is not None:
-        algorithm.labels = labels
-    return cvxdp.solve(agents, algorithm=algorithm, privacy=make_privacy(plan["privacy"]), seed=seed)
+    return agents, files, plan
 
 
 def _released(history: pd.DataFrame) -> pd.DataFrame:
     return history.drop(columns=[c for c in (*PRIVATE, "wall_time") if c in history.columns]).select_dtypes("number")
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n != "sharing"])
-def test_every_family_gives_the_simulations_released_values_bit_for_bit(tmp_path, name):
-    agents, labels, files, plan = _setup(tmp_path, name)
-    fed = run_federation(plan, LocalChannel(files))
-    ref = _solve(name, agents, labels, plan)
-    got, want = _released(fed.history), _released(ref.history)
-    assert list(got.columns) == [c for c in want.columns if c in got.columns]
-    pd.testing.assert_frame_equal(got, want[got.columns], check_exact=True)
-    for key, value in ref.solution.items():
-        np.testing.assert_array_equal(fed.solution[key], value)
-    assert fed.privacy["worst"]["pld"] == ref.privacy["worst"]["pld"]
-    assert fed.privacy["worst"]["basic"] == ref.privacy["worst"]["basic"]
-
-
-def test_the_sharing_family_federates_with_the_label_holder_declaring_its_labels(tmp_path):
-    from cvxdp_models.vertical import synthetic_parties
-
-    parties, labels = synthetic_parties(12, 2, 2, seed=0)
-    parties[0].labels = labels  # the label holder hosts the centre: its labels are public to it
-    files = party_folders(parties, tmp_path / "parties", seed=7)
-    plan = {"name": "sharing", "algorithm": {"name": "sharing", "rho": 1.0, "lam": 0.1, "epochs": 4},
-            "privacy": {"mechanism": "OutG", "epsilon": 1.0, "delta": 1e-5}, "run": {"seed": 7},
-            "agents": [p.name for p in parties]}
-    fed = run_federation(plan, LocalChannel(files))
-    ref = cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=1.0, lam=0.1, epochs=4),
-                      privacy=cvxdp.OutputPerturbation("gaussian", epsilon=1.0, delta=1e-5), seed=7)
-    got, want = _released(fed.history), _released(ref.history)
-    pd.testing.assert_frame_equal(got, want[got.columns], check_exact=True)
-    np.testing.assert_array_equal(fed.solution["z"], ref.solution["z"])
-    assert set(fed.solution) == {"z"}  # the parties' models stay with them
-
-
 def test_the_coordinator_holds_released_values_only(tmp_path):
-    agents, labels, files, plan = _setup(tmp_path, "ObjG", seed=None)
+    agents, files, plan = _setup(tmp_path, seed=None)
     fed = run_federation(plan, LocalChannel(files))
     assert fed.local == {} and fed.solution_violation is None and fed.polished is None
     assert not set(PRIVATE) & set(fed.history.columns)
@@ -123,21 +53,21 @@ def test_the_coordinator_holds_released_values_only(tmp_path):
     checkpoint = pickle.load(open(tmp_path / "checkpoint" / "checkpoint.pkl", "rb"))
     assert checkpoint["entropy"] is None and all(set(s) == {"round"} for s in checkpoint["nodes"])
     for agent in agents:  # what the parties computed on their own data stays in their own folders
-        state = tmp_path / "parties" / agent.name / "state"
+        (state,) = (tmp_path / "parties" / agent.name / "state").glob("run-*")  # one folder per run
         assert (state / "evaluation.csv").exists() and (state / "local.npz").exists()
 
 
 def test_without_seeds_two_federations_differ(tmp_path):
     runs = []
     for k in range(2):
-        _, _, files, plan = _setup(tmp_path / str(k), "ObjG", seed=None)
+        _, files, plan = _setup(tmp_path / str(k), seed=None)
         runs.append(run_federation(plan, LocalChannel(files)))
     assert not np.array_equal(runs[0].solution["x"], runs[1].solution["x"])
     assert runs[0].config["seed"] is None
 
 
 def test_a_partys_own_budget_stops_a_run_the_coordinator_would_continue(tmp_path):
-    _, _, files, plan = _setup(tmp_path, "ObjG", budget=(2.0, 1e-4))  # 2 calls of eps 1 per round, under PLD
+    _, files, plan = _setup(tmp_path, budget=(2.0, 1e-4))  # 2 calls of eps 1 per round, under PLD
     fed = run_federation(plan, LocalChannel(files))
     done = len(fed.history)
     assert fed.stop_reason == "budget" and 1 <= done < 4
@@ -159,13 +89,13 @@ def test_a_node_refuses_noise_below_its_own_sensitivity(tmp_path, monkeypatch):
         return decls, owners, budgets
 
     monkeypatch.setattr(coordinator, "declarations", lying)
-    plan = {"name": "lie", "algorithm": CASES["ObjG"][1], "privacy": CASES["ObjG"][2], "run": {}, "agents": None}
+    plan = {"name": "lie", "algorithm": ALGORITHM, "privacy": PRIVACY, "run": {}, "agents": None}
     with pytest.raises(PartyRefusedError, match="agent0.*refuses round 1.*sensitivity"):
         run_federation(plan, LocalChannel(files))
 
 
 def test_a_failing_party_stops_the_run_with_one_line_naming_it_and_the_round(tmp_path, monkeypatch):
-    _, _, files, plan = _setup(tmp_path, "ObjG")
+    _, files, plan = _setup(tmp_path)
     step = Party._step
 
     def broken(self, payload):
@@ -179,9 +109,9 @@ def test_a_failing_party_stops_the_run_with_one_line_naming_it_and_the_round(tmp
 
 
 def test_a_rerun_resumes_and_equals_the_uninterrupted_run(tmp_path, monkeypatch):
-    _, _, files, plan = _setup(tmp_path / "a", "ObjG")
+    _, files, plan = _setup(tmp_path / "a")
     full = run_federation(plan, LocalChannel(files))
-    _, _, files, plan = _setup(tmp_path / "b", "ObjG")
+    _, files, plan = _setup(tmp_path / "b")
     step = Party._step
 
     def crash(self, payload):
@@ -199,7 +129,7 @@ def test_a_rerun_resumes_and_equals_the_uninterrupted_run(tmp_path, monkeypatch)
 
 
 def test_a_party_whose_declaration_changed_is_refused_on_resume(tmp_path, monkeypatch):
-    agents, _, files, plan = _setup(tmp_path, "ObjG")
+    agents, files, plan = _setup(tmp_path)
     step = Party._step
     with monkeypatch.context() as m:
         m.setattr(Party, "_step", lambda self, p: (_ for _ in ()).throw(RuntimeError("x")) if p["round"] == 2
@@ -224,3 +154,34 @@ def test_the_wire_reads_cvxdp_messages_only():
     refusal = loads(dumps(PartyRefusedError("no", party="p", round=3)))
     assert (refusal.party, refusal.round, refusal.reason) == ("p", 3, "budget")
     assert isinstance(refusal, CvxdpError)
+
+
+def test_feasibility_bits_come_only_from_parties_that_allow_them_and_are_stated(tmp_path):
+    _, files, plan = _setup(tmp_path)
+    plain = run_federation(plan, LocalChannel(files))
+    assert all("feasible" not in r for r in plain.config["party_reports"].values()) and plain.privacy["guarantee"]
+    text = files[1].read_text().replace("report_feasibility = false", "report_feasibility = true")
+    files[1].write_text(text)
+    plan["checkpoint"] = str(tmp_path / "checkpoint2")
+    told = run_federation(plan, LocalChannel(files))
+    reports = told.config["party_reports"]
+    assert set(reports["agent1"]["feasible"]) == {"agent1"} and "feasible" not in reports["agent0"]
+    assert told.privacy["guarantee"] is False
+    assert any("'agent1' released whether" in n["reason"] for n in told.privacy["notes"])
+    (run_dir,) = [d for d in (files[1].parent / "state").glob("run-*") if (d / "ledger.json").is_file()
+                  and "released whether" in (d / "ledger.json").read_text()]
+    assert run_dir.is_dir()
+
+
+def test_a_party_keeps_one_folder_per_run_and_takes_part_in_several(tmp_path):
+    agents, files, plan = _setup(tmp_path)
+    first = run_federation(plan, LocalChannel(files))
+    other = {**plan, "algorithm": {"name": "admm", "rho": 1.0, "rounds": 2}, "privacy": {"mechanism": "none"},
+             "checkpoint": str(tmp_path / "checkpoint-admm")}
+    second = run_federation(other, LocalChannel(files))
+    assert (len(first.history), len(second.history)) == (4, 2)
+    for file in files:  # each run's state, ledger and evaluation apart
+        runs = sorted((file.parent / "state").glob("run-*"))
+        assert len(runs) == 2 and all((r / "ledger.json").is_file() for r in runs)
+    again = run_federation({**plan, "checkpoint": None}, LocalChannel(files))  # the first run, afresh
+    pd.testing.assert_frame_equal(_released(again.history), _released(first.history), check_exact=True)

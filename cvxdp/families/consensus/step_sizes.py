@@ -37,7 +37,7 @@ from ...schedules import AdaptiveRho, Constant
 #: eta_p = ETA_FACTOR * L_p for a general objective (the majorization condition eta_p >= L_p)
 ETA_FACTOR = 1.0
 #: eta_p = ETA_FACTOR_QUADRATIC * L_p for a quadratic objective (Li, Sun & Toh 2016: eta_p > L_p / 2 suffices;
-#: measured: benchmarks/bench_power.py --acceptance and tests/core/test_step_sizes.py)
+#: measured: benchmarks/bench_power.py --acceptance and tests/families/consensus/test_step_sizes.py)
 ETA_FACTOR_QUADRATIC = 0.55
 #: smallest automatic eta, relative to the agents' curvature scale ``min(1, max_p L_p)`` (an affine objective has
 #: ``L_p = 0`` and still needs a positive weight; 1e-3 absolute when every agent is affine)

@@ -14,7 +14,7 @@ from cvxdp.studies import graph as study_graph
 from cvxdp.studies import grid as study
 from cvxdp.studies import sharing as study_sharing
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE_FILES_PAGE = ROOT / "docs" / "case-files.md"
 
 

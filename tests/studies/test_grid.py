@@ -16,7 +16,7 @@ from cvxdp.config.build import load_case
 from cvxdp.errors import ConfigError
 from cvxdp.studies.grid import run_study
 
-CASES = Path(__file__).resolve().parents[1] / "cases"
+CASES = Path(__file__).resolve().parents[2] / "cases"
 
 
 def _study(tmp_path: Path) -> Path:

@@ -15,7 +15,7 @@ import cvxdp
 from cvxdp.errors import ConfigError, CorruptFileError
 from cvxdp.studies.cells import CELL_FILE, CellRunner
 
-CASES = Path(__file__).resolve().parents[1] / "cases"
+CASES = Path(__file__).resolve().parents[2] / "cases"
 
 
 def _agents():

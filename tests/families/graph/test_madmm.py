@@ -20,7 +20,7 @@ from cvxdp.families.graph.mechanism import bound_26, privacy_curve_26
 from cvxdp.families.graph.topology import check_graph
 from cvxdp_models.erm import make_erm
 
-CASES = Path(__file__).resolve().parents[2] / "cases"
+CASES = Path(__file__).resolve().parents[3] / "cases"
 ETA1 = [0.55, 0.65, 0.6, 0.55, 0.6]
 Q = [1.01, 1.03, 1.1, 1.2, 1.02]
 
