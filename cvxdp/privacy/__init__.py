@@ -13,6 +13,7 @@ from .accounting import (
     LEMMA1_PRESET,
     MIN_PLD_MULTIPLIER,
     PAPER_PRESET,
+    BudgetGuard,
     PrivacyLedger,
     PureEpsilonDpEvent,
     basic_composition,
@@ -43,7 +44,7 @@ from .mechanisms import (
 from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ACCOUNTANTS", "BudgetGuard", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
     "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",

@@ -552,6 +552,16 @@ class PrivacyLedger(GuaranteeNotes):
             return 0.0, 0.0
         return self._spent(entries, accountant, self.target_delta)
 
+    def worst_epsilon(self, accountant: str) -> float:
+        """The largest epsilon :meth:`spent` by any agent; agents with the same records are composed once."""
+        check_choice(accountant, "accountant", "PrivacyLedger.worst_epsilon", ACCOUNTANTS)
+        totals: dict[tuple[Any, ...], float] = {}
+        for entries in self._entries.values():
+            key = tuple(entries.items())
+            if key not in totals:
+                totals[key] = self._spent(entries, accountant, self.target_delta)[0] if entries else 0.0
+        return max(totals.values())
+
     def would_exceed(self, agent: object, plan: object, count: int = 1, budget: Claim | None = None,
                      accountant: str = "pld", *, claim: Claim | None = None, rtol: float = 1e-9) -> bool:
         """Whether recording ``count`` more calls of ``plan`` would take ``agent`` past ``budget``.
@@ -570,6 +580,32 @@ class PrivacyLedger(GuaranteeNotes):
         eps, dl = self._spent(entries, accountant, b_dl)
         slack = 1.0 + rtol
         return eps > b_eps * slack or dl > b_dl * slack
+
+    def repeats_within(self, agent: object, plan: object, count: int, budget: Claim, accountant: str = "pld", *,
+                       claim: Claim | None = None, limit: int, rtol: float = 1e-9) -> int:
+        """How many more rounds of ``count`` calls of ``plan`` fit ``agent``'s ``budget``: the largest ``k`` in
+        ``[0, limit]`` for which ``would_exceed(agent, plan, k * count, budget, ...)`` is False.
+
+        One composition when the whole ``limit`` fits, else a bisection (about ``log2(limit)`` compositions); each
+        candidate is composed exactly as :meth:`would_exceed` composes it, so a guard that stops after ``k``
+        rounds leaves a total that was itself checked against the budget. The bisection relies on the total growing
+        with the count (it does for every accountant; a discretised PLD total is an upper bound at each count).
+        """
+        n = _count(count, "PrivacyLedger.repeats_within")
+        k_max = check_int(limit, "limit", "PrivacyLedger.repeats_within", 0)
+        if n == 0 or k_max == 0:
+            return k_max
+
+        def fits(k: int) -> bool:
+            return not self.would_exceed(agent, plan, k * n, budget, accountant, claim=claim, rtol=rtol)
+
+        if fits(k_max):
+            return k_max
+        lo, hi = 0, k_max  # fits(lo) is assumed (nothing more recorded), fits(hi) is False
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
 
     def pld_feasible(self) -> bool:
         """Whether PLD is computed for this ledger: every recorded Laplace/Gaussian event has a noise multiplier of at
@@ -645,6 +681,53 @@ class PrivacyLedger(GuaranteeNotes):
                 and self.notes == other.notes)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class BudgetGuard:
+    """The budget check of a run whose agents repeat the same charges round after round: one
+    :meth:`PrivacyLedger.repeats_within` search per distinct (agent's records, charge), then a comparison of the
+    round's charges with the last ones, instead of a composition per agent and round.
+
+    Parameters
+    ----------
+    budget : tuple of float
+        ``(epsilon, delta)`` per agent over the run.
+    accountant : {"basic", "rdp", "pld"}
+        The accountant the budget is checked under.
+    """
+
+    def __init__(self, budget: Claim, accountant: str) -> None:
+        self.budget, self.accountant = budget, accountant
+        self.searches = 0  # how many searches ran (benchmarks and tests read it)
+        self._fits: dict[tuple[Any, ...], int] = {}  # (records, key, its count, count, limit) -> rounds that fit
+        self._charges: tuple[Any, ...] | None = None  # the charges last checked ...
+        self._last_round = 0  # ... and the last round they fit every agent
+
+    def exceeds(self, ledger: PrivacyLedger, charges: Sequence[tuple[str, object, int, Claim]], *, round: int,
+                rounds: int) -> bool:
+        """Whether recording round ``round``'s ``charges`` (``(agent, event, count, claim)`` each) would take some
+        agent past the budget, in a run of ``rounds`` rounds whose earlier charges are recorded in ``ledger``."""
+        key = tuple(charges)
+        if key == self._charges and round <= self._last_round:  # the same charges: known to fit until then
+            return False
+        self._charges, fit = key, rounds - round + 1
+        for agent, event, count, claim in charges:
+            fit = min(fit, self._rounds_that_fit(ledger, agent, event, count, claim, rounds - round + 1))
+        self._last_round = round - 1 + fit
+        return fit == 0
+
+    def _rounds_that_fit(self, ledger: PrivacyLedger, agent: str, event: object, count: int, claim: Claim,
+                         limit: int) -> int:
+        entries = ledger._entries[ledger._name(agent)]
+        item = ledger._item(event, claim)
+        others = tuple((k, v) for k, v in entries.items() if k != item)
+        position = list(entries).index(item) if item in entries else len(entries)  # the composition's order
+        cache = (others, position, item, entries.get(item, 0), count, limit)  # agents with equal records share it
+        if cache not in self._fits:
+            self.searches += 1
+            self._fits[cache] = ledger.repeats_within(agent, event, count, self.budget, self.accountant, claim=claim,
+                                                      limit=limit)
+        return self._fits[cache]
 
 
 def ledger_from_dict(d: Mapping[str, Any]) -> PrivacyLedger:

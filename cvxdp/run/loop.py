@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from ..errors import CvxdpError, PartyRefusedError, check_int
 from ..model import EVALUATION_LABEL, Evaluation, Node, Release, solution_violation
-from ..privacy import PrivacyLedger
+from ..privacy import BudgetGuard, PrivacyLedger
 from .backends import Backend
 from .family import Family, RoundPlan, ordered
 from .results import Result
@@ -88,15 +88,17 @@ def _warn_evaluation_change(loop: LoopState, evaluate: bool) -> None:
                   "keep them complete.", UserWarning, stacklevel=4)
 
 
-def _exceeds(family: Family, ledger: PrivacyLedger, plan: RoundPlan) -> bool:
-    """Whether recording the plan's charges would take some agent past the budget (the guard's accountant)."""
-    return any(ledger.would_exceed(name, c.event, c.count, family.budget, family.guard_accountant, claim=c.claim)
-               for name, c in zip(family.names, plan.charges) if c is not None and c.claim[0] > 0)
+def _exceeds(family: Family, guard: BudgetGuard, ledger: PrivacyLedger, plan: RoundPlan, t: int) -> bool:
+    """Whether recording the plan's charges would take some agent past the budget (the guard's accountant; one
+    search per distinct charge, then a comparison with the last round's charges)."""
+    charges = [(name, c.event, c.count, c.claim) for name, c in zip(family.names, plan.charges)
+               if c is not None and c.claim[0] > 0]
+    return guard.exceeds(ledger, charges, round=t, rounds=family.rounds)
 
 
 def _privacy_row(family: Family, ledger: PrivacyLedger, t: int) -> dict[str, float]:
     """Privacy spent so far by the worst agent (basic and RDP; PLD costs too much per round: once, at the end)."""
-    row = {f"eps_{acc}": max(ledger.spent(n, acc)[0] for n in family.names) for acc in ("basic", "rdp")}
+    row = {f"eps_{acc}": ledger.worst_epsilon(acc) for acc in ("basic", "rdp")}
     return {**row, **family.privacy_columns(ledger, t)}
 
 
@@ -153,13 +155,15 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
         for note, voids, warn in family.notes:
             ledger.note(note, voids=voids, warn=warn)
         private = family.privacy is not None
+        guard = BudgetGuard(family.budget, family.guard_accountant) if private and family.budget is not None \
+            else None
         bar = tqdm(total=family.rounds, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
                    unit=family.unit, leave=False)
         while loop.t < family.rounds and loop.stop_reason is None:
             t = loop.t + 1
             start = time.perf_counter()
             plan = family.plan(t, state)
-            if family.budget is not None and private and _exceeds(family, ledger, plan):
+            if guard is not None and _exceeds(family, guard, ledger, plan, t):
                 loop.stop_reason = "budget"
                 break
             for note in plan.notes:

@@ -215,3 +215,59 @@ def test_pld_of_a_nearly_noiseless_gaussian_falls_back_to_rdp():
     eps = pld_epsilon([(event, 10)], 1e-5)
 
     assert eps == rdp_epsilon([(event, 10)], 1e-5)
+
+
+# --------------------------------------------------------------------------- the budget guard
+def _scan(ledger, agent, event, count, budget, accountant, claim, limit):
+    """The rounds that fit, one composition per candidate (what the guard did every round before)."""
+    k = 0
+    while k < limit and not ledger.would_exceed(agent, event, (k + 1) * count, budget, accountant, claim=claim):
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("accountant,noise", [("pld", "gaussian"), ("rdp", "gaussian"), ("basic", "laplace"),
+                                              ("pld", "laplace")])
+def test_repeats_within_equals_a_scan(accountant, noise):
+    from cvxdp.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger(["a"], target_delta=1e-5)
+    if noise == "gaussian":
+        event, claim = dp_accounting.GaussianDpEvent(4.0), (0.9, 1e-7)
+    else:
+        event, claim = dp_accounting.LaplaceDpEvent(2.0), (0.5, 0.0)
+    ledger.record("a", dp_accounting.LaplaceDpEvent(3.0), 2)  # another mechanism recorded earlier
+    for budget in [(2.0, 1e-5), (4.5, 1e-5), (50.0, 1e-5)]:
+        expected = _scan(ledger, "a", event, 2, budget, accountant, claim, 30)
+        assert ledger.repeats_within("a", event, 2, budget, accountant, claim=claim, limit=30) == expected
+
+
+def test_the_guard_stops_at_the_round_a_check_per_round_stops():
+    from cvxdp.privacy import BudgetGuard, PrivacyLedger
+
+    names = ["a", "b", "c"]
+    events = {"a": dp_accounting.GaussianDpEvent(3.0), "b": dp_accounting.GaussianDpEvent(5.0),
+              "c": dp_accounting.GaussianDpEvent(3.0)}
+    claim, budget, rounds = (1.0, 1e-7), (8.0, 1e-5), 40
+    stops = []
+    for guarded in (False, True):
+        ledger, guard = PrivacyLedger(names, target_delta=1e-5), BudgetGuard(budget, "pld")
+        stop = None
+        for t in range(1, rounds + 1):
+            if t == 3:  # the plan changes once: agent c's noise is raised
+                events["c"] = dp_accounting.GaussianDpEvent(4.0)
+            if guarded:
+                over = guard.exceeds(ledger, [(n, events[n], 2, claim) for n in names], round=t, rounds=rounds)
+            else:
+                over = any(ledger.would_exceed(n, events[n], 2, budget, "pld", claim=claim) for n in names)
+            if over:
+                stop = t
+                break
+            for n in names:
+                ledger.record(n, events[n], 2, claim=claim)
+        stops.append(stop)
+        events["c"] = dp_accounting.GaussianDpEvent(3.0)
+    assert stops[0] is not None and 3 < stops[0] < rounds
+    assert stops[1] == stops[0]
+    # searches at round 1, at the plan change and at the stop (a and c share the first): not one per agent and round
+    assert guard.searches <= 3 * len(names) < stops[0] * len(names)

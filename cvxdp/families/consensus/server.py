@@ -114,6 +114,12 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], si
     return math.sqrt(max(float(np.sum(np.maximum(pairs, 0.0))), 0.0))
 
 
+def dual_residual(rho: float | np.ndarray, w: np.ndarray, w_prev: np.ndarray, all_gidx: np.ndarray) -> float:
+    """``||rho B (w - w_prev)||`` with ``B`` stacking every agent's copy of the global coordinates (``all_gidx``:
+    the agents' global indices concatenated): one global vector, then a gather, so O(P) per round."""
+    return float(np.linalg.norm((rho * (w - w_prev))[all_gidx]))
+
+
 def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> np.ndarray:
     """The mean of the agents' released copies of every shared coordinate (exact ADMM's polishing target)."""
     total, _, count = _copy_sums(shared, gidx, size)
@@ -161,6 +167,7 @@ class ConsensusFamily(Family):
         self.n_global = int(sum(self.sizes.values()))
         self.gidx = [np.concatenate([self.offsets[k] + np.arange(len(a.layout.shared[k]))
                                      for k in sorted(a.layout.shared)]) for a in agents]
+        self.all_gidx = np.concatenate(self.gidx) if self.gidx else np.zeros(0, dtype=int)  # B of the whole run
         # per-block penalties: exact ADMM with rho="auto" and public weights declared by the agents
         self.algorithm = algorithm = algorithm.resolved(privacy.epsilon if privacy is not None else None)
         blocks = algorithm.auto_blocks
@@ -173,6 +180,7 @@ class ConsensusFamily(Family):
         if privacy is not None and privacy.sensitivity == "paper":
             self.notes.append((PAPER_PRESET, True, True))
         self.infos: list[dict[str, Any]] = []
+        self._plans: dict[int, tuple[float, Any]] = {}  # agent -> (min weight, its noise plan)
 
     def config(self) -> dict[str, Any]:
         out = {"target_delta": self.target_delta, "shared_sizes": self.sizes}
@@ -229,8 +237,7 @@ class ConsensusFamily(Family):
         if privacy is not None:
             for p, (agent, info) in enumerate(zip(self.agents, self.infos)):
                 min_c = etas[p] if info["size"] > info["shared_size"] else etas[p] + rho
-                plans[p] = privacy.noise_plan(agent, min_weight=min_c, separable=info["is_box"], steps=self.steps,
-                                              accountant=self.accountant)
+                plans[p] = self._noise_plan(p, agent, min_c, info["is_box"])
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
         relaxation = alg.relaxation_at(t)
@@ -246,6 +253,16 @@ class ConsensusFamily(Family):
                    for plan in plans]
         return RoundPlan(messages=messages, charges=charges, released=released,
                          context=(w, targets, rhos, mean, plans))
+
+    def _noise_plan(self, p: int, agent: Any, min_weight: float, separable: bool) -> Any:
+        """Agent ``p``'s noise plan for the smallest projection weight ``min_weight``: calibrated again only when that
+        weight changes (the mechanism, the agent's declarations, the steps and the accountant are fixed for the run)."""
+        cached = self._plans.get(p)
+        if cached is None or cached[0] != min_weight:
+            plan = self.privacy.noise_plan(agent, min_weight=min_weight, separable=separable, steps=self.steps,
+                                           accountant=self.accountant)
+            cached = self._plans[p] = (min_weight, plan)
+        return cached[1]
 
     def aggregate(self, t: int, plan: RoundPlan, releases: Sequence[Release], state: ConsensusState
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -266,8 +283,7 @@ class ConsensusFamily(Family):
         state.ez = [rel["ez"] for rel in releases]
         mismatch = state.mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
         state.primal = math.sqrt(res_sq)
-        state.dual = float(np.linalg.norm(np.concatenate([(self.penalty(rho, state) * (w - state.w_prev))[g]
-                                                          for g in self.gidx]))) \
+        state.dual = dual_residual(self.penalty(rho, state), w, state.w_prev, self.all_gidx) \
             if state.w_prev is not None else math.inf
         if state.weights is not None and state.w_prev is not None:  # per-block balance (released values only)
             state.weights = self.blocks.update(t, state.weights, self.weights, rho=rho, w=w, w_prev=state.w_prev,

@@ -1,0 +1,42 @@
+"""The consensus coordinator's per-round bookkeeping: O(P) work per round, the same numbers as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.families.consensus.server import dual_residual
+from cvxdp.privacy import ObjectivePerturbation
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dual_residual_equals_the_per_agent_norm(weighted):
+    rng = np.random.default_rng(0)
+    n, agents = 40, 25
+    gidx = [np.sort(rng.choice(n, size=rng.integers(1, 8), replace=False)) for _ in range(agents)]
+    w, w_prev = rng.normal(size=n), rng.normal(size=n)
+    rho = rng.uniform(0.5, 2.0, size=n) if weighted else 1.7
+    per_agent = float(np.linalg.norm(np.concatenate([(rho * (w - w_prev))[g] for g in gidx])))  # the old O(P n) form
+    assert dual_residual(rho, w, w_prev, np.concatenate(gidx)) == per_agent
+
+
+def test_noise_plans_are_calibrated_again_only_when_the_weight_changes(toy_agents, monkeypatch):
+    calls = []
+    original = ObjectivePerturbation.noise_plan
+
+    def counting(self, agent, **kwargs):
+        calls.append((agent.name, kwargs["min_weight"]))
+        return original(self, agent, **kwargs)
+
+    monkeypatch.setattr(ObjectivePerturbation, "noise_plan", counting)
+    privacy = cvxdp.ObjectivePerturbation(epsilon=1.0, delta=1e-6, noise="gaussian")
+    fixed = cvxdp.solve(toy_agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=2.0, rounds=5), privacy=privacy, seed=0)
+    assert len(fixed.history) == 5
+    # one check per agent before the run, then one calibration per agent: eta never changes
+    assert len(calls) == 2 * len(toy_agents)
+    calls.clear()
+    growing = cvxdp.LinearizedADMM(rho=1.0, eta=cvxdp.schedules.LinearCapped(2.0, 0.5, 10.0), rounds=4)
+    cvxdp.solve(toy_agents, algorithm=growing, privacy=privacy, seed=0)
+    weights = {w for _, w in calls[len(toy_agents):]}
+    assert len(calls) == len(toy_agents) * (1 + len(weights)) and len(weights) == 4  # a new weight each round
