@@ -142,16 +142,19 @@ def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend
     if name not in BACKENDS:
         raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "
                           f"Got {name!r} instead.")
-    options = {"num_cpus": table.get("ray_cpus"), "address": table.get("ray_address")}
-    given = sorted(f"ray_{k.replace('num_', '')}" for k, v in options.items() if v is not None)
+    keys = {"ray_cpus": "num_cpus", "ray_address": "address"}  # the file's key -> RayBackend's parameter
+    given = sorted(key for key in keys if table.get(key) is not None)
     if name != "ray":
         if given:
             raise ConfigError(f"[run] {', '.join(given)} apply to backend = \"ray\"; the backend is {name!r}.")
         return get_backend(name)
     try:
-        return get_backend(name, keep_actors=keep_actors, **{k: v for k, v in options.items() if v is not None})
+        return get_backend(name, keep_actors=keep_actors, **{keys[key]: table[key] for key in given})
     except CvxdpError as exc:
-        raise ConfigError(f"[run]: {exc}") from None
+        message = str(exc)
+        for key, parameter in keys.items():  # name the key the user wrote, not the constructor's parameter
+            message = message.replace(f"The {parameter!r} parameter of RayBackend", f"The {key!r} key")
+        raise ConfigError(f"[run]: {message}") from None
 
 
 class StudyBackends:
