@@ -4,11 +4,13 @@ one of them runs, so ``--help`` and the light commands never load the modelling 
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -18,7 +20,7 @@ from ..federation.launch import QUIET, LocalFederation, require_flower, submit, 
 from ..federation.parties import write_parties, write_plan
 from ..federation.party import PartyFile
 from ..model import SolverFallbackWarning, solve_central
-from ..run import RESULT_FILE, OutputLock, load_result, prepare_dir, remove_checkpoint
+from ..run import RESULT_FILE, OutputLock, checkpoint_path, load_result, prepare_dir, remove_checkpoint
 from ..studies import (
     is_graph_study,
     is_sharing_study,
@@ -31,7 +33,7 @@ from ..studies import (
 from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num
 
 
-def _load_or_shortcut(case_file, network, zones, objective):
+def _load_or_shortcut(case_file, network, zones, objective, algorithm=None):
     """A case file, or (``--network NAME --zones N``) an in-memory power case with automatic zones."""
     if network is None and zones is None:
         if case_file is None:
@@ -41,7 +43,7 @@ def _load_or_shortcut(case_file, network, zones, objective):
         raise click.UsageError("Give either a CASE_FILE or --network/--zones, not both.")
     if network is None or zones is None:
         raise click.UsageError("--network and --zones go together (e.g. --network case300 --zones 4).")
-    return power_case(network, zones, objective=objective)
+    return power_case(network, zones, objective=objective, algorithm=algorithm)
 
 
 def _power_lines(summary: dict) -> list[str]:
@@ -87,7 +89,7 @@ def _ac_lines(summary: dict, what: str) -> list[str]:
 def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
           local_updates, algorithm, seed, accountant) -> Case:
     """The case of a ``run`` or ``federate`` command, with the command's overrides."""
-    case = _load_or_shortcut(case_file, network, zones, objective)
+    case = _load_or_shortcut(case_file, network, zones, objective, algorithm)
     if objective is not None and network is None:
         raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
     if data is not None:
@@ -103,6 +105,22 @@ def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta,
         raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
                                f"got {mech!r}.")
     return case
+
+
+def _checkpointed(out: Path) -> str:
+    """What a rerun resumes from: the round of the checkpoint in ``out``."""
+    try:
+        with open(checkpoint_path(out), "rb") as fh:
+            saved = pickle.load(fh)["loop"].t
+    except Exception:  # noqa: BLE001 - no checkpoint yet (or unreadable): the rerun says so itself
+        return "no round was checkpointed yet, so it starts afresh"
+    return f"from the checkpoint of round {saved}"
+
+
+def _interrupted(where: str, resume: str) -> NoReturn:
+    """Ctrl-C: one line saying where the run stopped and how to resume it (not click's bare "Aborted!")."""
+    click.echo(f"interrupted {where}; run the same command again to resume ({resume}).", err=True)
+    raise SystemExit(130)  # the shell's status for a SIGINT
 
 
 def run_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
@@ -123,7 +141,12 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
         if (out / RESULT_FILE).exists() and not overwrite:
             raise OutputError(f"{str(out)!r} already holds a finished run; pass --overwrite to replace it, or "
                               "choose another --out.")
-        outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out)
+        done = [0]  # the last round completed (a Ctrl-C names it)
+        try:
+            outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out,
+                               callback=lambda t, row: done.__setitem__(0, t))
+        except KeyboardInterrupt:
+            _interrupted(f"at round {done[0] + 1}", _checkpointed(out))
         outcome.result.save(out, overwrite=overwrite)
         remove_checkpoint(out)
     if public_dir is not None:
@@ -159,7 +182,7 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
     emit(summary, as_json, human)
 
 
-def central_task(case_file, network, zones, objective, time_limit, progress, as_json) -> None:
+def central_task(case_file, network, zones, objective, data, time_limit, progress, as_json) -> None:
     """``cvxdp central``."""
     start = time.perf_counter()
 
@@ -171,6 +194,8 @@ def central_task(case_file, network, zones, objective, time_limit, progress, as_
     if objective is not None and objective != case.model.get("objective"):
         case.model["objective"] = objective
         case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
+    if data is not None:  # the same [model] path override as `cvxdp run --data`
+        case.model["path"] = str(data.resolve())
     report(f"building {case.name}")
     instance = build_instance(case)
     report(f"{len(instance.agents)} agents built")
@@ -202,6 +227,16 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
                as_json) -> None:
     """``cvxdp study``."""
     run = backend_overrides(backend, ray_cpus, ray_address)
+    try:
+        info = _study(study_file, out, rounds, data, test_data, run, progress)
+    except KeyboardInterrupt:
+        _interrupted("during the study", f"its finished runs in {out} are kept and not run again")
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    emit(info, as_json, human)
+
+
+def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
                                  progress=progress and sys.stderr.isatty(), run=run)
@@ -212,9 +247,7 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
-    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
-            + "\n".join(f"  {f}" for f in info["files"])
-    emit(info, as_json, human)
+    return info
 
 
 def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:

@@ -1,0 +1,80 @@
+"""Issue 38's CLI answers: the --network shortcut keeps each algorithm's defaults, Ctrl-C says how to resume,
+gaps only against the same objective, the consensus message of a run that met its rule, rounded text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import cvxdp
+from cvxdp.cli.main import cli
+from cvxdp.config.build import make_algorithm
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+
+
+def invoke(*args, ok=True):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def last_json(result) -> dict:
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def _shortcut(algorithm):
+    from cvxdp.cli.tasks import _case
+
+    return _case(None, "case14", 3, None, None, None, None, None, None, None, None, None, algorithm, None, None)
+
+
+def test_network_shortcut_keeps_each_algorithms_own_defaults():
+    # before: the shortcut fixed rho = 1.0 for every algorithm, so ADMM never got its documented rho = "auto"
+    admm = make_algorithm(_shortcut("admm").algorithm)
+    assert isinstance(admm, cvxdp.ADMM) and admm.rho == cvxdp.ADMM().rho == "auto"
+    assert admm.rounds == 300
+    ladmm = make_algorithm(_shortcut(None).algorithm)  # the shortcut's own documented LinearizedADMM set-up
+    assert isinstance(ladmm, cvxdp.LinearizedADMM) and (ladmm.rho, ladmm.eta) == (1.0, 1.0)
+
+
+def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume(tmp_path, monkeypatch):
+    import cvxdp.cli.tasks as tasks
+
+    real = tasks.run_case
+
+    def interrupted_at_round_7(case, **kwargs):
+        def callback(t, row):
+            kwargs["callback"](t, row)
+            if t == 7:
+                raise KeyboardInterrupt
+
+        return real(case, **{**kwargs, "callback": callback})
+
+    monkeypatch.setattr(tasks, "run_case", interrupted_at_round_7)
+    args = ("run", CASES / "toy.toml", "--rounds", "12", "--seed", "0", "--out", tmp_path / "r", "--no-progress")
+    stopped = invoke(*args, ok=False)
+    assert stopped.exit_code == 130 and "Aborted" not in stopped.output
+    assert ("interrupted at round 8; run the same command again to resume (from the checkpoint of round 5)."
+            in stopped.output), stopped.output
+    monkeypatch.setattr(tasks, "run_case", real)
+    resumed = invoke(*args, "--json")
+    assert last_json(resumed)["rounds"] == 12
+
+
+def test_ctrl_c_in_a_study_says_its_finished_runs_are_kept(tmp_path, monkeypatch):
+    import cvxdp.cli.tasks as tasks
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tasks, "run_study", interrupt)
+    (tmp_path / "study.toml").write_text(f'[study]\ncase = "{(CASES / "toy.toml").as_posix()}"\n'
+                                         'mechanisms = ["ObjG"]\nepsilons = [1.0]\nrounds = 2\n')
+    stopped = invoke("study", tmp_path / "study.toml", "--out", tmp_path / "out", "--no-progress", ok=False)
+    assert stopped.exit_code == 130 and "Aborted" not in stopped.output
+    assert "interrupted during the study; run the same command again to resume (its finished runs in" \
+        in stopped.output
