@@ -58,15 +58,21 @@ def _power_lines(summary: dict) -> list[str]:
              f"   gap {summary['objective_gap']:+.4g}"
              + (f" ({100 * summary['relative_gap']:+.3g} %)" if finite(summary.get("relative_gap")) else
                 " (relative gap undefined: the optimum is 0)"),
-             f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
-             f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
+             f"  generation cost     {summary['cost']:.2f} $/h "
+             + (f"(central optimum of the '{kind}' objective: {summary['central_cost']:.2f} $/h; gap "
+                f"{summary['cost_gap']:+.2f} $/h)" if finite(summary.get("cost_gap")) else
+                "(not the objective here, so not compared with an optimum)"),
              f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
     if finite(summary.get("polished_cost")):
-        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h (gap {summary['polished_cost_gap']:+.2f} $/h; "
+        gap = (f"gap {summary['polished_cost_gap']:+.2f} $/h; " if finite(summary.get("polished_cost_gap"))
+               else "")
+        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h ({gap}"
                      f"round {summary['polished_round']}: feasible, the zones agree on every tie line)")
     if kind == "balance":
         lines.append("  (the balance objective does not price generation: its cost is that of one feasible dispatch, "
-                     "not an economic dispatch; `cvxdp central CASE --objective cost` gives the cheapest)")
+                     "not an economic dispatch, so no cost gap is reported; the central balance optimum's dispatch "
+                     f"costs {summary['central_cost']:.2f} $/h and `cvxdp central CASE --objective cost` gives the "
+                     "cheapest)")
     return lines + _ac_lines(summary, "the final distributed dispatch")
 
 

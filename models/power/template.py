@@ -356,13 +356,16 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         ref = central(ac_check=False)
         out = zm.metrics(result.local)
         gap = out["zone_objective"] - ref["objective"]
+        # a cost gap only against an optimum of the same objective: the balance objective does not price generation,
+        # so the cost of its central optimum is that of one feasible dispatch, not a bound (NaN: JSON null)
+        same = cfg["objective"] == "cost"
         out.update(
             {
                 "central_objective": ref["objective"],
                 "central_cost": ref["cost"],
                 "objective_gap": gap,
                 "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan"),
-                "cost_gap": out["cost"] - ref["cost"],
+                "cost_gap": out["cost"] - ref["cost"] if same else float("nan"),
                 "objective_kind": cfg["objective"],
             }
         )
@@ -370,7 +373,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         if polished and polished.get("local"):  # exact ADMM's polished dispatch (the zones agree on every tie line)
             cost = zm.metrics(polished["local"])["cost"]
             out.update({"polished_round": int(polished["round"]), "polished_cost": cost,
-                        "polished_cost_gap": cost - ref["cost"]})
+                        "polished_cost_gap": cost - ref["cost"] if same else float("nan")})
         return out
 
     info = {

@@ -78,3 +78,35 @@ def test_ctrl_c_in_a_study_says_its_finished_runs_are_kept(tmp_path, monkeypatch
     assert stopped.exit_code == 130 and "Aborted" not in stopped.output
     assert "interrupted during the study; run the same command again to resume (its finished runs in" \
         in stopped.output
+
+
+def test_a_non_private_run_that_met_its_rule_is_not_called_noise_dominated(tmp_path):
+    # before: "the run did not reach consensus (noise-dominated, ...)" after a non-private run that met its rule
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        payload = last_json(invoke("run", CASES / "pglib14_2areas.toml", "--out", tmp_path / "r", "--no-progress",
+                                   "--json"))
+    assert payload["stop_reason"] == "tolerance" and payload["mechanism"] == "none"
+    (message,) = [str(w.message) for w in caught if "outside the feasible set" in str(w.message)]
+    assert "noise" not in message and "did not reach consensus" not in message
+    assert "the run met its stopping rule" in message
+
+
+def test_gaps_only_against_an_optimum_of_the_same_objective(tmp_path):
+    # before: a balance-objective run reported a generation-cost "gap" against the central *balance* optimum's
+    # dispatch (-20,453 $/h on case118), a number that bounds nothing
+    args = ("run", CASES / "case14_3zones.toml", "--algorithm", "admm", "--rounds", "3", "--seed", "0",
+            "--no-progress")
+    payload = last_json(invoke(*args, "--out", tmp_path / "r", "--json"))
+    assert payload["objective_kind"] == "balance" and payload["cost"] > 0 and payload["central_cost"] > 0
+    assert payload["cost_gap"] is None and payload["polished_cost_gap"] is None
+    human = invoke(*args, "--out", tmp_path / "h").output
+    (line,) = [x for x in human.splitlines() if x.strip().startswith("generation cost")]
+    assert "gap" not in line and "not the objective" in line
+    # the cost objective: the gap is against the central optimum of the cost objective
+    case = tmp_path / "cost.toml"
+    case.write_text((CASES / "pglib14_2areas.toml").read_text())
+    cost = last_json(invoke("run", case, "--rounds", "3", "--out", tmp_path / "c", "--no-progress", "--json"))
+    assert cost["objective_kind"] == "cost" and cost["cost_gap"] == cost["cost"] - cost["central_cost"]
