@@ -30,7 +30,7 @@ from ..studies import (
     run_sharing_study,
     run_study,
 )
-from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num
+from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num, rounded
 
 
 def _load_or_shortcut(case_file, network, zones, objective, algorithm=None):
@@ -179,7 +179,8 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
                        *_power_lines(summary),
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
                          if k in ("train_cost", "test_error") and v is not None),
-                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       f"  privacy (worst agent, epsilon or (epsilon, delta) per accountant) {rounded(priv)}" if priv
+                       else "  privacy: none",
                        *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
                          if summary.get("guarantee") is False),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
@@ -222,7 +223,8 @@ def central_task(case_file, network, zones, objective, data, time_limit, progres
         info["solver_fallbacks"] = notes
     report("done")
     info = {"case": case.name, **info}
-    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)) and v != "")
+    human = "\n".join(f"{k:24s} {rounded(v, 6)}" for k, v in info.items()
+                      if not isinstance(v, (list, dict)) and v != "")
     ac = _ac_lines(info, "the central SOC set-points")
     if ac:
         human += "\n" + "\n".join(ac)
@@ -330,7 +332,8 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
                        f"{case.privacy.get('mechanism', 'none')}): {summary['rounds']} rounds "
                        f"({summary['stop_reason']}), {summary['elapsed_s']:.1f} s",
                        f"  consensus residual  {num(summary.get('consensus_residual'), '.3e')} (released)",
-                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       f"  privacy (worst agent, epsilon or (epsilon, delta) per accountant) {rounded(priv)}" if priv
+                       else "  privacy: none",
                        *([f"  stopped by party {summary['stopped_by']['party']!r}'s own budget"]
                          if summary.get("stopped_by") else []),
                        f"  public result saved to {out / 'result'} (released values only; each party keeps its own "

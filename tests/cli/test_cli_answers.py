@@ -110,3 +110,25 @@ def test_gaps_only_against_an_optimum_of_the_same_objective(tmp_path):
     case.write_text((CASES / "pglib14_2areas.toml").read_text())
     cost = last_json(invoke("run", case, "--rounds", "3", "--out", tmp_path / "c", "--no-progress", "--json"))
     assert cost["objective_kind"] == "cost" and cost["cost_gap"] == cost["cost"] - cost["central_cost"]
+
+
+def _long_numbers(text: str) -> list[str]:
+    """Numbers printed with more than 7 significant digits (e.g. 9.999999999999999e-05, 0.022795220326143548)."""
+    import re
+
+    found = re.findall(r"\d+\.\d+(?:e[-+]?\d+)?", text)
+    return [x for x in found if len(x.split("e")[0].replace(".", "").lstrip("0")) > 7]
+
+
+def test_text_rounds_numbers_and_json_keeps_full_precision(tmp_path):
+    args = ("run", CASES / "toy.toml", "--mechanism", "ObjL", "--epsilon", "0.0001", "--rounds", "3", "--seed", "0",
+            "--no-progress")
+    human = invoke(*args, "--out", tmp_path / "h").output
+    (line,) = [x for x in human.splitlines() if "privacy (worst agent" in x]
+    assert "basic (0.0003, 0)" in line and not _long_numbers(line), line  # before: 0.00030000000000000003
+    payload = last_json(invoke(*args, "--out", tmp_path / "j", "--json"))
+    assert payload["privacy"]["basic"][0] == 3 * 0.0001  # full precision: 0.00030000000000000003
+    central = invoke("central", CASES / "toy.toml", "--no-progress").output
+    assert not _long_numbers(central), central  # before: objective 0.022795220326143548
+    exact = last_json(invoke("central", CASES / "toy.toml", "--no-progress", "--json"))["objective"]
+    assert f"objective                {exact:.6g}" in central and _long_numbers(repr(exact))
