@@ -76,9 +76,32 @@ def _power_lines(summary: dict) -> list[str]:
     return lines + _ac_lines(summary, "the final distributed dispatch")
 
 
+def _ac_table(points: dict, diagnosis: str) -> list[str]:
+    """The AC check of the central SOC optimum, the distributed point and the polished point side by side."""
+    names = list(points)
+    rows = [("verdict", lambda p: "feasible" if p.get("feasible") else "NOT feasible"),
+            ("slack P mismatch MW", lambda p: f"{abs(p['slack_p_mw']):.3g}"),
+            ("voltage violation p.u.", lambda p: f"{p['max_v_violation_pu']:.3g}"),
+            ("gen Q violation MVAr", lambda p: f"{p['max_q_violation_mvar']:.3g}"),
+            ("branch overload of rate_a", lambda p: f"{p['max_overload_frac']:.3g}")]
+
+    def cell(p: dict, fn) -> str:
+        try:
+            return fn(p) if p.get("converged") or fn is rows[0][1] else "n/a"
+        except (KeyError, TypeError, ValueError):
+            return "n/a"
+
+    lines = ["  AC check side by side (pandapower runpp from each point's set-points)",
+             "    " + f"{'':26s}" + "".join(f"{n:>14s}" for n in names)]
+    lines += ["    " + f"{label:26s}" + "".join(f"{cell(points[n], fn):>14s}" for n in names) for label, fn in rows]
+    return lines + [f"    verdict: {diagnosis}"]
+
+
 def _ac_lines(summary: dict, what: str) -> list[str]:
     """The AC check's verdict, numbers with units and tolerances (empty without an AC check)."""
     lines: list[str] = []
+    if "ac_points" in summary:
+        lines += _ac_table(summary["ac_points"], summary["ac_diagnosis"])
     if "ac_feasible" in summary:
         tol = summary["ac_tolerances"]
         verdict = "AC FEASIBLE within tolerances" if summary["ac_feasible"] else "NOT AC feasible"

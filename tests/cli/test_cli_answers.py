@@ -132,3 +132,29 @@ def test_text_rounds_numbers_and_json_keeps_full_precision(tmp_path):
     assert not _long_numbers(central), central  # before: objective 0.022795220326143548
     exact = last_json(invoke("central", CASES / "toy.toml", "--no-progress", "--json"))["objective"]
     assert f"objective                {exact:.6g}" in central and _long_numbers(repr(exact))
+
+
+def test_ac_check_side_by_side_says_whether_relaxation_or_distribution_is_at_fault(tmp_path):
+    # before: only the distributed point's verdict, so a failure of the SOC relaxation itself (case118: the central
+    # optimum fails by 101 MVAr, the distributed point by 102) read as a failure of the distributed run
+    from cvxdp_models.power.template import ac_diagnosis
+
+    args = ("run", CASES / "case14_3zones.toml", "--algorithm", "admm", "--rounds", "12", "--seed", "0", "--ac-check",
+            "--no-progress")
+    payload = last_json(invoke(*args, "--out", tmp_path / "j", "--json"))
+    points = payload["ac_points"]
+    assert list(points) == ["central SOC", "distributed", "polished"]
+    assert points["distributed"]["feasible"] == payload["ac_feasible"]  # the distributed point's keys, as before
+    assert (payload["ac_at_fault"], payload["ac_diagnosis"]) == tuple(ac_diagnosis(points))
+    human = invoke(*args, "--out", tmp_path / "h").output
+    header = next(x for x in human.splitlines() if "central SOC" in x and "distributed" in x)
+    assert "polished" in header and f"verdict: {payload['ac_diagnosis']}" in human
+
+    def point(*violations):
+        return {"feasible": not violations, "violations": list(violations)}
+
+    q, slack = "generator reactive-limit violation 5 MVAr > 1 MVAr", "slack active power mismatch 9 MW > 2 MW"
+    assert ac_diagnosis({"central SOC": point(q), "distributed": point(q)})[0] == "relaxation"
+    assert ac_diagnosis({"central SOC": point(), "distributed": point(q)})[0] == "distribution"
+    assert ac_diagnosis({"central SOC": point(slack), "distributed": point(slack, q)})[0] == "both"
+    assert ac_diagnosis({"central SOC": point(q), "distributed": point(q), "polished": point()})[0] == "none"
