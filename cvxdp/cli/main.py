@@ -57,7 +57,8 @@ _CASE_OPTIONS = (
     click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
                  "(case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF case (pglib_opf_case14_ieee, "
                  "...; see `cvxdp cases`) or a MATPOWER file (*.m, relative to the current directory); needs "
-                 "--zones."),
+                 "--zones. Runs 300 rounds of LinearizedADMM with rho = eta = 1, or of --algorithm with that "
+                 "algorithm's own defaults (admm: rho = auto)."),
     click.option("--zones", type=click.IntRange(min=2), default=None,
                  help="With --network: number of automatic zones."),
     click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,

@@ -108,7 +108,8 @@ def _dump_specs(items: list[tuple], names: Sequence[str], blocks: list[list[int]
             if found is not None:
                 where, part, exc = found
                 raise BackendError(
-                    f"The {what} of agent {name!r} cannot be sent to a Ray actor: {where} ({type(part).__name__}) "
+                    f"{'Agent' if what == 'agent' else f'The {what} of agent'} {name!r} cannot be sent to a Ray "
+                    f"actor: {where} ({type(part).__name__}) "
                     f"cannot be pickled ({type(exc).__name__}: {exc}). Keep only picklable data on the agent (arrays, "
                     "numbers, CVXPY expressions), or build the resource inside the agent when it is used; no actor "
                     "was started.", agents=(name,), method="build")

@@ -215,7 +215,8 @@ def test_unpicklable_agent_refused_before_any_actor_starts_naming_agent_and_attr
     with pytest.raises(BackendError) as error:
         cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=2), seed=0, backend=backend)
     message = str(error.value)
-    assert f"agent {agents[1].name!r}" in message and "agent.cache['lock'] (lock)" in message, message
+    assert message.startswith(f"Agent {agents[1].name!r} cannot be sent to a Ray actor: agent.cache['lock'] (lock) "
+                              "cannot be pickled"), message
     assert "cannot pickle '_thread.lock'" in message and "no actor was started" in message
     assert error.value.agents == (agents[1].name,) and started == [] and backend.actors == []
 
