@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "SmoothObjective": ".model.agent",
     "ERMConstants": ".families.graph.mechanism", "attach_erm_constants": ".families.graph.mechanism",
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
+    "check_declaration": ".model.agent",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
 
@@ -44,7 +45,7 @@ __all__ = [
     "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result", "schedules", "solve",
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
-    "solve_with_fallback",
+    "solve_with_fallback", "check_declaration",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
@@ -54,7 +55,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
-    from .model.agent import Agent, Sensitivity, SmoothObjective
+    from .model.agent import Agent, Sensitivity, SmoothObjective, check_declaration
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.vertical import VerticalParty
     from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger

@@ -59,6 +59,20 @@ def num(value, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+def rounded(value, digits: int = 4) -> str:
+    """Human text for a number or a nested dict/list of numbers, each float to ``digits`` significant digits
+    (``0.00030000000000000003`` -> ``0.0003``); the JSON output keeps full precision."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return format(value, f".{digits}g")
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {rounded(v, digits)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(rounded(v, digits) for v in value) + ")"
+    return str(value)
+
+
 def backend_options(func):
     """``--backend serial|ray`` with ``--ray-cpus`` / ``--ray-address`` (override the case's [run] table)."""
     for option in reversed((

@@ -57,7 +57,8 @@ _CASE_OPTIONS = (
     click.option("--network", default=None, help="Power shortcut without a case file: a pandapower case "
                  "(case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF case (pglib_opf_case14_ieee, "
                  "...; see `cvxdp cases`) or a MATPOWER file (*.m, relative to the current directory); needs "
-                 "--zones."),
+                 "--zones. Runs 300 rounds of LinearizedADMM with rho = eta = 1, or of --algorithm with that "
+                 "algorithm's own defaults (admm: rho = auto)."),
     click.option("--zones", type=click.IntRange(min=2), default=None,
                  help="With --network: number of automatic zones."),
     click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
@@ -118,12 +119,15 @@ def run_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delt
 @click.option("--zones", type=click.IntRange(min=2), default=None, help="With --network: number of automatic zones.")
 @click.option("--objective", type=click.Choice(["cost", "balance"]), default=None,
               help="Power cases: the objective of the reference solve (with --network the default is cost).")
+@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Local data file or directory for the case's [model] path (as for `cvxdp run`, e.g. a LEAF "
+                   "FEMNIST directory).")
 @click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="Seconds each solver of the fallback chain (Clarabel, ECOS, SCS) may run.")
 @click.option("--progress/--no-progress", default=True, help="Report each step on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def central_cmd(case_file, network, zones, objective, time_limit, progress, as_json) -> None:
+def central_cmd(case_file, network, zones, objective, data, time_limit, progress, as_json) -> None:
     """Centralized reference solve of CASE_FILE (optimal value, solver, time); power cases add an AC check.
 
     "cost" is the generation cost in $/h; "objective" is in the model's units (cost objective: k$/h).
@@ -132,7 +136,7 @@ def central_cmd(case_file, network, zones, objective, time_limit, progress, as_j
     """
     from .tasks import central_task  # start-up: the modelling stack loads only when a command runs
 
-    central_task(case_file, network, zones, objective, time_limit, progress, as_json)
+    central_task(case_file, network, zones, objective, data, time_limit, progress, as_json)
 
 
 @cli.command("study")

@@ -4,11 +4,13 @@ one of them runs, so ``--help`` and the light commands never load the modelling 
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -18,7 +20,7 @@ from ..federation.launch import QUIET, LocalFederation, require_flower, submit, 
 from ..federation.parties import write_parties, write_plan
 from ..federation.party import PartyFile
 from ..model import SolverFallbackWarning, solve_central
-from ..run import RESULT_FILE, OutputLock, load_result, prepare_dir, remove_checkpoint
+from ..run import RESULT_FILE, OutputLock, checkpoint_path, load_result, prepare_dir, remove_checkpoint
 from ..studies import (
     is_graph_study,
     is_sharing_study,
@@ -28,10 +30,10 @@ from ..studies import (
     run_sharing_study,
     run_study,
 )
-from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num
+from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num, rounded
 
 
-def _load_or_shortcut(case_file, network, zones, objective):
+def _load_or_shortcut(case_file, network, zones, objective, algorithm=None):
     """A case file, or (``--network NAME --zones N``) an in-memory power case with automatic zones."""
     if network is None and zones is None:
         if case_file is None:
@@ -41,7 +43,7 @@ def _load_or_shortcut(case_file, network, zones, objective):
         raise click.UsageError("Give either a CASE_FILE or --network/--zones, not both.")
     if network is None or zones is None:
         raise click.UsageError("--network and --zones go together (e.g. --network case300 --zones 4).")
-    return power_case(network, zones, objective=objective)
+    return power_case(network, zones, objective=objective, algorithm=algorithm)
 
 
 def _power_lines(summary: dict) -> list[str]:
@@ -56,21 +58,50 @@ def _power_lines(summary: dict) -> list[str]:
              f"   gap {summary['objective_gap']:+.4g}"
              + (f" ({100 * summary['relative_gap']:+.3g} %)" if finite(summary.get("relative_gap")) else
                 " (relative gap undefined: the optimum is 0)"),
-             f"  generation cost     {summary['cost']:.2f} $/h (central optimum of the '{kind}' objective: "
-             f"{summary['central_cost']:.2f} $/h; gap {summary['cost_gap']:+.2f} $/h)",
+             f"  generation cost     {summary['cost']:.2f} $/h "
+             + (f"(central optimum of the '{kind}' objective: {summary['central_cost']:.2f} $/h; gap "
+                f"{summary['cost_gap']:+.2f} $/h)" if finite(summary.get("cost_gap")) else
+                "(not the objective here, so not compared with an optimum)"),
              f"  balance deviation   {summary['balance_deviation']:.4g} p.u.^2 (sum of squared P/Q mismatches)"]
     if finite(summary.get("polished_cost")):
-        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h (gap {summary['polished_cost_gap']:+.2f} $/h; "
+        gap = (f"gap {summary['polished_cost_gap']:+.2f} $/h; " if finite(summary.get("polished_cost_gap"))
+               else "")
+        lines.append(f"  polished dispatch   {summary['polished_cost']:.2f} $/h ({gap}"
                      f"round {summary['polished_round']}: feasible, the zones agree on every tie line)")
     if kind == "balance":
         lines.append("  (the balance objective does not price generation: its cost is that of one feasible dispatch, "
-                     "not an economic dispatch; `cvxdp central CASE --objective cost` gives the cheapest)")
+                     "not an economic dispatch, so no cost gap is reported; the central balance optimum's dispatch "
+                     f"costs {summary['central_cost']:.2f} $/h and `cvxdp central CASE --objective cost` gives the "
+                     "cheapest)")
     return lines + _ac_lines(summary, "the final distributed dispatch")
+
+
+def _ac_table(points: dict, diagnosis: str) -> list[str]:
+    """The AC check of the central SOC optimum, the distributed point and the polished point side by side."""
+    names = list(points)
+    rows = [("verdict", lambda p: "feasible" if p.get("feasible") else "NOT feasible"),
+            ("slack P mismatch MW", lambda p: f"{abs(p['slack_p_mw']):.3g}"),
+            ("voltage violation p.u.", lambda p: f"{p['max_v_violation_pu']:.3g}"),
+            ("gen Q violation MVAr", lambda p: f"{p['max_q_violation_mvar']:.3g}"),
+            ("branch overload of rate_a", lambda p: f"{p['max_overload_frac']:.3g}")]
+
+    def cell(p: dict, fn) -> str:
+        try:
+            return fn(p) if p.get("converged") or fn is rows[0][1] else "n/a"
+        except (KeyError, TypeError, ValueError):
+            return "n/a"
+
+    lines = ["  AC check side by side (pandapower runpp from each point's set-points)",
+             "    " + f"{'':26s}" + "".join(f"{n:>14s}" for n in names)]
+    lines += ["    " + f"{label:26s}" + "".join(f"{cell(points[n], fn):>14s}" for n in names) for label, fn in rows]
+    return lines + [f"    verdict: {diagnosis}"]
 
 
 def _ac_lines(summary: dict, what: str) -> list[str]:
     """The AC check's verdict, numbers with units and tolerances (empty without an AC check)."""
     lines: list[str] = []
+    if "ac_points" in summary:
+        lines += _ac_table(summary["ac_points"], summary["ac_diagnosis"])
     if "ac_feasible" in summary:
         tol = summary["ac_tolerances"]
         verdict = "AC FEASIBLE within tolerances" if summary["ac_feasible"] else "NOT AC feasible"
@@ -87,7 +118,7 @@ def _ac_lines(summary: dict, what: str) -> list[str]:
 def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
           local_updates, algorithm, seed, accountant) -> Case:
     """The case of a ``run`` or ``federate`` command, with the command's overrides."""
-    case = _load_or_shortcut(case_file, network, zones, objective)
+    case = _load_or_shortcut(case_file, network, zones, objective, algorithm)
     if objective is not None and network is None:
         raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
     if data is not None:
@@ -103,6 +134,22 @@ def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta,
         raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
                                f"got {mech!r}.")
     return case
+
+
+def _checkpointed(out: Path) -> str:
+    """What a rerun resumes from: the round of the checkpoint in ``out``."""
+    try:
+        with open(checkpoint_path(out), "rb") as fh:
+            saved = pickle.load(fh)["loop"].t
+    except Exception:  # noqa: BLE001 - no checkpoint yet (or unreadable): the rerun says so itself
+        return "no round was checkpointed yet, so it starts afresh"
+    return f"from the checkpoint of round {saved}"
+
+
+def _interrupted(where: str, resume: str) -> NoReturn:
+    """Ctrl-C: one line saying where the run stopped and how to resume it (not click's bare "Aborted!")."""
+    click.echo(f"interrupted {where}; run the same command again to resume ({resume}).", err=True)
+    raise SystemExit(130)  # the shell's status for a SIGINT
 
 
 def run_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source, rounds,
@@ -123,7 +170,12 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
         if (out / RESULT_FILE).exists() and not overwrite:
             raise OutputError(f"{str(out)!r} already holds a finished run; pass --overwrite to replace it, or "
                               "choose another --out.")
-        outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out)
+        done = [0]  # the last round completed (a Ctrl-C names it)
+        try:
+            outcome = run_case(case, instance=instance, progress=progress and sys.stderr.isatty(), checkpoint=out,
+                               callback=lambda t, row: done.__setitem__(0, t))
+        except KeyboardInterrupt:
+            _interrupted(f"at round {done[0] + 1}", _checkpointed(out))
         outcome.result.save(out, overwrite=overwrite)
         remove_checkpoint(out)
     if public_dir is not None:
@@ -150,7 +202,8 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
                        *_power_lines(summary),
                        *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
                          if k in ("train_cost", "test_error") and v is not None),
-                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       f"  privacy (worst agent, epsilon or (epsilon, delta) per accountant) {rounded(priv)}" if priv
+                       else "  privacy: none",
                        *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
                          if summary.get("guarantee") is False),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
@@ -159,7 +212,7 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
     emit(summary, as_json, human)
 
 
-def central_task(case_file, network, zones, objective, time_limit, progress, as_json) -> None:
+def central_task(case_file, network, zones, objective, data, time_limit, progress, as_json) -> None:
     """``cvxdp central``."""
     start = time.perf_counter()
 
@@ -171,6 +224,8 @@ def central_task(case_file, network, zones, objective, time_limit, progress, as_
     if objective is not None and objective != case.model.get("objective"):
         case.model["objective"] = objective
         case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
+    if data is not None:  # the same [model] path override as `cvxdp run --data`
+        case.model["path"] = str(data.resolve())
     report(f"building {case.name}")
     instance = build_instance(case)
     report(f"{len(instance.agents)} agents built")
@@ -191,7 +246,8 @@ def central_task(case_file, network, zones, objective, time_limit, progress, as_
         info["solver_fallbacks"] = notes
     report("done")
     info = {"case": case.name, **info}
-    human = "\n".join(f"{k:24s} {v}" for k, v in info.items() if not isinstance(v, (list, dict)) and v != "")
+    human = "\n".join(f"{k:24s} {rounded(v, 6)}" for k, v in info.items()
+                      if not isinstance(v, (list, dict)) and v != "")
     ac = _ac_lines(info, "the central SOC set-points")
     if ac:
         human += "\n" + "\n".join(ac)
@@ -202,6 +258,16 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
                as_json) -> None:
     """``cvxdp study``."""
     run = backend_overrides(backend, ray_cpus, ray_address)
+    try:
+        info = _study(study_file, out, rounds, data, test_data, run, progress)
+    except KeyboardInterrupt:
+        _interrupted("during the study", f"its finished runs in {out} are kept and not run again")
+    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
+            + "\n".join(f"  {f}" for f in info["files"])
+    emit(info, as_json, human)
+
+
+def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
                                  progress=progress and sys.stderr.isatty(), run=run)
@@ -212,9 +278,7 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
-    human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
-            + "\n".join(f"  {f}" for f in info["files"])
-    emit(info, as_json, human)
+    return info
 
 
 def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:
@@ -291,7 +355,8 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
                        f"{case.privacy.get('mechanism', 'none')}): {summary['rounds']} rounds "
                        f"({summary['stop_reason']}), {summary['elapsed_s']:.1f} s",
                        f"  consensus residual  {num(summary.get('consensus_residual'), '.3e')} (released)",
-                       f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
+                       f"  privacy (worst agent, epsilon or (epsilon, delta) per accountant) {rounded(priv)}" if priv
+                       else "  privacy: none",
                        *([f"  stopped by party {summary['stopped_by']['party']!r}'s own budget"]
                          if summary.get("stopped_by") else []),
                        f"  public result saved to {out / 'result'} (released values only; each party keeps its own "

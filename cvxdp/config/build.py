@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,16 +142,19 @@ def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend
     if name not in BACKENDS:
         raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "
                           f"Got {name!r} instead.")
-    options = {"num_cpus": table.get("ray_cpus"), "address": table.get("ray_address")}
-    given = sorted(f"ray_{k.replace('num_', '')}" for k, v in options.items() if v is not None)
+    keys = {"ray_cpus": "num_cpus", "ray_address": "address"}  # the file's key -> RayBackend's parameter
+    given = sorted(key for key in keys if table.get(key) is not None)
     if name != "ray":
         if given:
             raise ConfigError(f"[run] {', '.join(given)} apply to backend = \"ray\"; the backend is {name!r}.")
         return get_backend(name)
     try:
-        return get_backend(name, keep_actors=keep_actors, **{k: v for k, v in options.items() if v is not None})
+        return get_backend(name, keep_actors=keep_actors, **{keys[key]: table[key] for key in given})
     except CvxdpError as exc:
-        raise ConfigError(f"[run]: {exc}") from None
+        message = str(exc)
+        for key, parameter in keys.items():  # name the key the user wrote, not the constructor's parameter
+            message = message.replace(f"The {parameter!r} parameter of RayBackend", f"The {key!r} key")
+        raise ConfigError(f"[run]: {message}") from None
 
 
 class StudyBackends:
@@ -234,16 +237,19 @@ def build_instance(case: Case):
     return build_model(case.template, case.model, base_dir=case.path.parent)
 
 
-def power_case(network: str, zones: int, *, objective: str | None = None) -> Case:
+def power_case(network: str, zones: int, *, objective: str | None = None, algorithm: str | None = None) -> Case:
     """An in-memory power case (``cvxdp run/central --network NAME --zones N``; NAME may also be a bundled
     PGLib-OPF case or a MATPOWER file path, relative to the current directory): ``network`` split into
-    ``zones`` automatic connected zones, LinearizedADMM with rho = eta = 1, 300 rounds, non-private."""
+    ``zones`` automatic connected zones, 300 rounds, non-private. The default algorithm is LinearizedADMM with
+    rho = eta = 1; any other ``algorithm`` (e.g. ``"admm"``) keeps its own defaults (ADMM: rho = "auto")."""
     model = {"network": network, "auto_zones": int(zones)}
     if objective is not None:
         model["objective"] = objective
     stem = Path(network).stem  # a MATPOWER file path names the case by its file name
+    table: dict[str, Any] = ({"name": "ladmm", "rho": 1.0, "eta": 1.0, "local_updates": 1, "rounds": 300}
+                             if algorithm in (None, "ladmm") else {"name": algorithm, "rounds": 300})
     return Case(path=Path.cwd() / f"{stem}_{zones}zones.toml", name=f"{stem}_{zones}zones", template="power",
-                model=model, algorithm={"name": "ladmm", "rho": 1.0, "eta": 1.0, "local_updates": 1, "rounds": 300},
+                model=model, algorithm=table,
                 privacy={"mechanism": "none", "delta": 1e-6}, run={"accountant": "pld"})
 
 
@@ -316,12 +322,14 @@ class CaseRun:
 
 
 def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkpoint: Any = None,
-             checkpoint_every: int = 5, backend: Any = None) -> CaseRun:
+             checkpoint_every: int = 5, backend: Any = None,
+             callback: Callable[[int, dict], None] | None = None) -> CaseRun:
     """Run ``case`` once and return its result and a flat summary (final metrics + template metrics).
 
     With ``checkpoint`` (a directory) the run checkpoints every ``checkpoint_every`` rounds and resumes
     from a checkpoint of the same run found there. ``backend``: where it runs (default: the one the case's
-    [run] table names; a study passes its kept one, :class:`cvxdp.config.build.StudyBackends`).
+    [run] table names; a study passes its kept one, :class:`cvxdp.config.build.StudyBackends`). ``callback``:
+    as for :func:`cvxdp.solve`, called after every round.
     """
     instance = build_instance(case) if instance is None else instance
     if checkpoint is not None and not isinstance(checkpoint, CheckpointTarget):
@@ -335,7 +343,7 @@ def run_case(case: Case, *, progress: bool = False, instance: Any = None, checkp
                    accountant=run.get("accountant", "pld"), budget=budget,
                    backend=make_backend(run) if backend is None else backend,
                    seed=run.get("seed"), target_delta=run.get("target_delta"), progress=progress,
-                   checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                   checkpoint=checkpoint, checkpoint_every=checkpoint_every, callback=callback,
                    # a case run is the data owner's simulation: private evaluation is asked for on every backend,
                    # labelled in the result, and dropped by --public / Result.release()
                    evaluate=True)

@@ -215,8 +215,13 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
 
 
 def solution_violation(agents: Sequence[Any], solution: Mapping[str, np.ndarray],
-                       local: Mapping[str, np.ndarray] | None = None, *, warn: bool = True) -> dict[str, Any]:
+                       local: Mapping[str, np.ndarray] | None = None, *, warn: bool = True,
+                       private: bool | None = None, stop_reason: str | None = None) -> dict[str, Any]:
     """Distance of the consensus solution to every agent's feasible set (projected on its shared keys).
+
+    ``private`` (whether the run added noise) and ``stop_reason`` (``"tolerance"``: it met its stopping rule)
+    only choose the warning's explanation: noise can only be the cause of a private run, and a run that met its
+    rule did reach the consensus its tolerances ask for.
 
     Returns
     -------
@@ -239,10 +244,17 @@ def solution_violation(agents: Sequence[Any], solution: Mapping[str, np.ndarray]
            "tolerance": TOLERANCE * scale}
     if warn and worst is not None and finite[worst] > TOLERANCE * scale:
         outside = [k for k, v in finite.items() if v > TOLERANCE * scale]
+        if private is False and stop_reason == "tolerance":
+            why = ("the run met its stopping rule, and its tolerances let the agents' copies differ by about this "
+                   "much (tighten tol_primal / tol_dual / tol_mismatch for a closer point; exact ADMM's "
+                   "result.polished is feasible for every agent when it exists)")
+        elif private is False:
+            why = "the run did not reach consensus (too few rounds, or step sizes that stall)"
+        else:
+            why = "the run did not reach consensus (noise-dominated, too few rounds or a loose stopping tolerance)"
         warnings.warn(f"The consensus solution lies outside the feasible set of {len(outside)} of {len(per_agent)} "
-                      f"agent(s) (largest distance {finite[worst]:.3g}, agent {worst!r}); the run did not reach "
-                      "consensus (noise-dominated, too few rounds or a loose stopping tolerance). The distances are in "
-                      "result.solution_violation.", UserWarning,
+                      f"agent(s) (largest distance {finite[worst]:.3g}, agent {worst!r}); {why}. The distances are "
+                      "in result.solution_violation.", UserWarning,
                       stacklevel=4)  # <- run_loop <- cvxdp.solve <- its caller (the line the user wrote)
     return out
 

@@ -185,12 +185,13 @@ def _diag_on(n_x: int, cols: np.ndarray, weights: np.ndarray) -> sp.csc_matrix:
     return sp.diags(diag, format="csc")
 
 
-def _solve_cvxpy(prob: cp.Problem, name: str, agent: Agent) -> tuple[np.ndarray | None, str]:
-    """One fallback attempt through a (DPP, warm-started) CVXPY problem; the flat ``u`` or None."""
+def _solve_cvxpy(prob: cp.Problem, name: str, agent: Agent, *, warm_start: bool = True,
+                 ) -> tuple[np.ndarray | None, str]:
+    """One fallback attempt through a (DPP, by default warm-started) CVXPY problem; the flat ``u`` or None."""
     if name == "OSQP" and not prob.is_qp():
         return None, "not a QP"
     try:
-        prob.solve(solver=name, warm_start=True)
+        prob.solve(solver=name, warm_start=warm_start)
     except (cp.SolverError, ValueError) as exc:
         return None, f"error ({exc.__class__.__name__})"
     if prob.status not in _OK:
@@ -357,7 +358,7 @@ class ProxSolver:
         self.sidx = agent.layout.shared_indices
         self._problems: dict[float, tuple[cp.Problem, cp.Parameter]] = {}
         self._overrides = settings
-        self._polisher: clarabel.DefaultSolver | None = None  # set up on the first polish
+        self._polish_A: sp.csc_matrix | None = None  # the polish's constraint data, built on the first polish
         self._polish_problem: tuple[cp.Problem, cp.Parameter] | None = None
         self.data: ConeData | None = None
         if compiled:
@@ -409,8 +410,9 @@ class ProxSolver:
         """``argmin_{u in W} f(u)`` subject to ``E u = target`` (the shared block fixed), or None when no point
         of ``W`` has that shared block.
 
-        Compiled path: the same compiled data with ``E u = target`` prepended as zero-cone rows, one Clarabel
-        set-up (later calls only receive ``update(b=...)``); a failure other than infeasibility tries the
+        Compiled path: the same compiled data with ``E u = target`` prepended as zero-cone rows, a fresh Clarabel
+        set-up per call (so the answer depends on ``target`` only, never on earlier polishes: a resumed run
+        repeats the uninterrupted one); a failure other than infeasibility tries the
         other solvers on a DPP CVXPY problem. Unlike :meth:`solve`, nothing raises: a polish that no solver
         answers is reported as not polished (``report.solver == "none"``, the statuses in its fallbacks).
         """
@@ -437,18 +439,18 @@ class ProxSolver:
     def _polish_clarabel(self, target: np.ndarray) -> tuple[np.ndarray | None, str]:
         d, k = self.data, self._scols.size
         b = np.concatenate([target, d.b])
-        if self._polisher is None:
+        if self._polish_A is None:
             rows = sp.csc_matrix((np.ones(k), (np.arange(k), self._scols)), shape=(k, d.n_x))
             self._polish_A = sp.vstack([rows, d.A], format="csc")
             self._polish_cones = [clarabel.ZeroConeT(k)] + d.cones()
-            self._polisher = clarabel.DefaultSolver(sp.triu(d.P, format="csc"), d.q, self._polish_A, b,
-                                                    self._polish_cones, self.settings)
-        else:
-            self._polisher.update(b=b)
-        sol = self._polisher.solve()
+            self._polish_P = sp.triu(d.P, format="csc")
+        # a fresh set-up on every polish: a solver updated in place (update(b=...)) answers differently after
+        # earlier polishes (up to 1e-2 in x on case14 after an infeasible one), and a resumed node has none of
+        # them; the polish must depend on its target only, so that a resumed run repeats the uninterrupted one
+        sol = clarabel.DefaultSolver(self._polish_P, d.q, self._polish_A, b, self._polish_cones, self.settings).solve()
         for attempt, settings in enumerate((None, *ROBUST_SETTINGS)):
             if attempt:  # a fresh set-up on this b, with the robust settings in turn
-                sol = clarabel.DefaultSolver(sp.triu(d.P, format="csc"), d.q, self._polish_A, b, self._polish_cones,
+                sol = clarabel.DefaultSolver(self._polish_P, d.q, self._polish_A, b, self._polish_cones,
                                              clarabel_settings(self._overrides, robust=settings)).solve()
             if sol.status in (clarabel.SolverStatus.PrimalInfeasible, clarabel.SolverStatus.AlmostPrimalInfeasible):
                 return None, "infeasible"
@@ -466,7 +468,7 @@ class ProxSolver:
                                                [*self.agent.constraints, shared == m]), m)
         prob, m = self._polish_problem
         m.value = np.asarray(target, dtype=float)
-        return _solve_cvxpy(prob, name, self.agent)
+        return _solve_cvxpy(prob, name, self.agent, warm_start=False)  # a cold start: the target alone decides
 
 
 # --------------------------------------------------------------------------- the graph family's exact primal update

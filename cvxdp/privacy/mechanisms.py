@@ -35,7 +35,7 @@ class Perturbation(Parameterized):
         agent (``calibrate="total"``).
     delta : float or None
         Gaussian: required, in (0, 1). Laplace: optional; used only as the total delta at which an
-        "rdp" budget is calibrated (pure Laplace steps have delta 0).
+        "rdp" total (``calibrate="total"``) is calibrated (pure Laplace steps have delta 0).
     calibration : {"analytic", "classic"}
         Gaussian per-step formula: the analytic Gaussian mechanism (Balle & Wang 2018, any epsilon) or the
         classic ``sqrt(2 ln(1.25/delta)) / epsilon`` bound (refused for a per-step epsilon >= 1).

@@ -222,8 +222,9 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
         agent_history = _frame(loop.agent_rows, loop.eval_agent_rows, ("round", "agent"), family.agent_order)
         summary = ledger.summary()
         history = ordered(_with_final_pld(history, summary), family.history_order)
-        violation = solution_violation(agents, solution, local) if agents is not None and family.violation_check \
-            else None  # each agent's feasible set is private: a federation's parties check it themselves
+        violation = solution_violation(agents, solution, local, private=family.privacy is not None,
+                                       stop_reason=loop.stop_reason) \
+            if agents is not None and family.violation_check else None  # each agent's feasible set is private: a federation's parties check it themselves
         result = Result(history=history, agent_history=agent_history, solution=solution, local=local,
                         privacy=summary, config=config, stop_reason=loop.stop_reason or "rounds", ledger=ledger,
                         agents=list(agents or ()), solution_violation=violation)

@@ -9,17 +9,23 @@ ordinary writable copies, exactly as with the serial backend.
 An exception raised by a node comes back as the same exception (class, message, attributes) with the
 remote traceback as a note; warnings a node emits are re-emitted in the driver. An actor that dies raises
 :class:`~cvxdp.errors.BackendError` naming the agents it held, the method and the round.
+
+Before anything starts, the backend checks what would otherwise fail late or hang: a cluster ``address`` must
+answer within ``connect_timeout`` seconds (Ray itself retries an address where nothing listens forever), and every
+agent must pickle (an agent holding, e.g., a lock or an open file is refused naming the agent and the attribute,
+before any actor starts).
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import BackendError, OptionalDependencyError, check_int, fail
+from ..errors import BackendError, OptionalDependencyError, check_float, check_int, fail
 from .backends import Backend, NodeSpec, balanced_blocks, method_name
 
 try:  # Ray's own (vendored) cloudpickle: present wherever Ray is
@@ -35,6 +41,79 @@ def _import_ray() -> Any:
         raise OptionalDependencyError("The 'ray' backend needs the optional extra: pip install 'cvxdp[ray]'.") \
             from exc
     return ray
+
+
+def _probe(address: str, timeout: float) -> None:
+    """Raise :class:`BackendError` naming ``address`` unless its Ray head accepts a TCP connection within
+    ``timeout`` seconds. ``"auto"`` is resolved as Ray resolves it (``RAY_ADDRESS``, then the last ``ray start``);
+    when nothing is found Ray's own error follows (it is immediate)."""
+    target = address
+    if target == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address  # optional: a Ray internal
+
+            target = canonicalize_bootstrap_address("auto") or ""
+        except Exception:  # noqa: BLE001 - internal API moved or nothing to resolve: Ray reports it
+            return
+        if not target:
+            return
+    hostport = target.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise BackendError(f"Could not join the Ray cluster at {address!r}: expected 'host:port', 'ray://host:port' "
+                           "or 'auto'.")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise BackendError(f"Could not join the Ray cluster at {address!r}: nothing answered at {host} port {port} "
+                           f"within {timeout:g} s ({type(exc).__name__}: {exc}). Start the cluster (ray start "
+                           "--head) or correct the address; without an address cvxdp starts a local Ray.") from None
+
+
+def _unpicklable_part(obj: Any, path: str, depth: int = 4) -> tuple[str, Any, BaseException] | None:
+    """The deepest attribute path under ``obj`` that cannot be pickled, with that object and its error; ``None`` if
+    ``obj`` pickles.
+    Looks through instance attributes, dict values and list/tuple items, ``depth`` levels down."""
+    try:
+        cloudpickle.dumps(obj)
+        return None
+    except Exception as exc:  # noqa: BLE001 - any pickling failure
+        error: BaseException = exc
+    if depth > 0:
+        if isinstance(obj, dict):
+            children = [(f"{path}[{k!r}]", v) for k, v in obj.items()]
+        elif isinstance(obj, (list, tuple)):
+            children = [(f"{path}[{i}]", v) for i, v in enumerate(obj)]
+        else:
+            state = getattr(obj, "__dict__", None)
+            children = [(f"{path}.{k}", v) for k, v in state.items()] if isinstance(state, dict) else []
+        for child_path, child in children:
+            found = _unpicklable_part(child, child_path, depth - 1)
+            if found is not None:
+                return found
+    return path, obj, error
+
+
+def _dump_specs(items: list[tuple], names: Sequence[str], blocks: list[list[int]]) -> list[bytes]:
+    """One cloudpickle blob per actor block; an item that cannot be pickled is refused naming its agent and the
+    attribute at fault (nothing has been sent yet)."""
+    try:
+        return [cloudpickle.dumps([items[i] for i in block]) for block in blocks]
+    except Exception:  # noqa: BLE001 - find which agent, and which part of it
+        pass
+    for name, (spec, agent, seed) in zip(names, items):
+        for what, obj in (("agent", agent), ("node spec", spec), ("seed", seed)):
+            found = _unpicklable_part(obj, what)
+            if found is not None:
+                where, part, exc = found
+                raise BackendError(
+                    f"{'Agent' if what == 'agent' else f'The {what} of agent'} {name!r} cannot be sent to a Ray "
+                    f"actor: {where} ({type(part).__name__}) "
+                    f"cannot be pickled ({type(exc).__name__}: {exc}). Keep only picklable data on the agent (arrays, "
+                    "numbers, CVXPY expressions), or build the resource inside the agent when it is used; no actor "
+                    "was started.", agents=(name,), method="build")
+    raise BackendError("The node specs cannot be pickled for the Ray actors.", method="build")  # pragma: no cover
 
 
 class NodeHost:
@@ -126,6 +205,9 @@ class RayBackend(Backend):
         Keep the actors (emptied of their nodes) when a run ends and reuse them for the next run on this
         backend instance, which then skips the start of the worker processes (seconds each; useful for many
         short runs). :meth:`shutdown` ends them. Default: :meth:`close` kills them.
+    connect_timeout : float, default 10.0
+        Seconds to wait for the head at ``address`` to accept a connection before raising
+        :class:`~cvxdp.errors.BackendError` naming the address (Ray alone would retry forever).
 
     Notes
     -----
@@ -135,7 +217,8 @@ class RayBackend(Backend):
     """
 
     def __init__(self, *, num_cpus: int | None = None, address: str | None = None,
-                 nodes_per_actor: int | None = None, keep_actors: bool = False) -> None:
+                 nodes_per_actor: int | None = None, keep_actors: bool = False,
+                 connect_timeout: float = 10.0) -> None:
         self.num_cpus = None if num_cpus is None else check_int(num_cpus, "num_cpus", "RayBackend", 1)
         if address is not None and (not isinstance(address, str) or not address):
             raise fail("address", "RayBackend", "None or a non-empty str (a Ray cluster address)", address)
@@ -145,6 +228,7 @@ class RayBackend(Backend):
         if not isinstance(keep_actors, bool):
             raise fail("keep_actors", "RayBackend", "a bool", keep_actors)
         self.keep_actors = keep_actors
+        self.connect_timeout = check_float(connect_timeout, "connect_timeout", "RayBackend", 0.0)
         self._ray = _import_ray()
         self.actors: list[Any] = []
         self._idle: list[Any] = []  # kept actors (keep_actors=True) between runs
@@ -164,7 +248,10 @@ class RayBackend(Backend):
             if self.address is None:  # always a fresh local instance, never a cluster found on disk
                 ray.init(address="local", num_cpus=self.num_cpus, **options)
             else:
+                _probe(self.address, self.connect_timeout)
                 ray.init(address=self.address, **options)
+        except BackendError:
+            raise
         except Exception as exc:  # noqa: BLE001 - unreachable address, no resources, ...
             where = f"join the Ray cluster at {self.address!r}" if self.address else "start a local Ray instance"
             raise BackendError(f"Could not {where}: {type(exc).__name__}: {exc}") from None
@@ -187,8 +274,12 @@ class RayBackend(Backend):
         if not ray.is_initialized():  # kept actors died with a Ray shut down in between
             self._idle = []
         self._ensure_ray()
-        self.names = [s.name for s in specs]
-        self.blocks = self._layout(len(specs), [s.work for s in specs])
+        names = [s.name for s in specs]
+        blocks = self._layout(len(specs), [s.work for s in specs])
+        items = [(spec, None if agents is None else agents[i], None if seeds is None else seeds[i])
+                 for i, spec in enumerate(specs)]
+        blobs = _dump_specs(items, names, blocks)  # an unpicklable agent is refused before any actor starts
+        self.names, self.blocks = names, blocks
         reuse, extra = self._idle[:len(self.blocks)], self._idle[len(self.blocks):]
         self._idle = []
         self._kill(extra)
@@ -196,7 +287,6 @@ class RayBackend(Backend):
         # Ray then runs each actor single-threaded (OMP_NUM_THREADS=1) and SPREAD places them across nodes
         host = ray.remote(NodeHost).options(num_cpus=0, scheduling_strategy="SPREAD", max_restarts=0)
         self.actors = reuse + [host.remote() for _ in range(len(self.blocks) - len(reuse))]
-        blobs = [cloudpickle.dumps([(specs[i], agents[i], seeds[i]) for i in block]) for block in self.blocks]
         self._gather("build", [a.build.remote(b) for a, b in zip(self.actors, blobs)], None)
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..config.build import (
     run_case,
     settings_context,
 )
-from ..errors import ConfigError, StepSizeWarning
+from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
 from ..run import jsonable, locks_output
@@ -147,13 +148,28 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
-def _report_step_advice(advice: dict[str, int], shown: int = 3) -> None:
-    """Issue the study's step-size warnings once each (with the number of runs), the first ``shown`` of them."""
-    for message, runs in list(advice.items())[:shown]:
-        warnings.warn(StepSizeWarning(f"{message} [{runs} run(s) of this study]"), stacklevel=5)
-    if len(advice) > shown:
-        warnings.warn(StepSizeWarning(f"... and {len(advice) - shown} more distinct step-size warnings in this "
-                                      "study (run a single case with cvxdp run to see them)."), stacklevel=5)
+def _collect(caught: list, collected: dict[tuple, list]) -> None:
+    """Add a run's warnings to the study's collection: one group per category and message with its numbers blanked
+    (``largest distance 0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each holding
+    ``[category, first message, runs]``."""
+    for w in caught:
+        key = (w.category, re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'", "#", str(w.message)))
+        if key in collected:
+            collected[key][2] += 1
+        else:
+            collected[key] = [w.category, str(w.message), 1]
+
+
+def _report_warnings(collected: dict[tuple, list], shown: int = 5) -> None:
+    """The study's warnings, once each at its end (not into the progress bar, not once per run): the first
+    ``shown`` groups with the number of runs that raised them, then how many more there were."""
+    groups = list(collected.values())
+    for category, message, runs in groups[:shown]:
+        other = " (the first; the numbers differ between runs)" if runs > 1 else ""
+        warnings.warn(f"{message} [{runs} run(s) of this study{other}]", category, stacklevel=5)
+    if len(groups) > shown:
+        warnings.warn(f"... and {len(groups) - shown} more distinct warnings in this study (run a single case with "
+                      "cvxdp run to see them).", UserWarning, stacklevel=5)
 
 
 @locks_output("study directory")  # a second study writing the same directory is refused
@@ -179,7 +195,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
                                                           "rounds": rounds or study.rounds}), indent=2))
     cells = study.cells()
     rows, histories, ledgers = [], [], {}
-    step_advice: dict[str, int] = {}  # StepSizeWarning message -> number of runs that raised it
+    collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
     # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
     # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
     # template without a settings hook)
@@ -194,14 +210,10 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
                 nonlocal instance
                 if instance is None:
                     instance = build_instance(base)
-                with warnings.catch_warnings(record=True) as caught:  # step-size advice: once per study, not per run
+                with warnings.catch_warnings(record=True) as caught:  # reported once per study, at its end
                     warnings.simplefilter("always")
                     outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                for w in caught:
-                    if issubclass(w.category, StepSizeWarning):
-                        step_advice[str(w.message)] = step_advice.get(str(w.message), 0) + 1
-                    else:
-                        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                _collect(caught, collected)
                 return outcome.result, outcome.summary
 
             result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
@@ -216,7 +228,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
             histories.append(result.history.assign(**cell_cols))
             ledgers[cell.key] = result.privacy
     bar.close()
-    _report_step_advice(step_advice)
+    _report_warnings(collected)
     results = pd.DataFrame(rows)
     with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
         warnings.simplefilter("ignore", FutureWarning)

@@ -356,13 +356,16 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         ref = central(ac_check=False)
         out = zm.metrics(result.local)
         gap = out["zone_objective"] - ref["objective"]
+        # a cost gap only against an optimum of the same objective: the balance objective does not price generation,
+        # so the cost of its central optimum is that of one feasible dispatch, not a bound (NaN: JSON null)
+        same = cfg["objective"] == "cost"
         out.update(
             {
                 "central_objective": ref["objective"],
                 "central_cost": ref["cost"],
                 "objective_gap": gap,
                 "relative_gap": gap / abs(ref["objective"]) if abs(ref["objective"]) > 1e-9 else float("nan"),
-                "cost_gap": out["cost"] - ref["cost"],
+                "cost_gap": out["cost"] - ref["cost"] if same else float("nan"),
                 "objective_kind": cfg["objective"],
             }
         )
@@ -370,7 +373,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         if polished and polished.get("local"):  # exact ADMM's polished dispatch (the zones agree on every tie line)
             cost = zm.metrics(polished["local"])["cost"]
             out.update({"polished_round": int(polished["round"]), "polished_cost": cost,
-                        "polished_cost_gap": cost - ref["cost"]})
+                        "polished_cost_gap": cost - ref["cost"] if same else float("nan")})
         return out
 
     info = {
@@ -386,5 +389,45 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         "relation": RELATION,
         "variables_per_zone": [m.layout.size for m in zm.models],
     }
+    def ac_check(result: Any) -> dict[str, Any]:
+        """The AC check of the distributed point (the ``ac_*`` keys), and in ``ac_points`` side by side with the
+        central SOC optimum's and the polished point's, with ``ac_at_fault`` / ``ac_diagnosis`` saying whether
+        the relaxation or the distribution is at fault (:func:`ac_diagnosis`)."""
+        out = zm.ac_check_local(result.local)
+        points = {"central SOC": {k: v for k, v in central().items() if k.startswith("ac_")}, "distributed": out}
+        polished = getattr(result, "polished", None)
+        if polished and polished.get("local"):
+            points["polished"] = zm.ac_check_local(polished["local"])
+        out = dict(out)
+        out["ac_points"] = {name: {k[3:]: v for k, v in point.items()} for name, point in points.items()}
+        out["ac_at_fault"], out["ac_diagnosis"] = ac_diagnosis(out["ac_points"])
+        return out
+
     return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),
-                         ac_check=lambda result: zm.ac_check_local(result.local))
+                         ac_check=ac_check)
+
+
+def ac_diagnosis(points: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """Which is at fault when the distributed point fails the AC check, from the kinds of violation (slack, voltage,
+    reactive limit, overload, no convergence) of each point: ``"none"`` when the distributed (or polished) point
+    passes; ``"relaxation"`` when the central SOC optimum fails in every way the distributed point does (the SOC
+    relaxation's set-points are not AC feasible, whatever the distribution does); ``"distribution"`` when the
+    central optimum passes; ``"both"`` when the central optimum fails too but the distributed point fails in
+    other ways as well."""
+    def kinds(point: dict[str, Any]) -> set[str]:
+        return {" ".join(v.split()[:2]) for v in point.get("violations", [])}
+
+    passing = [name for name in ("distributed", "polished") if points.get(name, {}).get("feasible")]
+    if passing:
+        return "none", f"the {' and the '.join(passing)} point(s) pass the AC check"
+    central, distributed = kinds(points["central SOC"]), kinds(points["distributed"])
+    if not central:
+        return "distribution", ("the central SOC optimum passes the AC check but the distributed point does not: "
+                                "the distribution is at fault (more rounds, tighter tolerances or less noise)")
+    if distributed <= central:
+        return "relaxation", ("the central SOC optimum fails the AC check in the same way: the SOC relaxation, not "
+                              "the distribution, is at fault (an AC-feasible dispatch needs an AC-OPF, not this "
+                              "model)")
+    return "both", (f"the central SOC optimum fails the AC check too ({', '.join(sorted(central))}: the relaxation), "
+                    f"and the distributed point also fails where it passes ({', '.join(sorted(distributed - central))}: "
+                    "the distribution)")

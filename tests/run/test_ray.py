@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -190,6 +191,36 @@ def test_ray_backend_parameters_are_checked():
     assert isinstance(cvxdp.run.get_backend("ray", nodes_per_actor=3), RayBackend)
 
 
+def test_unreachable_ray_address_fails_fast_naming_it(tmp_path):
+    # issue 38: Ray alone retries an address where nothing listens forever. A fresh process (this module's Ray is
+    # already initialised, which a backend reuses); the subprocess timeout only turns a hang into a failure.
+    cmd = [sys.executable, "-m", "cvxdp.cli.main", "run", str(CASES / "toy.toml"), "--rounds", "2",
+           "--out", str(tmp_path / "out"), "--backend", "ray", "--ray-address", "127.0.0.1:1", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "Could not join the Ray cluster at '127.0.0.1:1': nothing answered at 127.0.0.1 port 1" in done.stderr \
+        + done.stdout, done.stderr[-2000:]
+    with pytest.raises(InvalidParameterError, match="'connect_timeout' parameter of RayBackend"):
+        RayBackend(connect_timeout=0)
+
+
+def test_unpicklable_agent_refused_before_any_actor_starts_naming_agent_and_attribute(monkeypatch):
+    import threading
+
+    agents = toy(3)
+    agents[1].cache = {"lock": threading.Lock()}  # e.g. a resource opened on the agent
+    started = []
+    monkeypatch.setattr(RayBackend, "_gather", lambda self, method, refs, round: started.append(method))
+    backend = RayBackend()
+    with pytest.raises(BackendError) as error:
+        cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=2), seed=0, backend=backend)
+    message = str(error.value)
+    assert message.startswith(f"Agent {agents[1].name!r} cannot be sent to a Ray actor: agent.cache['lock'] (lock) "
+                              "cannot be pickled"), message
+    assert "cannot pickle '_thread.lock'" in message and "no actor was started" in message
+    assert error.value.agents == (agents[1].name,) and started == [] and backend.actors == []
+
+
 def test_cli_backend_ray_matches_serial(tmp_path):
     from click.testing import CliRunner
 
@@ -227,8 +258,13 @@ def test_case_file_run_backend_ray(tmp_path):
         make_backend({"backend": "dask"})
     with pytest.raises(ConfigError, match=r"ray_cpus apply to backend = \"ray\""):
         make_backend({"ray_cpus": 2})
-    with pytest.raises(ConfigError, match=r"\[run\]: The 'num_cpus' parameter of RayBackend"):
+    # the error names the key the user wrote, not the constructor's parameter (issue 38)
+    with pytest.raises(ConfigError, match=r"\[run\]: The 'ray_cpus' key must be an int") as error:
         make_backend({"backend": "ray", "ray_cpus": 0})
+    assert "num_cpus" not in str(error.value)
+    with pytest.raises(ConfigError, match=r"\[run\]: The 'ray_address' key must be") as error:
+        make_backend({"backend": "ray", "ray_address": ""})
+    assert "'address'" not in str(error.value)
 
 
 

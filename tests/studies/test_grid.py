@@ -86,3 +86,26 @@ def test_a_template_without_a_settings_hook_is_built_once_to_check_the_cells(tmp
     again = _run(study, out)
 
     assert (again["computed"], again["reused"], len(builds)) == (0, 2, 1)
+
+
+def test_a_study_reports_its_warnings_once_each_at_the_end(tmp_path):
+    """Issue 38: a study printed every run's warnings into its progress bar (82 in one study). Now each kind is
+    issued once, after the bar, with the number of runs that raised it."""
+    study = tmp_path / "study.toml"
+    study.write_text(f"""[study]
+case = "{(CASES / 'toy.toml').as_posix()}"
+mechanisms = ["ObjG"]
+epsilons = [0.01, 0.1]
+seeds = [0, 1]
+rounds = 2
+baseline = false
+""")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        info = run_study(study, tmp_path / "out", progress=False)
+    assert info["runs"] == 4
+    outside = [str(w.message) for w in caught if "outside the feasible set" in str(w.message)]
+    assert len(outside) == 1, outside  # every run's (noisy) consensus point is off the sets after 2 rounds
+    assert "[4 run(s) of this study (the first; the numbers differ between runs)]" in outside[0]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == len(set(messages)) <= 6

@@ -203,6 +203,20 @@ def test_femnist_case_pointed_at_other_writers(tmp_path):
     assert res.exit_code == 0, res.output
 
 
+def test_central_takes_data_like_run(tmp_path):
+    """Issue 38: `cvxdp central` had no --data (FEMNIST's central reference needed Python)."""
+    from cvxdp.cli.main import cli
+
+    fem = write_leaf(tmp_path / "fem", writers())
+    with pytest.warns(UserWarning, match="declares 1527 training samples but the loaded data hold 15"):
+        res = CliRunner().invoke(cli, ["central", str(CASES / "femnist_fl.toml"), "--data", str(fem),
+                                       "--no-progress", "--json"])
+    assert res.exit_code == 0, res.output
+    payload = json.loads(res.output.strip().splitlines()[-1])
+    inst = build({**load_toml(CASES / "femnist_fl.toml")["model"], "path": str(fem)}, base_dir=HERE)
+    assert payload["case"] == "femnist_fl" and payload["objective"] == inst.central()["objective"]
+
+
 def test_femnist_case_count_is_true_for_the_shared_sample(shared_femnist):
     case = load_toml(CASES / "femnist_fl.toml")["model"]
     with warnings.catch_warnings():
