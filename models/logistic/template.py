@@ -413,7 +413,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         (sum_p f_p at the consensus ``w = result.solution["theta"]``), ``train_error``, ``test_error``,
         ``box_violation`` of ``w``, the same cost and test error at the mean of the agents' last ``z_p``
         (``*_local_mean``), and the scikit-learn baselines' test errors; ``central(solver="auto")`` -> the
-        centralized constrained optimum (CVXPY + Clarabel up to 20,000 samples x classes, FISTA above);
+        centralized constrained optimum (CVXPY + Clarabel up to 20,000 samples x classes, SciPy's L-BFGS-B above);
         ``info`` (sizes, sensitivity, the resolved configuration).
     """
     cfg = settings(model)
