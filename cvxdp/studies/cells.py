@@ -20,6 +20,8 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
 from __future__ import annotations
 
 import json
+import re
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -144,3 +146,27 @@ class CellRunner:
         remove_checkpoint(cell)
         self.computed += 1
         return result, summary
+
+
+def collect_warnings(caught: list, collected: dict[tuple, list]) -> None:
+    """Add a run's warnings to the study's collection: one group per category and message with its numbers blanked
+    (``largest distance 0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each holding
+    ``[category, first message, runs]``."""
+    for w in caught:
+        key = (w.category, re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'", "#", str(w.message)))
+        if key in collected:
+            collected[key][2] += 1
+        else:
+            collected[key] = [w.category, str(w.message), 1]
+
+
+def report_warnings(collected: dict[tuple, list], shown: int = 5) -> None:
+    """The study's warnings, once each at its end (not into the progress bar, not once per run): the first
+    ``shown`` groups with the number of runs that raised them, then how many more there were."""
+    groups = list(collected.values())
+    for category, message, runs in groups[:shown]:
+        other = " (the first; the numbers differ between runs)" if runs > 1 else ""
+        warnings.warn(f"{message} [{runs} run(s) of this study{other}]", category, stacklevel=5)
+    if len(groups) > shown:
+        warnings.warn(f"... and {len(groups) - shown} more distinct warnings in this study (run a single case with "
+                      "cvxdp run to see them).", UserWarning, stacklevel=5)

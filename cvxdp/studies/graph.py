@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
 from ..plots import graph_study_figures
 from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config
+from .cells import CellRunner, cell_config, collect_warnings, report_warnings
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
@@ -277,12 +278,16 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     runner = CellRunner(out, what="graph study")
     context, _ = settings_context(base, instance)
     bar = tqdm(jobs, disable=not progress, desc=f"study {study.name}", unit="run")
+    collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
     with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
         for setting, seed in bar:
             case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
 
             def compute(cell_dir: Path, case=case) -> tuple:
-                outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+                with warnings.catch_warnings(record=True) as caught:  # reported once per study, at its end
+                    warnings.simplefilter("always")
+                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+                collect_warnings(caught, collected)
                 return outcome.result, outcome.summary
 
             result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)
@@ -302,6 +307,7 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
                 (["bound_P"] if "bound_P" in hist else [])
             histories.append(hist[[c for c in cols if c in hist]].assign(setting=setting.label, seed=seed))
     bar.close()
+    report_warnings(collected)
     runs_df = pd.DataFrame(rows)
     history = pd.concat(histories, ignore_index=True)
     curves = _curves(history, study.metric)

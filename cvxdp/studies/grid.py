@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
 from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config
+from .cells import CellRunner, cell_config, collect_warnings, report_warnings
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
@@ -148,30 +147,6 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
-def _collect(caught: list, collected: dict[tuple, list]) -> None:
-    """Add a run's warnings to the study's collection: one group per category and message with its numbers blanked
-    (``largest distance 0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each holding
-    ``[category, first message, runs]``."""
-    for w in caught:
-        key = (w.category, re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'", "#", str(w.message)))
-        if key in collected:
-            collected[key][2] += 1
-        else:
-            collected[key] = [w.category, str(w.message), 1]
-
-
-def _report_warnings(collected: dict[tuple, list], shown: int = 5) -> None:
-    """The study's warnings, once each at its end (not into the progress bar, not once per run): the first
-    ``shown`` groups with the number of runs that raised them, then how many more there were."""
-    groups = list(collected.values())
-    for category, message, runs in groups[:shown]:
-        other = " (the first; the numbers differ between runs)" if runs > 1 else ""
-        warnings.warn(f"{message} [{runs} run(s) of this study{other}]", category, stacklevel=5)
-    if len(groups) > shown:
-        warnings.warn(f"... and {len(groups) - shown} more distinct warnings in this study (run a single case with "
-                      "cvxdp run to see them).", UserWarning, stacklevel=5)
-
-
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
               data: str | Path | None = None, run: dict | None = None) -> dict:
@@ -213,7 +188,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
                 with warnings.catch_warnings(record=True) as caught:  # reported once per study, at its end
                     warnings.simplefilter("always")
                     outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                _collect(caught, collected)
+                collect_warnings(caught, collected)
                 return outcome.result, outcome.summary
 
             result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
@@ -228,7 +203,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
             histories.append(result.history.assign(**cell_cols))
             ledgers[cell.key] = result.privacy
     bar.close()
-    _report_warnings(collected)
+    report_warnings(collected)
     results = pd.DataFrame(rows)
     with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
         warnings.simplefilter("ignore", FutureWarning)

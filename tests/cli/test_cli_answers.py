@@ -80,6 +80,33 @@ def test_ctrl_c_in_a_study_says_its_finished_runs_are_kept(tmp_path, monkeypatch
         in stopped.output
 
 
+def test_ctrl_c_in_a_federation_says_how_to_resume(tmp_path, monkeypatch):
+    import cvxdp.cli.tasks as tasks
+
+    stopped_nodes = []
+
+    class Interrupted:  # LocalFederation's face: Ctrl-C arrives while the coordinator waits for the run
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            stopped_nodes.append(exc[0])
+            return False
+
+        def run(self, *args, **kwargs):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(tasks, "LocalFederation", Interrupted)
+    stopped = invoke("federate", CASES / "toy.toml", "--local", "--rounds", "2", "--out", tmp_path / "f", ok=False)
+    assert stopped.exit_code == 130 and "Aborted" not in stopped.output
+    assert stopped_nodes == [KeyboardInterrupt]  # the SuperLink and SuperNodes were stopped on the way out
+    assert ("interrupted during the federation; run the same command again to resume (no round was checkpointed "
+            "yet, so it starts afresh)." in stopped.output), stopped.output
+
+
 def test_a_non_private_run_that_met_its_rule_is_not_called_noise_dominated(tmp_path):
     # before: "the run did not reach consensus (noise-dominated, ...)" after a non-private run that met its rule
     import warnings
