@@ -391,16 +391,22 @@ def _recording_backend() -> Any:
     """A serial backend that keeps everything the nodes' ``step`` returns (their releases), round by round.
 
     ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.model.node.Release` objects of
-    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
+    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``);
+    ``backend.declared`` what the nodes answered to :meth:`~cvxdp.model.Node.declare` (their public declarations,
+    read once before round 1). With the agents' :class:`~cvxdp.model.Declaration` objects these are everything a
+    coordinator receives, so the public view can be replayed from them (tests/contract/test_public_view.py).
     """
     class RecordingBackend(SerialBackend):
         def __init__(self) -> None:
             super().__init__()
             self.releases: list[list[Any]] = []
             self.sent: list[list[np.ndarray]] = []
+            self.declared: list[Any] = []
 
         def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
             results = super().call(method, args, round=round)
+            if method is Node.declare:
+                self.declared = list(results)
             if method is Node.step:
                 self.releases.append(list(results))
                 self.sent.append([np.concatenate([np.ravel(a) for a in rel.arrays.values()]).copy()

@@ -134,7 +134,8 @@ class Result:
             config["case"] = {**case, "run": {k: v for k, v in case["run"].items() if k != "seed"}}
         config["public"] = True
         if isinstance(config.get("evaluation"), dict):  # the public view carries no evaluation values
-            config["evaluation"] = {**config["evaluation"], "evaluated": False, "columns": [], "agent_columns": []}
+            config["evaluation"] = {**config["evaluation"], "evaluated": False, "rounds": [], "columns": [],
+                                    "agent_columns": []}
         return Result(history=self.history[[c for c in self.history.columns if c in PUBLIC_HISTORY_COLUMNS]],
                       agent_history=self.agent_history[[c for c in self.agent_history.columns
                                                         if c in PUBLIC_AGENT_COLUMNS]],
