@@ -167,12 +167,22 @@ def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
 
 @pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
 def test_evaluation_values_are_labelled_and_absent_when_off(case, backend_name):
-    on = _run(case, "serial", evaluate=True)
+    rows_on: list[dict] = []
+    on = _run(case, "serial", evaluate=True, callback=lambda t, row: rows_on.append(row))
     evaluated = on.config["evaluation"]
+    # the callback's rows carry the label and name their evaluation keys (values flat, as in the history)
+    for row in rows_on:
+        assert row["evaluation"] == {"label": EVALUATION_LABEL, "columns": sorted(evaluated["columns"])}
+        assert set(evaluated["columns"]) <= set(row)
     assert evaluated["evaluated"] and evaluated["label"] == EVALUATION_LABEL
     assert "objective" in evaluated["columns"] and "noise_magnitude" in evaluated["columns"]
     assert list(on.evaluation.columns) == ["round"] + [c for c in evaluated["columns"] if c in on.history]
-    off = _run(case, _backend(backend_name), evaluate=False)
+    rows_off: list[dict] = []
+    off = _run(case, _backend(backend_name), evaluate=False, callback=lambda t, row: rows_off.append(row))
+    assert len(rows_off) == ROUNDS
+    for row in rows_off:
+        assert row["evaluation"] == {"label": EVALUATION_LABEL, "columns": []}
+        assert not set(evaluated["columns"]) & set(row)
     assert not off.config["evaluation"]["evaluated"] and off.config["evaluation"]["columns"] == []
     assert not set(evaluated["columns"]) & set(off.history.columns)
     assert not set(evaluated["agent_columns"]) & set(off.agent_history.columns)
