@@ -18,7 +18,7 @@ from ..federation.launch import QUIET, LocalFederation, require_flower, submit, 
 from ..federation.parties import write_parties, write_plan
 from ..federation.party import PartyFile
 from ..model import EVALUATION_LABEL, SolverFallbackWarning, solve_central
-from ..run import RESULT_FILE, OutputLock, load_result, prepare_dir, remove_checkpoint
+from ..run import PUBLIC_ASSUMPTION, RESULT_FILE, OutputLock, load_result, prepare_dir, remove_checkpoint
 from ..studies import (
     is_graph_study,
     is_sharing_study,
@@ -152,6 +152,8 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
     summary["evaluation"] = {"label": EVALUATION_LABEL, "keys": sorted(
         k for k in summary if (k in EVALUATION_SUMMARY_KEYS or k in template_keys) and k not in NOT_EVALUATION)}
     priv = summary.get("privacy") or {}
+    notes = (outcome.result.privacy or {}).get("notes", [])
+    assumed = [n for n in notes if not n["voids"] and n["reason"].startswith(PUBLIC_ASSUMPTION)]
     polished = summary.get("polished_round") is not None
     evaluation = [f"    objective           {num(summary['objective'], '.6g')}" if "objective" in summary else None,
                   f"    max violation       {num(summary['max_violation'], '.3e')}"
@@ -172,8 +174,9 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
                        *([f"  polished point      round {summary['polished_round']} (the mean of the released "
                           "copies)"] if polished else []),
                        f"  privacy (worst agent) {priv}" if priv else "  privacy: none",
-                       *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
-                         if summary.get("guarantee") is False),
+                       *(f"  NOT a privacy guarantee: {n['reason']}" for n in notes if n["voids"]),
+                       *([f"  the guarantee relies on {len(assumed)} public assumption(s) (ledger notes "
+                          "'Public assumption: ...' in result.json; docs/what-is-public.md)"] if assumed else []),
                        *([f"  {EVALUATION_LABEL}, computed on the agents' private data:", *evaluation]
                          if evaluation else []),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),

@@ -218,6 +218,11 @@ def solution_violation(agents: Sequence[Any], solution: Mapping[str, np.ndarray]
                        local: Mapping[str, np.ndarray] | None = None, *, warn: bool = True) -> dict[str, Any]:
     """Distance of the consensus solution to every agent's feasible set (projected on its shared keys).
 
+    Reads every agent's feasible set W_p, which cvxdp treats as *public* (a public assumption named in a private
+    run's ledger notes, docs/what-is-public.md): not a release, not accounted for, and not in the public view
+    (:meth:`cvxdp.Result.release` drops it). In a federation each party computes its own and only reports it, with a
+    note that voids the guarantee.
+
     Returns
     -------
     dict
