@@ -65,7 +65,10 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     progress : bool
         Show a progress bar.
     callback : callable(round, row), optional
-        Called after every round with the history row.
+        Called after every round with the history row (a dict). With evaluation on, the row also holds the
+        round's non-private evaluation values (flat, as in the history), and always the key ``"evaluation"``:
+        ``{"label": "non-private evaluation (not released)", "columns": [the row's keys computed on private data]}``
+        (empty with ``evaluate=False``); drop those keys before showing or sending a row as released.
     checkpoint : path, optional
         Directory (or .pkl file) for checkpoints. If a checkpoint of this same run (same configuration and
         data) is there, the run resumes from it with the same random streams, so the result equals an

@@ -28,8 +28,11 @@ max_samples        keep a random subset of this many samples before the split
 data_seed          seed of the subsample, the test split and the split over nodes (default 0)
 =================  =====================================================================================
 
-Preprocessing (the papers'): columns scaled by their maximum absolute value, rows normalised to unit norm
-(Adult: :func:`cvxdp_models.logistic.data.load_adult`, 105 dims after one-hot encoding).
+Preprocessing (the papers', from public constants only): columns divided by public maxima (breast_cancer:
+:data:`~cvxdp_models.logistic.data.BREAST_CANCER_SCALE`; digits: the pixel range 16; Adult:
+:func:`cvxdp_models.logistic.data.load_adult`, 105 dims after one-hot encoding), then every row normalised to unit
+norm on its own. No statistic is computed over the samples, so one node's data never move another node's
+(issue 36; before, digits columns were divided by their maximum over all nodes' samples).
 """
 
 from __future__ import annotations
@@ -178,10 +181,6 @@ def central_optimum(nodes: list[ERMNode], *, polish: bool = True) -> dict[str, A
             "time_s": time.perf_counter() - start}
 
 
-def _prep(X: np.ndarray) -> np.ndarray:
-    return D.normalize_rows(D._max_scale(np.asarray(X, dtype=float)))
-
-
 def load_erm_data(cfg: dict[str, Any], base_dir: Path = Path(".")) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                                               np.ndarray]:
     """``X_train, y_train, X_test, y_test`` of a resolved ``[model]`` table (rows of norm <= 1, labels +-1)."""
@@ -194,7 +193,8 @@ def load_erm_data(cfg: dict[str, Any], base_dir: Path = Path(".")) -> tuple[np.n
         from sklearn import datasets
 
         dig = datasets.load_digits()
-        X = _prep(dig.data / 16.0)
+        # the format's public range 0..16, then each row on its own (issue 36: no column maximum over the samples)
+        X = D.normalize_rows(dig.data / 16.0)
         y = np.where(np.isin(dig.target, cfg["positive_digits"]), 1, -1)
     else:
         if cfg["path"] is None:

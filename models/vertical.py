@@ -42,6 +42,8 @@ import cvxdp
 from cvxdp.errors import ConfigError
 
 from .base import ModelInstance
+from .logistic.data import BREAST_CANCER_SCALE
+from .logistic.data import _public_scale as public_scale
 
 __all__ = [
     "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "VerticalData", "build", "central_optimum", "column_blocks",
@@ -161,18 +163,14 @@ def load_libsvm(path: str | Path, *, n_features: int | None = None) -> tuple[np.
     return np.asarray(X, dtype=float), np.where(y == values[1], 1.0, -1.0)
 
 
-def _max_scale(X: np.ndarray) -> np.ndarray:
-    m = np.max(np.abs(X), axis=0)
-    return X / np.where(m > 0, m, 1.0)
-
-
 def load_vertical(dataset: str = "breast_cancer", *, path: str | Path | None = None,
                   test_path: str | Path | None = None, test_fraction: float = 0.25, data_seed: int = 0,
                   max_samples: int | None = None, digits_positive: list[int] | None = None,
                   n_features: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``X_train, y_train, X_test, y_test`` (labels in {-1, +1}) before the column split.
 
-    ``breast_cancer``: 569 x 30, columns max-scaled. ``digits``: 1,797 x 64 pixels / 16, label +1 for the
+    ``breast_cancer``: 569 x 30, columns divided by their public maxima
+    (:data:`cvxdp_models.logistic.data.BREAST_CANCER_SCALE`, as in the logistic template; values above capped at 1). ``digits``: 1,797 x 64 pixels / 16, label +1 for the
     digits in ``digits_positive`` (default 5-9). ``libsvm``: the file at ``path`` (and ``test_path``).
     Without a test file, a stratified ``test_fraction`` is held out (seed ``data_seed``).
     """
@@ -182,8 +180,8 @@ def load_vertical(dataset: str = "breast_cancer", *, path: str | Path | None = N
     rng = np.random.default_rng(data_seed)
     X_test = y_test = None
     if dataset == "breast_cancer":
-        d = datasets.load_breast_cancer()
-        X, y = _max_scale(d.data.astype(float)), np.where(d.target == 1, 1.0, -1.0)
+        d = datasets.load_breast_cancer()  # public column maxima (issue 36: not the maxima of the samples)
+        X, y = public_scale(d.data.astype(float), BREAST_CANCER_SCALE), np.where(d.target == 1, 1.0, -1.0)
     elif dataset == "digits":
         d = datasets.load_digits()
         pos = [5, 6, 7, 8, 9] if digits_positive is None else list(digits_positive)

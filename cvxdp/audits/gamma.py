@@ -27,7 +27,7 @@ from ..families.graph.params import MADMM, MRADMM
 from ..model import Agent, SmoothObjective
 from .release import _two_statistics, empirical_epsilon
 
-__all__ = ["AUDIT_BROKEN", "AUDIT_SOLVE_BROKEN", "audit_gamma_mechanism", "audit_penalty_perturbation"]
+__all__ = ["AUDIT_BROKEN", "AUDIT_LOSSES", "AUDIT_SOLVE_BROKEN", "audit_gamma_mechanism", "audit_penalty_perturbation"]
 
 
 AUDIT_BROKEN = ("none", "double-alpha", "unscaled")
@@ -95,9 +95,12 @@ def audit_gamma_mechanism(alpha: float = 2.0, *, dim: int = 1, C: float = 1.0, B
 AUDIT_SOLVE_BROKEN = ("none", "overclaimed-B", "reused-seed")
 
 
+AUDIT_LOSSES = ("logistic", "linear")
+
+
 def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, C: float = 1.0, B: int = 4,
                                reg: float = 0.1, eta: float = 0.5, nodes: int = 2_000, seed: int = 0,
-                               broken: str | None = None, level: float = 0.05) -> Any:
+                               broken: str | None = None, level: float = 0.05, loss: str = "logistic") -> Any:
     """Audit penalty perturbation (PP / MR-ADMM) through :func:`cvxdp.solve`, against the run's own ledger.
 
     ``nodes`` one-dimensional logistic-ERM nodes on a ring, each a replica: node i holds ``B`` samples
@@ -109,6 +112,13 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     summand of bound (26) or (32)), tested with the output and the output-minus-reference statistics (each
     at ``level / 2``, Clopper-Pearson, Bonferroni over thresholds). The run's local solves are inexact
     (Newton to its stationarity tolerance), so this audits the guarantee as the code computes it.
+
+    ``loss="linear"``: the ERM loss ``L(z) = -z`` instead (``|L'| = 1``, ``L'' = 0``, declared ``c1 = 0``), so
+    replacing the label moves the gradient by exactly ``2C/B`` at every f and the local solve is exact (a quadratic):
+    the release is Laplace-like with exactly the claimed epsilon ``C alpha / (eta V B)`` (M-ADMM; MR-ADMM
+    ``2 C alpha / B``). The logistic loss moves its gradient by at most ``C/B`` in one dimension, half the bound's
+    ``2C/B``, so it can only refute claims that are at least twice too small; the linear loss is tight and catches a
+    mechanism whose noise is half what it claims (tests/audits/test_mutations.py).
 
     Broken twins: ``"overclaimed-B"`` declares ``B_i = 4 B`` in the ERM constants (the ledger claims a
     quarter of its epsilon; in one dimension the logistic gradient moves by at most ``C/B``, half the
@@ -126,11 +136,15 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     n = check_int(nodes, "nodes", owner, 10)
     Bi = check_int(B, "B", owner, 2)
     s = check_int(seed, "seed", owner, 0)
-    declared = ERMConstants(C=C, B=4 * Bi if b == "overclaimed-B" else Bi, reg=reg, c1=0.25)
+    kind_loss = check_choice(loss, "loss", owner, AUDIT_LOSSES)
+    declared = ERMConstants(C=C, B=4 * Bi if b == "overclaimed-B" else Bi, reg=reg,
+                            c1=0.25 if kind_loss == "logistic" else 0.0)
     labels = cp.Parameter(Bi, name="y", value=np.ones(Bi))
 
     def node(i: int) -> Any:
         f = cp.Variable(1, name="f")
+        if kind_loss == "linear":
+            return attach_erm_constants(_linear_node(i, f, labels, C, Bi, reg), declared)
 
         def value(u: np.ndarray) -> float:
             return float(C / Bi * np.logaddexp(0.0, -labels.value * u[0]).sum() + 0.5 * reg * u[0] ** 2)
@@ -164,8 +178,27 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
         res = solve(agents, algorithm=algo, privacy=privacy, seed=run_seed)
         outs.append(np.array([res.local[a.name][0] for a in agents]))
         claims.append(res.privacy["worst"]["basic"][0])
-    details = {"mechanism": "gamma-norm", "mode": "solve", "algorithm": kind, "broken": b, "nodes": n,
+    details = {"mechanism": "gamma-norm", "mode": "solve", "algorithm": kind, "broken": b, "nodes": n, "loss": kind_loss,
                "alpha": alpha, "C": C, "B": Bi, "declared_B": declared.B, "eta": eta, "seed": s,
                "run_seeds": seeds, "note": inexact_solve_note([])}
     return _two_statistics(outs[0], outs[1], outs[2], delta=0.0, alpha=level, claimed=max(claims), seed=s,
                            details=details)
+
+
+def _linear_node(i: int, f: Any, labels: Any, C: float, B: int, reg: float) -> Agent:
+    """An audit node with the linear ERM loss ``L(z) = -z`` on ``B`` samples ``x = 1``:
+    ``O(f) = -C/B sum_n y_n f + reg/2 f^2`` (its gradient moves by ``2C/B`` when one label flips)."""
+    import cvxpy as cp
+
+    def value(u: np.ndarray) -> float:
+        return float(-C / B * labels.value.sum() * u[0] + 0.5 * reg * u[0] ** 2)
+
+    def gradient(u: np.ndarray) -> np.ndarray:
+        return np.array([-C / B * float(labels.value.sum()) + reg * u[0]])
+
+    def hessian(u: np.ndarray) -> np.ndarray:
+        return np.array([[reg]])
+
+    objective = -C / B * cp.sum(labels) * f[0] + 0.5 * reg * cp.sum_squares(f)
+    return Agent(f"n{i}", objective, [], shared={"f": f}, value=value,
+                 gradient=SmoothObjective(value, gradient, hessian))

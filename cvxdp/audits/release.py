@@ -198,16 +198,16 @@ def _fixed(values: np.ndarray) -> Sampler:
 
 
 def _two_statistics(out: np.ndarray, out_prime: np.ndarray, ref: np.ndarray, *, delta: float, alpha: float,
-                    claimed: float, seed: int, details: dict[str, Any]) -> AuditResult:
-    """The larger of the bounds from the output and from output minus reference, each at ``alpha / 2``."""
+                    claimed: float, seed: int, details: dict[str, Any],
+                    extra: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> AuditResult:
+    """The largest of the bounds from the output and from output minus reference (and from the ``extra`` named
+    statistics ``(on D, on D')``, each post-processing of the release), each at ``alpha / k`` (Bonferroni)."""
     n = out.size
     rng = np.random.default_rng(seed)  # unused by the fixed samplers; empirical_epsilon requires one
-    results = {
-        "output": empirical_epsilon(_fixed(out), _fixed(out_prime), trials=n, delta=delta, alpha=alpha / 2,
-                                    rng=rng, claimed=claimed),
-        "difference": empirical_epsilon(_fixed(out - ref), _fixed(out_prime - ref), trials=n, delta=delta,
-                                        alpha=alpha / 2, rng=rng, claimed=claimed),
-    }
+    pairs = {"output": (out, out_prime), "difference": (out - ref, out_prime - ref), **(extra or {})}
+    results = {name: empirical_epsilon(_fixed(x), _fixed(y), trials=n, delta=delta, alpha=alpha / len(pairs),
+                                       rng=rng, claimed=claimed)
+               for name, (x, y) in pairs.items()}
     name = max(results, key=lambda k: results[k].epsilon_lower)
     best = results[name]
     details = {**details, "statistics": {k: r.epsilon_lower for k, r in results.items()}}
@@ -391,16 +391,22 @@ def _recording_backend() -> Any:
     """A serial backend that keeps everything the nodes' ``step`` returns (their releases), round by round.
 
     ``backend.releases`` is a list (one entry per round) of the :class:`~cvxdp.model.node.Release` objects of
-    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``).
+    every node; ``backend.sent`` the same as lists of the released arrays (consensus: ``E_p z_p``);
+    ``backend.declared`` what the nodes answered to :meth:`~cvxdp.model.Node.declare` (their public declarations,
+    read once before round 1). With the agents' :class:`~cvxdp.model.Declaration` objects these are everything a
+    coordinator receives, so the public view can be replayed from them (tests/contract/test_public_view.py).
     """
     class RecordingBackend(SerialBackend):
         def __init__(self) -> None:
             super().__init__()
             self.releases: list[list[Any]] = []
             self.sent: list[list[np.ndarray]] = []
+            self.declared: list[Any] = []
 
         def call(self, method, args=None, *, round=None):  # type: ignore[no-untyped-def]
             results = super().call(method, args, round=round)
+            if method is Node.declare:
+                self.declared = list(results)
             if method is Node.step:
                 self.releases.append(list(results))
                 self.sent.append([np.concatenate([np.ravel(a) for a in rel.arrays.values()]).copy()
@@ -421,9 +427,26 @@ def transcript_statistic(transcript: np.ndarray, direction: np.ndarray) -> np.nd
     return np.einsum("rik,k->i", np.asarray(transcript, dtype=float), np.asarray(direction, dtype=float))
 
 
+def rounds_direction(profiles: np.ndarray) -> np.ndarray:
+    """The unit combination ``u`` of rounds along which ``profiles`` (rounds x replicas) vary least: the eigenvector
+    of the smallest eigenvalue of their covariance over replicas.
+
+    Estimated on the reference run only (independent of the audited runs' noise under a correct mechanism), so
+    ``u @ profile`` of an audited run is post-processing of its release. Independent noise every round leaves every
+    combination noisy; one draw reused every round lies (up to clipping) on one direction of the rounds, and ``u``
+    cancels it.
+    """
+    values, vectors = np.linalg.eigh(np.atleast_2d(np.cov(np.asarray(profiles, dtype=float))))
+    return vectors[:, int(np.argmin(values))]
+
+
+#: The problems of :func:`audit_release`: the data shift the gradient ("shift") or its curvature ("curvature").
+AUDIT_PROBLEMS = ("shift", "curvature")
+
+
 def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sensitivity: float = 1.0,
                   trials: int = 20_000, seed: int = 0, broken: str | None = None, rho: float = 1.0,
-                  eta: float = 1.0, alpha: float = 0.05) -> AuditResult:
+                  eta: float = 1.0, alpha: float = 0.05, problem: str = "shift") -> AuditResult:
     """Audit everything a node releases over ``rounds`` rounds of :func:`cvxdp.solve` against the run's ledger.
 
     Problem: one agent whose replicas each hold ``k = coordinates`` shared coordinates,
@@ -432,9 +455,17 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     released coordinate; q = 1, Laplace: ``w = e_1``, where a linear statistic of Laplace noise is
     strongest). The runs on D, D' and a reference run on D use the mechanism's seed discipline (distinct
     seeds; one seed for ``broken="reused-seed"``; OpenDP ignores seeds). A recording backend keeps every
-    message ``E z`` of every round; the statistic is :func:`transcript_statistic` over all rounds and
-    coordinates (and its difference with the reference run's), each at ``alpha / 2``. The claim is the
-    run's own ledger: its PLD epsilon at the ledger's target delta over all ``rounds`` steps.
+    message ``E z`` of every round; the statistics are :func:`transcript_statistic` over all rounds and
+    coordinates and its difference with the reference run's, each at ``alpha / 2``. The claim is the run's own
+    ledger: its PLD epsilon at the ledger's target delta over all ``rounds`` steps.
+
+    ``problem="curvature"`` (one coordinate, ``rounds >= 2``): ``f(x; s) = (1 + s) x^2 / 2`` on the box with
+    ``s = 0`` (D) or ``s' = Delta / B`` (D'), so the gradient moves by ``s' |x| <= Delta``. The start is 0, so the
+    data act only through the iterates, multiplying what the noise put there: a noise draw reused every round then
+    makes the rounds' releases proportional with a data-dependent ratio. A third statistic (each at ``alpha / 3``)
+    is the *rounds* combination ``sum_r u_r release_r`` with ``u`` from :func:`rounds_direction` of the reference
+    run, which cancels a reused draw (tests/audits/test_mutations.py). On the shift problem a reused draw of
+    objective perturbation is indistinguishable from a shift of the data, so no statistic can refute it there.
 
     Parameters
     ----------
@@ -450,11 +481,14 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
         separable by coordinate, so replicas are independent).
     seed, broken, rho, eta, alpha
         As in :func:`audit_local_update`.
+    problem : {"shift", "curvature"}
+        What the neighbour's data move: the gradient's offset (default) or its curvature (see above).
 
     Returns
     -------
     AuditResult
-        ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``.
+        ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``,
+        ``["problem"]``.
     """
     import cvxpy as cp
 
@@ -463,30 +497,44 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
     R = check_int(rounds, "rounds", owner, 1)
     k = check_int(coordinates, "coordinates", owner, 1)
+    kind = check_choice(problem, "problem", owner, AUDIT_PROBLEMS)
+    if kind == "curvature" and (k != 1 or R < 2):
+        raise fail("coordinates", owner, "coordinates=1 and rounds >= 2 with problem='curvature'", (k, R))
     r, e, c, bound, declared, honest = _quadratic_setup(mech, owner, d, b, rho, eta)
     # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
     w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))
     x = cp.Variable(n * k, name="x")
-    data = cp.Parameter(n * k, name="d", value=np.zeros(n * k))
-    agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
-                  gradient=lambda u: u - data.value,
-                  sensitivity=Sensitivity(l1=declared, l2=declared,
-                                          relation="d' = d + Delta w per replica (k coordinates)"))
+    data = cp.Parameter(n * k, name="d", value=np.zeros(n * k), nonneg=kind == "curvature")
+    if kind == "shift":
+        agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
+                      gradient=lambda u: u - data.value,
+                      sensitivity=Sensitivity(l1=declared, l2=declared,
+                                              relation="d' = d + Delta w per replica (k coordinates)"))
+    else:  # f = (1 + s) x^2 / 2 with s = 0 or Delta / B: the gradient moves by s |x| <= Delta on the box
+        agent = Agent("audit", 0.5 * cp.sum(cp.multiply(1.0 + data, cp.square(x))), [x >= -bound, x <= bound],
+                      shared={"x": x}, gradient=lambda u: (1.0 + data.value) * u,
+                      sensitivity=Sensitivity(l1=declared, l2=declared,
+                                              relation="curvature 1 + s, s' = s + Delta / B per replica"))
     algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=R)
     seeds = _run_seeds(s, b)
-    stats_, claims = [], []
+    stats_, profiles, claims = [], [], []
     for value, run_seed in zip((0.0, 1.0, 0.0), seeds):
-        data.value = np.tile(value * d * w, n)
+        data.value = np.tile(value * d * w, n) if kind == "shift" else np.full(n, value * d / bound)
         backend = _recording_backend()
         res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld", backend=backend)
         transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), n, k)
         stats_.append(transcript_statistic(transcript, w))
+        profiles.append(np.einsum("rik,k->ri", transcript, w))  # each replica's per-round statistic
         summary = res.privacy["worst"]
         claims.append((summary["pld"], res.privacy["target_delta"]))
     eps_claim, delta_claim = max(claims)
     details = {"mechanism": mech.short_name, "mode": "release", "broken": b, "sensitivity": d,
                "declared_sensitivity": declared, "noise": honest.noise, "noise_source": mech.noise_source,
                "rounds": R, "coordinates": k, "rho": r, "eta": e, "box": [-bound, bound], "seed": s,
-               "run_seeds": seeds}
+               "run_seeds": seeds, "problem": kind}
+    extra = None
+    if kind == "curvature":  # the combination of rounds that varies least over the reference run's replicas
+        u = rounds_direction(profiles[2])
+        extra = {"rounds": (u @ profiles[0], u @ profiles[1])}
     return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
-                           seed=s, details=details)
+                           seed=s, details=details, extra=extra)

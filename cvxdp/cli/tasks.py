@@ -19,8 +19,16 @@ from ..errors import CvxdpError, OutputError
 from ..federation.launch import QUIET, LocalFederation, require_flower, submit, supernode_command
 from ..federation.parties import write_parties, write_plan
 from ..federation.party import PartyFile
-from ..model import SolverFallbackWarning, solve_central
-from ..run import RESULT_FILE, OutputLock, checkpoint_path, load_result, prepare_dir, remove_checkpoint
+from ..model import EVALUATION_LABEL, SolverFallbackWarning, solve_central
+from ..run import (
+    PUBLIC_ASSUMPTION,
+    RESULT_FILE,
+    OutputLock,
+    checkpoint_path,
+    load_result,
+    prepare_dir,
+    remove_checkpoint,
+)
 from ..studies import (
     is_graph_study,
     is_sharing_study,
@@ -31,6 +39,15 @@ from ..studies import (
     run_study,
 )
 from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num, rounded
+
+#: Keys of ``Result.summary()`` computed on the agents' private data (``cvxdp run`` groups them under
+#: :data:`~cvxdp.model.EVALUATION_LABEL`; ``summary["evaluation"]["keys"]`` lists them in its JSON)
+EVALUATION_SUMMARY_KEYS = ("objective", "max_violation", "noise_magnitude", "polished_objective", "solution_violation",
+                           "solver_time")
+#: Keys of a case run's summary that describe the run rather than measure it
+SUMMARY_CONTEXT = ("case", "mechanism", "epsilon", "local_updates", "seed", "elapsed_s")
+#: Summary entries that are released values, accounting or bookkeeping (never evaluation)
+NOT_EVALUATION = ("objective_kind", *SUMMARY_CONTEXT)
 
 
 def _load_or_shortcut(case_file, network, zones, objective, algorithm=None):
@@ -181,34 +198,52 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
     if public_dir is not None:
         outcome.result.save(public_dir, public=True, overwrite=overwrite)
     summary = dict(outcome.summary)
-    if ac_check:
-        summary.update(instance.ac_check(outcome.result))
+    checked = instance.ac_check(outcome.result) if ac_check else {}
+    summary.update(checked)
     sizes = instance.info.get("samples_per_agent") if isinstance(instance.info, dict) else None
     summary["privacy_caveats"] = ledger_caveats(summary.get("privacy"), min(sizes) if sizes else None)
     summary["privacy_caveats"] += noise_caveats(summary.get("noise_magnitude"), outcome.result.solution)
     summary["history"] = str(out)
     if public_dir is not None:
         summary["public"] = str(public_dir)
+    # which values of the summary were computed on the agents' private data (never released): the run's evaluation
+    # columns, the solution's violation, the template's metrics and the AC check
+    template_keys = set(checked) | (set(outcome.summary) - set(outcome.result.summary()))
+    summary["evaluation"] = {"label": EVALUATION_LABEL, "keys": sorted(
+        k for k in summary if (k in EVALUATION_SUMMARY_KEYS or k in template_keys) and k not in NOT_EVALUATION)}
     priv = summary.get("privacy") or {}
+    notes = (outcome.result.privacy or {}).get("notes", [])
+    assumed = [n for n in notes if not n["voids"] and n["reason"].startswith(PUBLIC_ASSUMPTION)]
+    polished = summary.get("polished_round") is not None
+    evaluation = [f"    objective           {num(summary['objective'], '.6g')}" if "objective" in summary else None,
+                  f"    max violation       {num(summary['max_violation'], '.3e')}"
+                  if "max_violation" in summary else None,
+                  *([f"    polished objective  {num(summary.get('polished_objective'), '.6g')} (round "
+                     f"{summary['polished_round']}; feasible, the copies agree exactly)"] if polished else []),
+                  f"    noise magnitude     {num(summary['noise_magnitude'], '.4g')} (mean ||xi||_2 per update)"
+                  if "noise_magnitude" in summary else None,
+                  f"    solution violation  {num(summary['solution_violation'], '.3e')} (distance of the solution "
+                  "to the agents' feasible sets, public by assumption)" if "solution_violation" in summary else None,
+                  *("  " + line for line in _power_lines(summary)),
+                  *(f"    {k:19s} {v:.6g}" for k, v in summary.items()
+                    if k in ("train_cost", "test_error") and v is not None)]
+    evaluation = [line for line in evaluation if line is not None]
     human = "\n".join([f"case {case.name} ({alg}, {mech}): {summary['rounds']} rounds ({summary['stop_reason']}), "
                        f"{summary['elapsed_s']:.1f} s",
-                       f"  objective           {num(summary['objective'], '.6g')}",
-                       f"  consensus residual  {num(summary['consensus_residual'], '.3e')}",
-                       f"  max violation       {num(summary['max_violation'], '.3e')}",
-                       *([f"  polished point      round {summary['polished_round']}, objective "
-                          f"{num(summary.get('polished_objective'), '.6g')} (feasible; the copies agree exactly)"]
-                         if summary.get("polished_round") is not None else []),
-                       f"  noise magnitude     {num(summary['noise_magnitude'], '.4g')} (mean ||xi||_2 per update)",
-                       *_power_lines(summary),
-                       *(f"  {k:19s} {v:.6g}" for k, v in summary.items()
-                         if k in ("train_cost", "test_error") and v is not None),
+                       f"  consensus residual  {num(summary['consensus_residual'], '.3e')} (released)",
+                       *([f"  polished point      round {summary['polished_round']} (the mean of the released "
+                          "copies)"] if polished else []),
                        f"  privacy (worst agent, epsilon or (epsilon, delta) per accountant) {rounded(priv)}" if priv
                        else "  privacy: none",
-                       *(f"  NOT a privacy guarantee: {n}" for n in summary.get("privacy_notes", [])
-                         if summary.get("guarantee") is False),
+                       *(f"  NOT a privacy guarantee: {n['reason']}" for n in notes if n["voids"]),
+                       *([f"  the guarantee relies on {len(assumed)} public assumption(s) (ledger notes "
+                          "'Public assumption: ...' in result.json; docs/what-is-public.md)"] if assumed else []),
+                       *([f"  {EVALUATION_LABEL}, computed on the agents' private data:", *evaluation]
+                         if evaluation else []),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
                        f"  history saved to {out}",
-                       *([f"  public release saved to {public_dir}"] if public_dir is not None else [])])
+                       *([f"  public release saved to {public_dir} (released values only: no evaluation)"]
+                         if public_dir is not None else [])])
     emit(summary, as_json, human)
 
 

@@ -223,6 +223,11 @@ def solution_violation(agents: Sequence[Any], solution: Mapping[str, np.ndarray]
     only choose the warning's explanation: noise can only be the cause of a private run, and a run that met its
     rule did reach the consensus its tolerances ask for.
 
+    Reads every agent's feasible set W_p, which cvxdp treats as *public* (a public assumption named in a private
+    run's ledger notes, docs/what-is-public.md): not a release, not accounted for, and not in the public view
+    (:meth:`cvxdp.Result.release` drops it). In a federation each party computes its own and only reports it, with a
+    note that voids the guarantee.
+
     Returns
     -------
     dict

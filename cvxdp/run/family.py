@@ -30,6 +30,21 @@ if TYPE_CHECKING:
     from .results import Result
 
 
+#: The prefix of a ledger note naming a public assumption the run relies on (non-voiding: the guarantee holds
+#: under it; docs/what-is-public.md lists them)
+PUBLIC_ASSUMPTION = "Public assumption: "
+#: Each agent's feasible set (every family whose Result reports ``solution_violation``)
+FEASIBLE_SETS_PUBLIC = ("each agent's feasible set W_p is public (fixed before any data are read, not computed from "
+                        "private data); result.solution_violation (a simulation's distance of the solution to every "
+                        "W_p) reads the sets, unaccounted")
+
+
+def initial_points_public(names: Sequence[str]) -> str:
+    """The assumption of agents that start from a declared ``initial`` point."""
+    return (f"the initial point of {', '.join(repr(n) for n in names)} is public (initial_public=True: not computed "
+            "from private data); its shared part is sent before round 1, unaccounted")
+
+
 @dataclass(frozen=True)
 class Charge:
     """What one node's release in one round costs: ``count`` calls of a mechanism.
@@ -138,6 +153,11 @@ class Family(ABC):
     def rounds(self) -> int:
         """Maximum number of rounds."""
         return int(self.algorithm.rounds)
+
+    def assume(self, reason: str) -> None:
+        """Record a public assumption the run relies on: a non-voiding, silent ledger note (:data:`PUBLIC_ASSUMPTION`
+        + ``reason``), recorded by the loop after :meth:`start` (families call it from ``__init__`` or ``start``)."""
+        self.notes.append((PUBLIC_ASSUMPTION + reason, False, False))
 
     # ---------------------------------------------------------------- set-up
     @abstractmethod

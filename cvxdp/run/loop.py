@@ -121,6 +121,13 @@ def _postfix(family: Family, row: dict) -> dict[str, str]:
     return out
 
 
+def callback_label(columns: Sequence[str]) -> dict[str, Any]:
+    """The label of a ``callback`` row: ``{"evaluation": {"label": EVALUATION_LABEL, "columns": [...]}}``, the row's
+    keys computed on the agents' private data (empty with ``evaluate=False``). The values stay flat in the row as
+    before (backwards compatible); every other key is released or public accounting."""
+    return {"evaluation": {"label": EVALUATION_LABEL, "columns": list(columns)}}
+
+
 def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, root: np.random.SeedSequence,
              seed: int | None, base_config: dict[str, Any], evaluate: bool, progress: bool = False,
              callback: Callable[[int, dict], None] | None = None, checkpoint: str | Path | None = None,
@@ -185,14 +192,14 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
                 agent_rows[i] = {"round": t, "agent": names[i], **extra, **agent_rows[i]}
             if private:
                 row.update(_privacy_row(family, ledger, t))
-            full = row
+            full, evaluated = row, []
             if evaluate:
                 evaluations = backend.call(Node.evaluate, [(t,) for _ in names], round=t)
                 _check(evaluations, Evaluation, names, t, "evaluate")
                 ev_row, ev_agents = family.evaluate(evaluations)
                 loop.eval_rows.append({"round": t, **ev_row})
                 loop.eval_agent_rows.extend({"round": t, "agent": n, **r} for n, r in zip(names, ev_agents))
-                full = {**row, **ev_row}
+                full, evaluated = {**row, **ev_row}, sorted(ev_row)
             row["wall_time"] = time.perf_counter() - start
             loop.rows.append(row)
             loop.agent_rows.extend(agent_rows)
@@ -206,7 +213,7 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
             bar.update(1)
             bar.set_postfix(**_postfix(family, full))
             if callback is not None:
-                callback(t, {**full, "wall_time": row["wall_time"]})
+                callback(t, {**full, "wall_time": row["wall_time"], **callback_label(evaluated)})
         bar.close()
         local = dict(zip(names, backend.call(Node.local))) if agents is not None else {}  # private: simulation only
         solution = family.solution(state)

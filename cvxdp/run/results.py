@@ -78,7 +78,9 @@ class Result:
         "rounds", "tolerance" or "budget".
     solution_violation : dict or None
         Distance of the consensus solution to every agent's feasible set (``{"max", "agent", "per_agent"}``,
-        :func:`cvxdp.model.central.solution_violation`); large in noise-dominated runs.
+        :func:`cvxdp.model.central.solution_violation`); large in noise-dominated runs. It reads the feasible sets
+        W_p, public by assumption (a ledger note of every private run says so; docs/what-is-public.md); not
+        accounted for, and dropped by :meth:`release`.
     polished : dict or None
         Exact :class:`~cvxdp.ADMM`'s polished point (``polish=True``), or None when no round's polish was
         feasible for every agent: ``{"round", "solution", "local"}``. ``solution`` is the mean of the copies
@@ -134,7 +136,8 @@ class Result:
             config["case"] = {**case, "run": {k: v for k, v in case["run"].items() if k != "seed"}}
         config["public"] = True
         if isinstance(config.get("evaluation"), dict):  # the public view carries no evaluation values
-            config["evaluation"] = {**config["evaluation"], "evaluated": False, "columns": [], "agent_columns": []}
+            config["evaluation"] = {**config["evaluation"], "evaluated": False, "rounds": [], "columns": [],
+                                    "agent_columns": []}
         return Result(history=self.history[[c for c in self.history.columns if c in PUBLIC_HISTORY_COLUMNS]],
                       agent_history=self.agent_history[[c for c in self.agent_history.columns
                                                         if c in PUBLIC_AGENT_COLUMNS]],

@@ -179,7 +179,9 @@ def test_run_reports_exact_admms_polished_point(tmp_path):
     case = tmp_path / "toy_admm.toml"
     case.write_text(text)
     res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on"))
-    assert "polished point      round 5, objective" in res.output
+    assert "polished point      round 5 (the mean of the released copies)" in res.output
+    evaluation = res.output.split("non-private evaluation (not released)")[1]
+    assert "polished objective" in evaluation and "(round 5; feasible" in evaluation
     payload = last_json(invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on2"),
                                "--json"))
     assert payload["polished_round"] == 5 and isinstance(payload["polished_objective"], float)
@@ -187,3 +189,32 @@ def test_run_reports_exact_admms_polished_point(tmp_path):
     case.write_text(text.replace('name = "admm"', 'name = "admm"\npolish = false'))
     res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "off"))
     assert "polished point" not in res.output
+
+
+def test_run_groups_the_private_evaluation_under_its_label_and_public_output_has_none(tmp_path):
+    """Issue 36 item 3: every value computed on the agents' private data is shown under the evaluation label (human
+    summary) and listed with it (JSON); the public release holds none of them."""
+    from cvxdp.model import EVALUATION_LABEL
+    from cvxdp.run.results import PUBLIC_HISTORY_COLUMNS
+
+    args = ("run", str(CASES / "toy.toml"), "--mechanism", "ObjL", "--epsilon", "1.0", "--rounds", "4", "--seed", "1")
+    lines = invoke(*args, "--out", str(tmp_path / "a")).output.splitlines()
+    heading = next(i for i, line in enumerate(lines) if EVALUATION_LABEL in line)
+    assert "computed on the agents' private data" in lines[heading]
+    block = []
+    for line in lines[heading + 1:]:
+        if not line.startswith("    "):
+            break
+        block.append(line.strip().split("  ")[0])
+    assert block == ["objective", "max violation", "noise magnitude", "solution violation"]
+    for i, line in enumerate(lines):  # no private value outside the labelled block
+        if i <= heading or i > heading + len(block):
+            assert not line.strip().startswith(("objective", "max violation", "noise magnitude", "solution violation"))
+    payload = last_json(invoke(*args, "--out", str(tmp_path / "b"), "--public", str(tmp_path / "p"), "--json"))
+    assert payload["evaluation"]["label"] == EVALUATION_LABEL
+    assert {"objective", "max_violation", "noise_magnitude", "solution_violation"} <= set(payload["evaluation"]["keys"])
+    assert not {"consensus_residual", "privacy", "rounds"} & set(payload["evaluation"]["keys"])
+    public = json.loads((tmp_path / "p" / "result.json").read_text())
+    assert public["config"]["evaluation"] == {**public["config"]["evaluation"], "evaluated": False, "rounds": [],
+                                              "columns": [], "agent_columns": []}
+    assert set(pd.read_csv(tmp_path / "p" / "history.csv").columns) <= set(PUBLIC_HISTORY_COLUMNS)

@@ -11,99 +11,23 @@ problems (2-3 agents, 4 rounds).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
 import cvxdp
 from cvxdp.audits.release import _recording_backend
-from cvxdp.config.build import make_algorithm, make_privacy
 from cvxdp.errors import CvxdpError
 from cvxdp.families import ALGORITHMS
 from cvxdp.model import EVALUATION_LABEL, Release
 from cvxdp.run import load_result
 
-ROUNDS = 4
-TIMING = ("wall_time", "solver_time", "compute_time")
-
-
-def _consensus_data():
-    from cvxdp_models.toy import make_agents
-
-    return make_agents(agents=3, dim=3, samples=10, seed=1), None
-
-
-def _graph_data():
-    from cvxdp_models.erm import make_erm
-
-    return make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60}).agents, None
-
-
-def _sharing_data():
-    from cvxdp_models.vertical import synthetic_parties
-
-    return synthetic_parties(12, 2, 2, seed=0)
-
-
-#: each family's tiny problem: () -> (agents, the labels a sharing centre holds)
-DATA = {"consensus": _consensus_data, "graph": _graph_data, "sharing": _sharing_data}
-#: the one array a node of each family releases
-RELEASE_KEY = {"consensus": "ez", "graph": "f", "sharing": "q"}
-#: the tiny problems' step sizes per algorithm (every other parameter: its default)
-STEPS = {"ladmm": {"rho": 1.0, "eta": 4.0, "local_updates": 2}, "admm": {"rho": 1.0},
-         "madmm": {"graph": "complete"}, "dvp": {"graph": "complete"}, "radmm": {"graph": "complete"},
-         "mradmm": {"graph": "complete"}, "sharing": {"rho": 1.0, "lam": 0.1}}
-#: each mechanism's parameters here
-NOISE = {"ObjL": {"epsilon": 1.0}, "ObjG": {"epsilon": 1.0, "delta": 1e-6}, "OutL": {"epsilon": 1.0},
-         "OutG": {"epsilon": 1.0, "delta": 1e-5}, "gamma": {"alpha": 3.0}}
-
-
-@dataclass(frozen=True)
-class Case:
-    algorithm: str        # case-file name of the algorithm
-    mechanism: str        # case-file name of the mechanism ("none": non-private)
-    preset: Any = None    # a mechanism object instead of the table (the sharing preset)
-
-    @property
-    def family(self) -> str:
-        return ALGORITHMS[self.algorithm].family
-
-    @property
-    def release_key(self) -> str:
-        return RELEASE_KEY[self.family]
-
-    @property
-    def private(self) -> bool:
-        return self.mechanism != "none"
-
-    @property
-    def bits(self) -> tuple[str, ...]:
-        """Non-private only: one-value arrays that also leave a node (exact ADMM's polish bit: 0 or 1)."""
-        return ("polished",) if self.algorithm == "admm" else ()
-
-    def tables(self) -> tuple[dict, dict]:
-        return ({"name": self.algorithm, "rounds": ROUNDS, **STEPS[self.algorithm]},
-                {"mechanism": self.mechanism, **NOISE.get(self.mechanism, {})})
-
-    def build(self) -> tuple[Any, Any, Any]:
-        agents, labels = DATA[self.family]()
-        algorithm_table, privacy_table = self.tables()
-        algorithm = make_algorithm(algorithm_table)
-        if labels is not None:
-            algorithm.labels = labels
-        return agents, algorithm, self.preset() if self.preset else make_privacy(privacy_table)
-
-
-CASES = {f"{name}-{mech}": Case(name, mech) for name, cls in ALGORITHMS.items() for mech in cls.mechanisms}
-CASES["sharing-preset"] = Case("sharing", "preset", lambda: cvxdp.SharingGaussian(sigma=0.3, delta=1e-5))
-#: one case per family keeps Ray's resume, budget and evaluation contracts (the others: serial, same numbers on Ray)
-ON_RAY = ("ladmm-ObjG", "mradmm-gamma", "sharing-OutG")
-CASE_BACKENDS = [pytest.param(c, "serial", id=f"serial-{c}") for c in sorted(CASES)] + [
-    pytest.param(c, "ray", id=f"ray-{c}", marks=pytest.mark.ray) for c in ON_RAY]
-
+from .cases import CASE_BACKENDS, CASES, DATA, ROUNDS
+from .cases import numbers as _numbers
+from .cases import run_case as _run
+from .cases import same as _same
 
 _WARM: dict[str, Any] = {}
 
@@ -132,26 +56,6 @@ def _backend(name: str) -> Any:
                 raise
         return _WARM["ray"]
     return cvxdp.run.get_backend(name)
-
-
-def _run(case: str, backend: Any = "serial", **kwargs: Any) -> cvxdp.Result:
-    agents, algorithm, privacy = CASES[case].build()
-    kwargs.setdefault("seed", 11)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return cvxdp.solve(agents, algorithm=algorithm, privacy=privacy, backend=backend, **kwargs)
-
-
-def _numbers(result: cvxdp.Result) -> pd.DataFrame:
-    frame = result.history.drop(columns=[c for c in TIMING if c in result.history.columns])
-    return frame.select_dtypes(include="number").reset_index(drop=True)
-
-
-def _same(a: cvxdp.Result, b: cvxdp.Result) -> None:
-    pd.testing.assert_frame_equal(_numbers(a), _numbers(b), check_exact=True)
-    assert a.solution.keys() == b.solution.keys()
-    for k in a.solution:
-        np.testing.assert_array_equal(a.solution[k], b.solution[k])
 
 
 def test_every_registered_algorithm_and_mechanism_has_a_case():
@@ -263,12 +167,22 @@ def test_the_recorded_releases_are_exactly_the_accounted_ones(case):
 
 @pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
 def test_evaluation_values_are_labelled_and_absent_when_off(case, backend_name):
-    on = _run(case, "serial", evaluate=True)
+    rows_on: list[dict] = []
+    on = _run(case, "serial", evaluate=True, callback=lambda t, row: rows_on.append(row))
     evaluated = on.config["evaluation"]
+    # the callback's rows carry the label and name their evaluation keys (values flat, as in the history)
+    for row in rows_on:
+        assert row["evaluation"] == {"label": EVALUATION_LABEL, "columns": sorted(evaluated["columns"])}
+        assert set(evaluated["columns"]) <= set(row)
     assert evaluated["evaluated"] and evaluated["label"] == EVALUATION_LABEL
     assert "objective" in evaluated["columns"] and "noise_magnitude" in evaluated["columns"]
     assert list(on.evaluation.columns) == ["round"] + [c for c in evaluated["columns"] if c in on.history]
-    off = _run(case, _backend(backend_name), evaluate=False)
+    rows_off: list[dict] = []
+    off = _run(case, _backend(backend_name), evaluate=False, callback=lambda t, row: rows_off.append(row))
+    assert len(rows_off) == ROUNDS
+    for row in rows_off:
+        assert row["evaluation"] == {"label": EVALUATION_LABEL, "columns": []}
+        assert not set(evaluated["columns"]) & set(row)
     assert not off.config["evaluation"]["evaluated"] and off.config["evaluation"]["columns"] == []
     assert not set(evaluated["columns"]) & set(off.history.columns)
     assert not set(evaluated["agent_columns"]) & set(off.agent_history.columns)

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import CvxdpError, DeclarationError, InvalidParameterError, check_float, fail
 from ...model import Evaluation, Release, check_declarations, check_public_initial
 from ...privacy import PAPER_PRESET, ObjectivePerturbation, OutputPerturbation
-from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
+from ...run import FEASIBLE_SETS_PUBLIC, Backend, Charge, Family, NodeSpec, RoundPlan, initial_points_public
 from .node import ConsensusNode, RoundMessage
 from .step_sizes import (
     EtaPlan,
@@ -145,6 +145,12 @@ class ConsensusState:
     polish_next: int = 1  # the next round that polishes
 
 
+#: The declared bounds of a private consensus run (a public assumption)
+CONSENSUS_BOUNDS = ("the bounds each agent declares are public and true: its gradient sensitivity (under its declared "
+                    "relation), its curvature bound L_p (eta/rho 'auto', OutPert's weights) and its penalty weights "
+                    "rho_scale; the noise and the step sizes are set from them and nothing checks them against the data")
+
+
 class ConsensusFamily(Family):
     """LinearizedADMM / ADMM on the round loop (see the module docstring)."""
 
@@ -202,6 +208,17 @@ class ConsensusFamily(Family):
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> ConsensusState:
         self.infos = list(declarations)
+        if self.privacy is not None:  # the public assumptions the guarantee relies on (non-voiding ledger notes)
+            self.assume(FEASIBLE_SETS_PUBLIC)
+            defaults = [a.name for a in self.agents if not a.initial]
+            if defaults:
+                self.assume(f"the initial copy E_p z_p(0) of {', '.join(map(repr, defaults))} is the projection of 0 "
+                            "onto W_p (exact ADMM: of the minimiser over W_p) and is sent before round 1, unaccounted "
+                            "(public because W_p is)")
+            starts = [a.name for a in self.agents if a.initial]
+            if starts:
+                self.assume(initial_points_public(starts))
+            self.assume(CONSENSUS_BOUNDS)
         # eta per agent when eta="auto" (declared public bounds in private runs; cvxdp.families.consensus.step_sizes)
         self.eta_plan = EtaPlan.start(self.algorithm, self.names, [d["curvature"] for d in declarations],
                                       private=self.privacy is not None)

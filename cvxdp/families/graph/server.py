@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import DeclarationError, check_float, fail
 from ...model import Evaluation, Release, check_declarations, check_public_initial
-from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
+from ...run import FEASIBLE_SETS_PUBLIC, Backend, Charge, Family, NodeSpec, RoundPlan, initial_points_public
 from .mechanism import (
     GAMMA_ACCOUNTANTS,
     check_bound_condition,
@@ -61,6 +61,12 @@ def _check_nodes(agents: Sequence[Any], owner: str) -> tuple[int, dict[str, int]
     if len(dims) != 1:  # pragma: no cover - implied by equal shared sizes covering everything
         raise DeclarationError(f"{owner}: the nodes' local vectors differ in size ({sorted(dims)}).")
     return dims.pop(), sizes
+
+
+#: The declared constants of a private graph run (a public assumption)
+GRAPH_BOUNDS = ("the ERM constants each node declares are public and true: C, its sample count B_i, the regulariser "
+                "rho/N, the loss curvature c1 and ||x_n|| <= 1, |L'| <= 1; the noise is calibrated to them and "
+                "nothing checks them against the data")
 
 
 @dataclass
@@ -132,6 +138,12 @@ class GraphFamily(Family):
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> GraphState:
         if self.privacy is not None:
             self.notes.append((inexact_solve_note([d["solver"] for d in declarations]), False, True))
+            # the public assumptions the guarantee relies on (non-voiding ledger notes)
+            self.assume(FEASIBLE_SETS_PUBLIC)
+            starts = [a.name for a in self.agents if a.initial]
+            if starts:  # the others start from a random f_i(0) drawn from the node's generator (data-free)
+                self.assume(initial_points_public(starts))
+            self.assume(GRAPH_BOUNDS)
         initial = [d["initial"] for d in declarations]
         return GraphState(F=np.array(initial, dtype=float).reshape(len(self.names), self.d))
 

@@ -4,7 +4,10 @@ Party m (:class:`cvxdp.families.sharing.node.SharingNode`) releases ``q_m = D_m 
 nothing else. The centre (the state here: labels, z, y) runs the z-update (8) and the dual update (9) on the
 releases; its public solution is the consensus prediction ``z`` (the parties' models stay with them). Released metrics: consensus/primal residual
 ``||sum_m q_m - z||``, dual residual ``rho ||z - z_prev||``, sigma, the centre's ``||y||``/``||z||`` and the
-Assumption 1.1 check, privacy spent. Non-private evaluation (party side, pooled): objective, train_loss,
+Assumption 1.1 check, privacy spent. The centre's values (``z``, ``y``, the residual it sends, ``dual_residual``,
+``y_norm``, ``z_norm`` and the summary's ``assumption_1_1``) are computed from the releases *and the training labels*,
+which are public to the centre by assumption (a ledger note of every private run says so; docs/what-is-public.md):
+the mechanism protects the parties' features, not the labels. Non-private evaluation (party side, pooled): objective, train_loss,
 regularizer, max_violation, noise_magnitude, test loss/error, solver names/times/fallbacks.
 """
 
@@ -116,6 +119,9 @@ class SharingFamily(Family):
         self.guard_accountant = self.accountant if (self.accountant != "pld" or pld_ok) else "rdp"
         if mech is not None and mech.sensitivity == "paper":
             self.notes += [(LEMMA1_PRESET, True, True), (COROLLARY1_NOTE, True, False)]
+        if mech is not None:  # the public assumptions the guarantee relies on (non-voiding ledger notes)
+            self.assume(SHARING_LABELS.format(host=self.host))
+            self.assume(SHARING_BOUNDS)
 
     def config(self) -> dict[str, Any]:
         mech = self.privacy
@@ -232,7 +238,10 @@ class SharingFamily(Family):
                                       for i in self.mech_info.values())}
 
     def finish(self, result: Any, state: SharingState, backend: Backend) -> None:
-        """Corollary 1, the mechanism's details and Assumption 1.1 beside the ledger's totals; the recorded messages."""
+        """Corollary 1, the mechanism's details and Assumption 1.1 beside the ledger's totals; the recorded messages.
+
+        ``assumption_1_1`` (``max_y_norm``, ``max_z_norm``) reads the centre's y and z, computed with the labels:
+        public to the centre by assumption (the run's ledger notes name it)."""
         mech, summary = self.privacy, result.privacy
         if mech is not None:
             names = self.names
@@ -259,6 +268,17 @@ class Message:
     receiver: str
     kind: str  # "prediction" (uplink q_m), "residual" (sum_k q_k - z) or "dual" (y)
     payload: np.ndarray = field(repr=False)
+
+
+#: The sharing labels (a public assumption of every private sharing run)
+SHARING_LABELS = ("the training labels are public to the centre (held by {host!r}): the centre's z (the public "
+                  "solution), the residual and dual y it sends to the parties, and the history's dual_residual, y_norm "
+                  "and z_norm and the summary's assumption_1_1 are computed from them and the released q_m, "
+                  "unaccounted (only the parties' features are protected)")
+#: The declared bounds of a private sharing run (a public assumption)
+SHARING_BOUNDS = ("the bounds each party declares are public and true: its sample count N, its model bound b "
+                  "(||x_m|| <= b; b1 = max b, Assumption 1.1) and its regulariser's curvature c1; the noise is "
+                  "calibrated to them (the feature rows' norm <= 1, Assumption 1.3, each party checks itself)")
 
 
 def as_mechanism(privacy: Any) -> SharingGaussian | None:
