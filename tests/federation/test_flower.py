@@ -14,7 +14,6 @@ import re
 import signal
 import stat
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +142,9 @@ def test_a_party_that_drops_stops_the_run_and_the_rerun_resumes(tmp_path):
         runner = threading.Thread(target=lambda: status.update(flower.run(plan, timeout=600)))
         runner.start()
         checkpoint = tmp_path / "out" / "checkpoint" / "checkpoint.pkl"
-        deadline = time.monotonic() + 300
-        while not checkpoint.is_file() and time.monotonic() < deadline:  # the coordinator has round 1
-            time.sleep(0.1)
+        while not checkpoint.is_file() and runner.is_alive():  # until the coordinator has round 1 (no clock)
+            runner.join(0.1)
+        assert checkpoint.is_file(), status  # the run did not end before its first checkpoint
         flower.stop_party("agent1", signal.SIGKILL)
         runner.join(timeout=600)
         assert status["status"] == "failed"
