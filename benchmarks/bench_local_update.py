@@ -153,7 +153,7 @@ def bench_setup(case: str) -> dict:
     n0, start = count["n"], time.perf_counter()
     for agent, seed in zip(worker_agents, seeds):
         agent.check()
-        ConsensusNode(agent, algorithm, seed)
+        ConsensusNode(agent, seed, algorithm)
     worker_s, worker_n = time.perf_counter() - start, count["n"] - n0
     return {"case": case, "agents": len(new_agents), "old_compiles": old_n, "old_s": old_s, "new_compiles": new_n,
             "new_s": new_s, "worker_setup_s": worker_s, "worker_compiles": worker_n}

@@ -11,7 +11,7 @@ from typing import Any
 from .errors import check_choice, check_float, check_int, fail
 from .families import family_class
 from .families.consensus.params import LinearizedADMM
-from .model import DEFAULT_SOLVERS, Agent
+from .model import DEFAULT_SOLVERS, Agent, checked_agents
 from .params import Algorithm
 from .run import Backend, Result, SerialBackend, checkpoint_path, get_backend, root_seed_sequence, run_loop
 
@@ -101,7 +101,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     evaluate = _check_evaluate(evaluate, backend)
     described = algorithm.describe()  # before the family binds run-time values (the authors' eta schedule)
     cls = family_class(algorithm)
-    agents = _checked(agents, cls.agent_type or (Agent,), cls.agent_label)
+    agents = checked_agents(agents, cls.agent_type or (Agent,), cls.agent_label)
     # the coordinator's side reads the agents' public declarations only (SPEC §7); the simulation's backend builds
     # each party's node from its agent
     family = cls(algorithm, [a.declaration() for a in agents], privacy=privacy,
@@ -113,17 +113,6 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     return run_loop(family, backend=backend, agents=agents, root=root, seed=seed, base_config=base,
                     evaluate=evaluate, progress=progress, callback=callback, checkpoint=checkpoint,
                     checkpoint_every=checkpoint_every)
-
-
-def _checked(agents: Any, types: tuple[type, ...], label: str) -> list[Agent]:
-    """The agents as a list after each one's own structural checks (:meth:`cvxdp.Agent.check`)."""
-    if not isinstance(agents, (list, tuple)) or len(agents) == 0:
-        raise fail("agents", "solve", f"a non-empty list of {label}", agents)
-    for agent in agents:
-        if not isinstance(agent, types):
-            raise fail("agents", "solve", f"a list of {label}", type(agent).__name__)
-        agent.check()
-    return list(agents)
 
 
 def _check_evaluate(evaluate: Any, backend: Backend) -> bool:

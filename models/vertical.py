@@ -42,8 +42,7 @@ import cvxdp
 from cvxdp.errors import ConfigError
 
 from .base import ModelInstance
-from .logistic.data import BREAST_CANCER_SCALE
-from .logistic.data import _public_scale as public_scale
+from .logistic.data import BREAST_CANCER_SCALE, public_scale
 
 __all__ = [
     "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "VerticalData", "build", "central_optimum", "column_blocks",

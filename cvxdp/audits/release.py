@@ -524,7 +524,8 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
         res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld", backend=backend)
         transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), n, k)
         stats_.append(transcript_statistic(transcript, w))
-        profiles.append(np.einsum("rik,k->ri", transcript, w))  # each replica's per-round statistic
+        if kind == "curvature":  # each replica's per-round statistic (for the rounds direction below)
+            profiles.append(np.einsum("rik,k->ri", transcript, w))
         summary = res.privacy["worst"]
         claims.append((summary["pld"], res.privacy["target_delta"]))
     eps_claim, delta_claim = max(claims)

@@ -362,13 +362,6 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
         instance = build_instance(case)
         names = [a.name for a in instance.agents]
         files = write_parties(case, out / "parties", instance=instance, seed=case.run.get("seed"), budget=budget)
-        plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out,
-                          checkpoint=out / "checkpoint", timeout=timeout)
-        try:  # Ctrl-C: the SuperLink and SuperNodes stop with the context; the checkpoints stay
-            with LocalFederation(files, out / "federation", tls=tls, auth=auth) as fed:
-                status = fed.run(plan, timeout=timeout * (int(case.algorithm.get("rounds", 100)) + 5))
-        except KeyboardInterrupt:
-            _interrupted("during the federation", _checkpointed(out / "checkpoint"))
     else:
         if not parties:
             raise click.UsageError("--superlink needs --parties NAME,NAME,... (the agents in the run's order).")
@@ -376,13 +369,17 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
             raise click.UsageError("Give --root-certificates (the SuperLink's CA), or --insecure (plain HTTP; a "
                                    "test on one machine only).")
         names = [n.strip() for n in parties.split(",") if n.strip()]
-        plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out,
-                          checkpoint=out / "checkpoint", timeout=timeout)
-        try:
-            status = submit(superlink, plan, root_certificates=root_certificates, insecure=insecure,
-                            timeout=timeout * (int(case.algorithm.get("rounds", 100)) + 5))
-        except KeyboardInterrupt:
-            _interrupted("during the federation", _checkpointed(out / "checkpoint"))
+    plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out, checkpoint=out / "checkpoint",
+                      timeout=timeout)
+    wait = timeout * (int(case.algorithm.get("rounds", 100)) + 5)
+    try:  # Ctrl-C: a local SuperLink and its SuperNodes stop with the context; the checkpoints stay
+        if local:
+            with LocalFederation(files, out / "federation", tls=tls, auth=auth) as fed:
+                status = fed.run(plan, timeout=wait)
+        else:
+            status = submit(superlink, plan, root_certificates=root_certificates, insecure=insecure, timeout=wait)
+    except KeyboardInterrupt:
+        _interrupted("during the federation", _checkpointed(out / "checkpoint"))
     if status["status"] != "done":
         raise CvxdpError(status.get("error", "the federation failed"))
     result = load_result(out / "result")

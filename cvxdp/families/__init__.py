@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..params import Algorithm, Parameterized
-from ..privacy import ObjectivePerturbation, OutputPerturbation
+from ..privacy import MECHANISMS as PERTURBATIONS
 from .consensus import ADMM, ConsensusFamily, LinearizedADMM
 from .graph import DVP, MADMM, MRADMM, RADMM, GraphFamily, PenaltyPerturbation
 from .sharing import ADMMSharing, SharingFamily
@@ -24,10 +24,10 @@ FAMILIES: dict[str, type] = {"consensus": ConsensusFamily, "graph": GraphFamily,
 #: case-file name -> algorithm class
 ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (LinearizedADMM, ADMM, MADMM, DVP, RADMM, MRADMM,
                                                                      ADMMSharing)}
-#: case-file name -> (mechanism class, fixed parameters); "none" is the non-private run
+#: case-file name -> (mechanism class, fixed parameters): the privacy layer's perturbations, and the graph family's
+#: penalty perturbation; "none" is the non-private run
 MECHANISMS: dict[str, tuple[type[Parameterized], dict[str, Any]]] = {
-    "ObjL": (ObjectivePerturbation, {"noise": "laplace"}), "ObjG": (ObjectivePerturbation, {"noise": "gaussian"}),
-    "OutL": (OutputPerturbation, {"noise": "laplace"}), "OutG": (OutputPerturbation, {"noise": "gaussian"}),
+    **{name: (cls, {"noise": noise}) for name, (cls, noise) in PERTURBATIONS.items()},
     "gamma": (PenaltyPerturbation, {}),
 }
 
@@ -37,10 +37,4 @@ def family_class(algorithm: Algorithm) -> type:
     return FAMILIES[type(algorithm).family]
 
 
-def mechanism(name: str, **params: Any) -> Parameterized:
-    """The mechanism registered as ``name`` (``"ObjG"``, ``"gamma"``, ...) with ``params`` (not validated)."""
-    cls, fixed = MECHANISMS[name]
-    return cls(**fixed, **params)
-
-
-__all__ = ["ALGORITHMS", "FAMILIES", "MECHANISMS", "family_class", "mechanism"]
+__all__ = ["ALGORITHMS", "FAMILIES", "MECHANISMS", "family_class"]

@@ -25,7 +25,7 @@ from ..errors import BackendError, CvxdpError
 from ..families import family_class
 from ..families.graph.mechanism import ERMConstants
 from ..model import Declaration
-from ..run import Backend, NodeSpec, Result, run_loop
+from ..run import Backend, NodeSpec, Result, checkpoint_path, run_loop
 from ..run.backends import method_name
 from .party import FEASIBILITY_NOTE, Party, PartyFile  # Party, PartyFile: only for the in-process channel
 from .wire import answer, dumps, unpack
@@ -44,10 +44,6 @@ class Channel(abc.ABC):
     def parties(self) -> list[str]:
         """The parties this channel reaches (after their ``hello``)."""
         return []
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release the channel's resources."""
-
 
 class LocalChannel(Channel):
     """Parties in this process, each request answered by a :class:`~cvxdp.federation.party.Party` built afresh from
@@ -156,7 +152,7 @@ def run_federation(plan: Mapping[str, Any], channel: Channel, *, progress: bool 
     """Run the case of ``plan`` over the parties of ``channel`` and return the coordinator's public Result.
 
     ``plan``: ``{"algorithm": table, "privacy": table, "run": table, "agents": [names in the run's order] or None,
-    "checkpoint": directory or None, "name": the case's name}`` (what :func:`cvxdp.federation.plan_of` writes).
+    "checkpoint": directory or None, "name": the case's name}`` (what :func:`cvxdp.federation.parties.write_plan` writes).
     """
     parties = channel.parties()
     hello = channel.send({p: ("hello", {}) for p in parties})
@@ -181,7 +177,7 @@ def run_federation(plan: Mapping[str, Any], channel: Channel, *, progress: bool 
     backend = FederationBackend(channel, owners, hashlib.sha256(token.encode()).hexdigest()[:16])
     checkpoint = plan.get("checkpoint")
     backend.target_delta = family.target_delta
-    backend.resume = bool(checkpoint) and (Path(checkpoint) / "checkpoint.pkl").is_file()
+    backend.resume = bool(checkpoint) and checkpoint_path(checkpoint).is_file()
     result = run_loop(family, backend=backend, agents=None, root=np.random.SeedSequence(0), seed=run.get("seed"),
                       base_config=base, evaluate=False, progress=progress, checkpoint=checkpoint,
                       checkpoint_every=1)

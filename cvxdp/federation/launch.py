@@ -18,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,12 +147,11 @@ class LocalFederation:
     """
 
     def __init__(self, party_files: Sequence[str | Path], work: str | Path, *, tls: bool = False,
-                 auth: bool = False, register: Sequence[str] | None = None) -> None:
+                 auth: bool = False) -> None:
         require_flower()
         self.party_files = [Path(p).resolve() for p in party_files]
         self.work = Path(work).resolve()
         self.tls, self.auth = tls or auth, auth
-        self.register = register  # auth: the parties whose keys are registered (default: all)
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.certs: dict[str, Path] | None = None
         self.env = {**os.environ, **QUIET, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -206,16 +205,15 @@ class LocalFederation:
         self._write_cli_config()
 
     def _write_cli_config(self) -> None:
-        lines = ["[superlink]", 'default = "local"', "", "[superlink.local]", f'address = "127.0.0.1:{self.port}"']
-        lines.append(f'root-certificates = "{self.certs["ca"]}"' if self.certs else "insecure = true")
-        (self._home("cli") / "config.toml").write_text("\n".join(lines) + "\n")
+        _write_cli_config(self._home("cli"), "local", f"127.0.0.1:{self.port}",
+                          self.certs["ca"] if self.certs else None)
 
     def flwr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
         """The ``flwr`` CLI against this SuperLink."""
         return subprocess.run([str(BIN / "flwr"), *args], env={**self.env, "FLWR_HOME": str(self._home("cli"))},
                               capture_output=True, text=True, timeout=timeout, cwd=self.work, check=False)
 
-    def start_party(self, party_file: Path, *, register: bool | None = None) -> subprocess.Popen:
+    def start_party(self, party_file: Path, *, register: bool = True) -> subprocess.Popen:
         """One SuperNode for ``party_file`` (with auth: its key, registered under the party's name unless
         ``register`` is False; a party started again keeps its key and registration)."""
         name = PartyFile(party_file).name
@@ -225,7 +223,7 @@ class LocalFederation:
             key = self.work / "keys" / name
         elif self.auth:
             key, public = make_node_key(self.work / "keys", name)
-            if register if register is not None else (self.register is None or name in self.register):
+            if register:
                 done = self.flwr("supernode", "register", str(public), "local", "--name", name)
                 if done.returncode != 0:
                     raise BackendError(f"Could not register party {name!r}'s key: {done.stdout}{done.stderr}")
@@ -248,20 +246,12 @@ class LocalFederation:
 
     def run(self, plan: str | Path, *, timeout: float = 1800.0) -> dict[str, Any]:
         """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file; its content."""
-        plan = Path(plan).resolve()
-        status_file = Path(json.loads(plan.read_text())["out"]) / STATUS_FILE
-        status_file.unlink(missing_ok=True)
-        done = self.flwr("run", str(APP_DIR), "local", "--run-config", f'plan="{plan}"', "--format", "json")
-        if done.returncode != 0:
-            raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-        deadline = time.monotonic() + timeout
-        while not status_file.exists():
-            if time.monotonic() > deadline:
-                raise BackendError(f"The federation did not finish within {timeout:g} s (logs in {self.work}).")
+        def superlink_alive() -> None:
             if self.procs[0][1].poll() is not None:
                 raise BackendError("The SuperLink stopped:\n" + self.log("superlink")[-2000:])
-            time.sleep(0.5)
-        return json.loads(status_file.read_text())
+
+        return _run_app(self.flwr, "local", Path(plan).resolve(), timeout, check=superlink_alive,
+                        where=f" (logs in {self.work})")
 
     # ---------------------------------------------------------------- stopping
     def _descendants(self) -> set[int]:
@@ -309,28 +299,43 @@ class LocalFederation:
         self.procs = []
 
 
+def _write_cli_config(home: Path, name: str, address: str, root_certificates: Path | None) -> None:
+    """The ``flwr`` CLI's configuration in ``home``: one SuperLink connection ``name`` (TLS with the CA, else plain)."""
+    lines = ["[superlink]", f'default = "{name}"', "", f"[superlink.{name}]", f'address = "{address}"']
+    lines.append(f'root-certificates = "{root_certificates}"' if root_certificates is not None else "insecure = true")
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+def _run_app(flwr: Callable[..., subprocess.CompletedProcess], connection: str, plan: Path, timeout: float, *,
+             check: Callable[[], None] = lambda: None, where: str = "") -> dict[str, Any]:
+    """``flwr run`` cvxdp's app over ``connection`` with ``plan``, then wait for the status file the ServerApp
+    writes in the plan's ``out`` (``check`` raises when the run can no longer finish); its content."""
+    status_file = Path(json.loads(plan.read_text())["out"]) / STATUS_FILE
+    status_file.unlink(missing_ok=True)
+    done = flwr("run", str(APP_DIR), connection, "--run-config", f'plan="{plan}"', "--format", "json")
+    if done.returncode != 0:
+        raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    deadline = time.monotonic() + timeout
+    while not status_file.exists():
+        if time.monotonic() > deadline:
+            raise BackendError(f"The federation did not finish within {timeout:g} s{where}.")
+        check()
+        time.sleep(0.5)
+    return json.loads(status_file.read_text())
+
+
 def submit(superlink: str, plan: str | Path, *, root_certificates: Path | None = None, insecure: bool = False,
            timeout: float = 1800.0, work: str | Path | None = None) -> dict[str, Any]:
     """Run cvxdp's app on a running SuperLink (the coordinator's, HOST:PORT) with ``plan``; wait for the status
     file the ServerApp writes (it runs next to the SuperLink, on the coordinator's machine) and return it."""
     require_flower()
     plan = Path(plan).resolve()
-    out = Path(json.loads(plan.read_text())["out"])
-    home = Path(work or out) / "flwr-home"
+    home = Path(work or json.loads(plan.read_text())["out"]) / "flwr-home"
     home.mkdir(parents=True, exist_ok=True)
-    lines = ["[superlink]", 'default = "coordinator"', "", "[superlink.coordinator]", f'address = "{superlink}"']
-    lines.append("insecure = true" if insecure else f'root-certificates = "{Path(root_certificates).resolve()}"')
-    (home / "config.toml").write_text("\n".join(lines) + "\n")
-    status_file = out / STATUS_FILE
-    status_file.unlink(missing_ok=True)
-    done = subprocess.run([str(BIN / "flwr"), "run", str(APP_DIR), "coordinator", "--run-config", f'plan="{plan}"',
-                           "--format", "json"], env={**os.environ, **QUIET, "FLWR_HOME": str(home)},
-                          capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    deadline = time.monotonic() + timeout
-    while not status_file.exists():
-        if time.monotonic() > deadline:
-            raise BackendError(f"The federation did not finish within {timeout:g} s.")
-        time.sleep(0.5)
-    return json.loads(status_file.read_text())
+    _write_cli_config(home, "coordinator", superlink, None if insecure else Path(root_certificates).resolve())
+
+    def flwr(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "flwr"), *args], env={**os.environ, **QUIET, "FLWR_HOME": str(home)},
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    return _run_app(flwr, "coordinator", plan, timeout)

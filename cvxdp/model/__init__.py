@@ -21,13 +21,14 @@ from .agent import (
     check_agents,
     check_declarations,
     check_public_initial,
+    checked_agents,
 )
 from .central import (
-           CentralResult,
-           SolverFallbackWarning,
-           solution_violation,
-           solve_central,
-           solve_with_fallback,
+    CentralResult,
+    SolverFallbackWarning,
+    solution_violation,
+    solve_central,
+    solve_with_fallback,
 )
 from .compiled import set_verdict
 from .curvature import Curvature, lipschitz_constants
@@ -38,6 +39,6 @@ from .vertical import RELATION, VerticalParty, check_labels, check_parties
 
 __all__ = ["Agent", "Declaration", "check_declarations", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout",
            "LocalProx", "Node", "PartyUpdate", "ProxSolver", "RELATION", "Release", "Sensitivity", "SmoothObjective",
-           "SolveReport", "SolverFallbackWarning", "VerticalParty", "check_agents", "check_labels", "check_parties",
+           "SolveReport", "SolverFallbackWarning", "VerticalParty", "check_agents", "checked_agents", "check_labels", "check_parties",
            "check_public_initial", "compile_projection", "compiled_metrics", "lipschitz_constants", "set_verdict",
            "solution_violation", "solve_central", "solve_with_fallback"]

@@ -26,6 +26,19 @@ from .compiled import NotCompilable, set_verdict
 GradientFn = Callable[[np.ndarray], np.ndarray]
 
 
+def shared_indices(shared: Mapping[str, np.ndarray]) -> np.ndarray:
+    """All shared coordinates of a layout's ``shared`` map, key by key in sorted key order."""
+    keys = sorted(shared)
+    return np.concatenate([shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+
+
+def rho_weights(rho_scale: Mapping[str, Any] | None, size: int, key: str) -> np.ndarray:
+    """The declared relative penalty weights of shared key ``key`` of ``size`` coordinates (ones when none)."""
+    if rho_scale is None or key not in rho_scale:
+        return np.ones(size)
+    return np.broadcast_to(np.asarray(rho_scale[key], dtype=float), (size,)).copy()
+
+
 @dataclass(frozen=True)
 class Sensitivity:
     """Gradient sensitivity of an agent's objective under a declared neighbouring relation (SPEC §2.1).
@@ -71,8 +84,7 @@ class Layout:
     @property
     def shared_indices(self) -> np.ndarray:
         """All shared coordinates of u, key by key in sorted key order."""
-        keys = sorted(self.shared)
-        return np.concatenate([self.shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+        return shared_indices(self.shared)
 
     def split(self, u: np.ndarray) -> dict[cp.Variable, np.ndarray]:
         """Cut a flat vector into per-variable arrays of the variables' shapes."""
@@ -301,10 +313,7 @@ class Agent:
 
     def rho_weights(self, key: str) -> np.ndarray:
         """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
-        size = len(self.layout.shared[key])
-        if self.rho_scale is None or key not in self.rho_scale:
-            return np.ones(size)
-        return np.broadcast_to(np.asarray(self.rho_scale[key], dtype=float), (size,)).copy()
+        return rho_weights(self.rho_scale, len(self.layout.shared[key]), key)
 
     def _check_kinds(self) -> None:
         """Integer, boolean and complex variables, complex parameters and constants are not supported."""
@@ -470,8 +479,7 @@ class PublicLayout:
     @property
     def shared_indices(self) -> np.ndarray:
         """All shared coordinates, key by key in sorted key order."""
-        keys = sorted(self.shared)
-        return np.concatenate([self.shared[k] for k in keys]) if keys else np.zeros(0, dtype=int)
+        return shared_indices(self.shared)
 
     @property
     def shared_mask(self) -> np.ndarray:
@@ -516,10 +524,7 @@ class Declaration:
 
     def rho_weights(self, key: str) -> np.ndarray:
         """The declared relative penalty weights of shared key ``key`` (ones when none are declared)."""
-        size = len(self.layout.shared[key])
-        if self.rho_scale is None or key not in self.rho_scale:
-            return np.ones(size)
-        return np.broadcast_to(np.asarray(self.rho_scale[key], dtype=float), (size,)).copy()
+        return rho_weights(self.rho_scale, len(self.layout.shared[key]), key)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (arrays as lists; :class:`Sensitivity` and dataclass facts as dicts)."""
@@ -562,13 +567,19 @@ def check_agents(agents: Sequence[Agent], *, private: bool, noise: str | None = 
 
     Returns the size of every shared key.
     """
+    return check_declarations([a.declaration() for a in checked_agents(agents)], private=private, noise=noise)
+
+
+def checked_agents(agents: Any, types: tuple[type, ...] = (Agent,), label: str = "cvxdp.Agent") -> list[Agent]:
+    """``agents`` as a list, after checking it is a non-empty list of ``types`` and each agent's own structural
+    checks (:meth:`Agent.check`); errors name ``solve``'s ``agents`` parameter and ``label``."""
     if not isinstance(agents, (list, tuple)) or len(agents) == 0:
-        raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
+        raise fail("agents", "solve", f"a non-empty list of {label}", agents)
     for agent in agents:
-        if not isinstance(agent, Agent):
-            raise fail("agents", "solve", "a list of cvxdp.Agent", type(agent).__name__)
+        if not isinstance(agent, types):
+            raise fail("agents", "solve", f"a list of {label}", type(agent).__name__)
         agent.check()
-    return check_declarations([a.declaration() for a in agents], private=private, noise=noise)
+    return list(agents)
 
 
 def check_declarations(agents: Sequence[Any], *, private: bool, noise: str | None = None) -> dict[str, int]:

@@ -182,9 +182,8 @@ TOLERANCE = 1e-6  # relative to 1 + ||w||_inf
 
 
 def _agent_target(agent: Any, solution: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    layout = agent.layout
-    keys = sorted(layout.shared)
-    idx = np.concatenate([layout.shared[k] for k in keys])
+    keys = sorted(agent.layout.shared)
+    idx = agent.layout.shared_indices
     target = np.concatenate([np.ravel(np.asarray(solution[k], dtype=float)) for k in keys])
     return idx, target
 

@@ -31,6 +31,7 @@ from .calibration import (
     gaussian_sigma_classic,
     laplace_scale,
     per_step_scale,
+    step_epsilon,
     total_epsilon,
 )
 from .mechanisms import (
@@ -51,5 +52,5 @@ __all__ = [
     "calibrate_to_total", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
     "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",
-    "rdp_epsilon", "total_epsilon",
+    "rdp_epsilon", "step_epsilon", "total_epsilon",
 ]

@@ -146,6 +146,12 @@ def gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:
     return float(dp_accounting.get_epsilon_gaussian(s / d, dl))
 
 
+def step_epsilon(noise: str, sensitivity: float, scale: float, delta: float) -> float:
+    """The epsilon one call of ``noise`` of ``scale`` gives a query of ``sensitivity``: ``sensitivity / scale`` for
+    Laplace (pure), :func:`gaussian_epsilon` at ``delta`` for Gaussian."""
+    return sensitivity / scale if noise == "laplace" else gaussian_epsilon(sensitivity, scale, delta)
+
+
 def per_step_scale(noise: str, sensitivity: float, epsilon: float, delta: float | None,
                    calibration: str = "analytic") -> float:
     """Scale of one ``noise`` mechanism call that is (epsilon, delta)-DP for the given sensitivity.

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from ..errors import DeclarationError, InvalidParameterError, check_choice, check_float, check_int, fail
 from ..params import POSITIVE, Interval, NoneValue, Options, Param, Parameterized, param
 from .accounting import ACCOUNTANTS
-from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, gaussian_epsilon, per_step_scale
+from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, per_step_scale, step_epsilon
 from .noise import NOISE_SOURCES, NoisePlan, secure_scale
 
 SENSITIVITY_MODES = ("exact", "paper")
@@ -185,12 +185,12 @@ class Perturbation(Parameterized):
         else:
             scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration)
             if self.noise == "laplace":
-                claim = (delta_s / scale, 0.0)
+                claim = (step_epsilon("laplace", delta_s, scale, 0.0), 0.0)
             elif accountant == "basic":
                 claim = (eps / st, float(self.delta) / st)
             else:
                 d_step = float(self.delta) / st
-                claim = (gaussian_epsilon(delta_s, scale, d_step), d_step)
+                claim = (step_epsilon("gaussian", delta_s, scale, d_step), d_step)
         if self.noise_source == "opendp":
             n = getattr(getattr(agent, "layout", None), "size", 1)
             n = n if isinstance(n, int) and n >= 1 else 1

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from typing import Any
 
 import dp_accounting
@@ -161,14 +160,6 @@ def require_opendp() -> Any:
             f"run: {_INSTALL}") from err
     dp.enable_features("contrib")
     return dp
-
-
-def opendp_version() -> str | None:
-    """The installed OpenDP version string, or None when it is not installed."""
-    try:
-        return metadata.version("opendp")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def available() -> bool:

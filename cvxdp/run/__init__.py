@@ -5,7 +5,7 @@ backends that place nodes and move messages, checkpoints, output files and resul
 * :mod:`.loop` — :func:`run_loop`: budget guard, ledger, stopping, checkpoints, progress, :class:`Result`;
 * :mod:`.backends` — :class:`Backend`, :class:`NodeSpec`, :class:`SerialBackend`, :func:`get_backend`
   (:mod:`.ray`: :class:`RayBackend`, an optional extra, loaded on use);
-* :mod:`.checkpoint`, :mod:`.outdir` — fingerprints and atomic checkpoints; output directories and their locks;
+* :mod:`.storage` — fingerprints and atomic checkpoints; output directories and their locks;
 * :mod:`.results` — :class:`Result` and :func:`load_result`.
 """
 

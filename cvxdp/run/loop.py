@@ -142,9 +142,11 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
     family.simulation = agents is not None
     config = {**base_config, **seed_config(seed), **family.config()}
     # the backend only places nodes: a run checkpointed on one backend resumes on another
-    declared = {f"agent {d.name!r} declaration": d.to_dict() for d in family.agents} if agents is None else {}
-    fp = None if checkpoint is None else fingerprint({k: v for k, v in config.items() if k != "backend"}, agents or (),
-                                                     data={**declared, **family.fingerprint_data()}, context=checkpoint)
+    fp = None
+    if checkpoint is not None:  # a federation's coordinator knows the parties by their public declarations
+        declared = {f"agent {d.name!r} declaration": d.to_dict() for d in family.agents} if agents is None else {}
+        fp = fingerprint({k: v for k, v in config.items() if k != "backend"}, agents or (),
+                         data={**declared, **family.fingerprint_data()}, context=checkpoint)
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     try:

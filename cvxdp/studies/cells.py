@@ -19,10 +19,11 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -148,12 +149,20 @@ class CellRunner:
         return result, summary
 
 
-def collect_warnings(caught: list, collected: dict[tuple, list]) -> None:
-    """Add a run's warnings to the study's collection: one group per category and message with its numbers blanked
-    (``largest distance 0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each holding
-    ``[category, first message, runs]``."""
+#: what tells one run's warning from another's of the same kind: numbers and quoted names
+_VARYING = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'")
+
+
+@contextlib.contextmanager
+def collecting_warnings(collected: dict[tuple, list]) -> Iterator[None]:
+    """Record the warnings raised inside into the study's collection (see :func:`report_warnings`) instead of
+    showing them: one group per category and message with its numbers and quoted names blanked (``largest distance
+    0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each ``[category, first message, runs]``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
     for w in caught:
-        key = (w.category, re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'", "#", str(w.message)))
+        key = (w.category, _VARYING.sub("#", str(w.message)))
         if key in collected:
             collected[key][2] += 1
         else:

@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,7 @@ from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
 from ..plots import graph_study_figures
 from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config, collect_warnings, report_warnings
+from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
@@ -284,10 +283,8 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
             case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
 
             def compute(cell_dir: Path, case=case) -> tuple:
-                with warnings.catch_warnings(record=True) as caught:  # reported once per study, at its end
-                    warnings.simplefilter("always")
+                with collecting_warnings(collected):  # reported once per study, at its end
                     outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                collect_warnings(caught, collected)
                 return outcome.result, outcome.summary
 
             result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)

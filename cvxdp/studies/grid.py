@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
 from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config, collect_warnings, report_warnings
+from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
@@ -185,10 +185,8 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
                 nonlocal instance
                 if instance is None:
                     instance = build_instance(base)
-                with warnings.catch_warnings(record=True) as caught:  # reported once per study, at its end
-                    warnings.simplefilter("always")
+                with collecting_warnings(collected):  # reported once per study, at its end
                     outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                collect_warnings(caught, collected)
                 return outcome.result, outcome.summary
 
             result, summary = runner.run(cell.key, cell_config(case), compute, context=context)

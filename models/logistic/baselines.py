@@ -57,12 +57,12 @@ def lbfgsb_box(value: Callable[[np.ndarray], float], grad: Callable[[np.ndarray]
     x, iterations, fx, message = np.clip(np.asarray(x0, dtype=float), lo, hi), 0, math.inf, ""
     for _ in range(restarts + 1):  # a fresh start drops a curvature memory that stalls the line search
         res = minimize(value, x, jac=grad, method="L-BFGS-B", bounds=bounds, options=options)
-        x, iterations, message = np.clip(res.x, lo, hi), iterations + int(res.nit), str(res.message)
+        x, iterations, message = res.x, iterations + int(res.nit), str(res.message)  # L-BFGS-B stays in the box
         pg = float(np.max(np.abs(x - np.clip(x - grad(x), lo, hi)))) if n else 0.0  # the projected gradient
         improved, fx = float(res.fun) < fx, min(fx, float(res.fun))
         if pg <= tol or not improved or iterations >= max_iter:
             break
-    return x, float(value(x)), iterations, "optimal" if pg <= tol else f"inaccurate: {message}"
+    return x, float(res.fun), iterations, "optimal" if pg <= tol else f"inaccurate: {message}"  # f at res.x (in the box)
 
 
 def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from cvxdp.errors import ConfigError
 __all__ = [
     "ADULT_SCALE", "BREAST_CANCER_SCALE", "FEMNIST_CLASSES", "MNIST_CLASSES", "FemnistData", "check_labels",
     "clip_rows", "load_adult", "load_femnist", "load_idx", "load_libsvm", "load_mnist", "load_sklearn",
-    "normalize_rows", "split_dirichlet", "split_iid", "split_label_skew", "train_test",
+    "normalize_rows", "public_scale", "split_dirichlet", "split_iid", "split_label_skew", "train_test",
 ]
 
 Split = list[tuple[np.ndarray, np.ndarray]]
@@ -71,13 +71,7 @@ def normalize_rows(X: np.ndarray) -> np.ndarray:
     return X / np.where(norms > 0, norms, 1.0)
 
 
-def _max_scale(X: np.ndarray) -> np.ndarray:
-    """Divide every column by its largest absolute value (all-zero columns unchanged)."""
-    m = np.max(np.abs(X), axis=0) if len(X) else np.ones(X.shape[1])
-    return X / np.where(m > 0, m, 1.0)
-
-
-def _public_scale(X: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def public_scale(X: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Divide every column by a fixed public scale, capped at 1: the papers' column max-scaling with constants
     that do not move with the loaded data (the per-column maxima of the whole file were a statistic pooled over
     every agent's samples)."""
@@ -533,7 +527,7 @@ def load_adult(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             raise ConfigError(f"UCI Adult file {str(path)!r}: column {col!r} holds {df[col][unknown].iloc[0]!r}, "
                               f"which is not one of its {len(cats)} UCI categories.")
         parts.append((df[col].to_numpy()[:, None] == np.asarray(cats)[None, :]).astype(float))
-    X = normalize_rows(_public_scale(np.hstack(parts), ADULT_SCALE))
+    X = normalize_rows(public_scale(np.hstack(parts), ADULT_SCALE))
     return X, y
 
 
@@ -555,7 +549,7 @@ def load_sklearn(name: str) -> tuple[np.ndarray, np.ndarray]:
         return d.data / 16.0, d.target.astype(int)
     if name == "breast_cancer":
         d = datasets.load_breast_cancer()
-        return normalize_rows(_public_scale(d.data, BREAST_CANCER_SCALE)), np.where(d.target == 1, 1, -1)
+        return normalize_rows(public_scale(d.data, BREAST_CANCER_SCALE)), np.where(d.target == 1, 1, -1)
     raise ConfigError(f"The 'name' parameter of load_sklearn must be one of 'digits', 'breast_cancer'. "
                       f"Got {name!r} instead.")
 

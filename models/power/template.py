@@ -197,6 +197,7 @@ class ZoneModel:
         exact = objective == "cost" and not penalty
         penalty = None if exact else (1.0 if penalty is None else float(penalty))
         self.case, self.zones = case, zones
+        self._soc: dict[tuple, dict[str, Any]] = {}  # (objective, solver, time limit) -> the central SOC solve
         self.objective, self.penalty, self.cost_scale, self.alpha = objective, penalty, cost_scale, alpha
         self.owner = zone_of_bus(case, zones)
         on = np.flatnonzero(case.branch_status)
@@ -287,8 +288,11 @@ class ZoneModel:
             raise ConfigError(
                 f"The objective must be one of {', '.join(map(repr, OBJECTIVES))}. Got {kind!r} instead."
             )
-        res = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale, solver=solver,
-                            time_limit=time_limit, progress=progress)
+        key = (kind, solver, float(time_limit))  # solved once: with and without the AC check, for the report
+        if key not in self._soc:
+            self._soc[key] = solve_central(self.case, kind, penalty=self.penalty, cost_scale=self.cost_scale,
+                                           solver=solver, time_limit=time_limit, progress=progress)
+        res = self._soc[key]
         out = {k: res[k] for k in ("objective", "solver", "time_s", "status", "cost", "balance")}
         out["objective_kind"] = kind
         if ac_check:

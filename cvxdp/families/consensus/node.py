@@ -31,9 +31,9 @@ from ...model import (
     lipschitz_constants,
     set_verdict,
 )
-from ...privacy import gaussian_epsilon
+from ...privacy import step_epsilon
 from .params import ConsensusAlgorithm
-from .updates import dual_update, linearized_updates
+from .updates import dual_update, linearized_updates, smallest_weight
 
 
 @dataclass(frozen=True)
@@ -146,15 +146,14 @@ class ConsensusNode(Node):
         if plan is None:
             return None
         if self.mechanism is not None:
-            min_c = msg.eta if self.agent.layout.size > self.sidx.size else msg.eta + float(np.min(msg.rho))
+            min_c = smallest_weight(msg.eta, float(np.min(msg.rho)), self.agent.layout.size > self.sidx.size)
             own = self.mechanism.calibrated_sensitivity(self.agent, min_weight=min_c, separable=self.projection.is_box)
             if plan.sensitivity < own * (1.0 - 1e-9):
                 raise PartyRefusedError(
                     f"Agent {self.name!r} refuses round {msg.round}: the coordinator's noise plan is calibrated to a "
                     f"sensitivity of {plan.sensitivity:.6g}, below this agent's own {own:.6g}.", party=self.name,
                     round=msg.round, reason="sensitivity")
-        given = plan.sensitivity / plan.scale if plan.noise == "laplace" else \
-            gaussian_epsilon(plan.sensitivity, plan.scale, plan.delta)
+        given = step_epsilon(plan.noise, plan.sensitivity, plan.scale, plan.delta)
         if plan.epsilon < given * (1.0 - 1e-9):
             raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the plan claims epsilon "
                                     f"{plan.epsilon:.6g} per step but its noise gives {given:.6g}.", party=self.name,

@@ -27,7 +27,7 @@ from .step_sizes import (
     next_rho,
     release_noise_std,
 )
-from .updates import dual_update, global_update
+from .updates import dual_update, global_update, smallest_weight
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
@@ -253,7 +253,7 @@ class ConsensusFamily(Family):
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
             for p, (agent, info) in enumerate(zip(self.agents, self.infos)):
-                min_c = etas[p] if info["size"] > info["shared_size"] else etas[p] + rho
+                min_c = smallest_weight(etas[p], rho, info["size"] > info["shared_size"])
                 plans[p] = self._noise_plan(p, agent, min_c, info["is_box"])
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None

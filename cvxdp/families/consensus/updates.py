@@ -20,6 +20,12 @@ def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gid
     return total / np.maximum(count, 1.0)
 
 
+def smallest_weight(eta: float, rho: float, has_local: bool) -> float:
+    """``min(c)`` with ``c = eta + rho [coordinate shared]``: ``eta`` when the agent has a local-only coordinate,
+    else ``eta + rho`` (the smallest weight of the linearized step's projection; its sensitivity divides by it)."""
+    return eta if has_local else eta + rho
+
+
 def dual_update(lam: np.ndarray, rho: float, bw: np.ndarray, ez: np.ndarray) -> np.ndarray:
     """``lambda_p + rho (B_p w - E_p z_p)`` (server and agents run it identically)."""
     return lam + rho * (bw - ez)
