@@ -6,12 +6,15 @@
 
 Each row of ``bench_power.py --acceptance`` (cost objective, PowerModelsADA's stopping rule: half the copies'
 pairwise mismatch < 0.01 and cost within 1 % of the centralized optimum) runs exact ADMM's defaults twice on the
-same agents, with ``polish=True`` (the default) and ``polish=False``. Polishing changes no iterate (the
-columns ``rounds (iterate)`` agree), so the difference is the polished point: in every round each zone also solves
+same agents three times: the default (``polish=True``: a round polishes once the copies' mismatch of the round
+before is at most a tenth of round 1's), polishing in every round (``ADMM.polish_below = None``, the default
+before issue 37) and ``polish=False``. Polishing changes no iterate (the columns ``rounds (iterate)`` agree), so
+the difference is the polished point: in each round that polishes each zone also solves
 its problem with its tie-line values fixed to the mean of the copies released in the round before. When every zone
 can, the zones' solutions form a dispatch that is feasible for the whole network and whose copies agree exactly.
 
-Columns: the rounds to the rule by the iterate and with the polished point; the first round whose polish was
+Columns: the rounds to the rule by the iterate and with the polished point; the local solves per zone to the
+rule (one per round plus one per polishing round) with the gate, without polishing and polishing every round; the first round whose polish was
 feasible for every zone; the polished cost's gap to the optimum in that round and at the end; time per round with
 and without polishing and their ratio (the extra local solve); time to the rule with polishing and without
 (the iterate's rule, in the ``polish=False`` run).
@@ -23,7 +26,7 @@ import argparse
 import time
 import warnings
 
-from bench_power import ACCEPTANCE_CASES, TARGETS, _first_hit, _table
+from bench_power import ACCEPTANCE_CASES, TARGETS, _first_hit, _table, local_solves
 
 import cvxdp
 from cvxdp_models.power.template import build
@@ -32,11 +35,15 @@ LARGE = {"case1354pegase (8 auto zones)": {"network": "case1354pegase", "auto_zo
          "case2869pegase (16 auto zones)": {"network": "case2869pegase", "auto_zones": 16}}
 
 
-def _run(agents, polish: bool, rounds: int):
+def _run(agents, polish: bool | None, rounds: int):
+    """``polish=None``: polish in every round (``ADMM.polish_below = None``, the default before the gate)."""
+    algo = cvxdp.ADMM(rounds=rounds, polish=polish is not False)
+    if polish is None:
+        algo.polish_below = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        result = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=rounds, polish=polish), seed=0)
+        result = cvxdp.solve(agents, algorithm=algo, seed=0)
     return result.history, time.perf_counter() - start
 
 
@@ -45,7 +52,9 @@ def row(label: str, model: dict, rounds: int) -> dict:
     ref = inst.central(ac_check=False)["objective"]
     on, on_s = _run(inst.agents, True, rounds)
     off, off_s = _run(inst.agents, False, rounds)
+    every, _ = _run(inst.agents, None, rounds)
     hit = _first_hit(on, ref, 0.01, 0.01, factor=0.5, polished=True)
+    hit_every = _first_hit(every, ref, 0.01, 0.01, factor=0.5, polished=True)
     iterate = _first_hit(off, ref, 0.01, 0.01, factor=0.5)
     complete = on["round"][on["polished"] == 1.0]
     first = int(complete.iloc[0]) if len(complete) else None
@@ -55,6 +64,8 @@ def row(label: str, model: dict, rounds: int) -> dict:
         "case": label, "target": TARGETS.get(label, "-"),
         "rounds (iterate)": iterate, "rounds (iterate, polish on)": _first_hit(on, ref, 0.01, 0.01, factor=0.5),
         "rounds (with polish)": hit, "first polished round": first,
+        "solves to rule (polish)": local_solves(on, hit), "solves to rule (plain)": iterate,
+        "rounds (polish every round)": hit_every, "solves (polish every round)": local_solves(every, hit_every),
         "polished gap there": float(gaps[on["round"] == first].iloc[0]) if first else None,
         "polished gap at end": float(gaps.iloc[-1]) if first else None,
         "polished rounds": f"{len(complete)}/{len(on)}",

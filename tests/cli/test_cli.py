@@ -171,23 +171,24 @@ def test_central_network_shortcut_takes_a_matpower_file_relative_to_the_current_
 
 def test_run_reports_exact_admms_polished_point(tmp_path):
     """An exact-ADMM case file: the summary names the polished point; ``polish = false`` in [algorithm] turns it
-    off; the saved result reloads it."""
+    off; the saved result reloads it. (12 rounds: a round polishes once the copies agree ten times better than
+    in round 1.)"""
     import cvxdp
 
     text = (CASES / "toy.toml").read_text().replace('name = "ladmm"', 'name = "admm"')
     text = text.replace("agents = 3 ", "agents = 2 ")  # two agents: the mean of their copies is always feasible
     case = tmp_path / "toy_admm.toml"
     case.write_text(text)
-    res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on"))
-    assert "polished point      round 5 (the mean of the released copies)" in res.output
+    res = invoke("run", str(case), "--rounds", "12", "--seed", "0", "--out", str(tmp_path / "on"))
+    assert "polished point      round 12 (the mean of the released copies)" in res.output
     evaluation = res.output.split("non-private evaluation (not released)")[1]
-    assert "polished objective" in evaluation and "(round 5; feasible" in evaluation
-    payload = last_json(invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "on2"),
+    assert "polished objective" in evaluation and "(round 12; feasible" in evaluation
+    payload = last_json(invoke("run", str(case), "--rounds", "12", "--seed", "0", "--out", str(tmp_path / "on2"),
                                "--json"))
-    assert payload["polished_round"] == 5 and isinstance(payload["polished_objective"], float)
-    assert cvxdp.load_result(tmp_path / "on").polished["round"] == 5
+    assert payload["polished_round"] == 12 and isinstance(payload["polished_objective"], float)
+    assert cvxdp.load_result(tmp_path / "on").polished["round"] == 12
     case.write_text(text.replace('name = "admm"', 'name = "admm"\npolish = false'))
-    res = invoke("run", str(case), "--rounds", "5", "--seed", "0", "--out", str(tmp_path / "off"))
+    res = invoke("run", str(case), "--rounds", "12", "--seed", "0", "--out", str(tmp_path / "off"))
     assert "polished point" not in res.output
 
 

@@ -75,6 +75,11 @@ class ConsensusAlgorithm(Algorithm):
         """Rounds from a polishing round to the next one (only ADMM polishes)."""
         return 1
 
+    def polish_pays(self, mismatch: float, first_mismatch: float) -> bool:
+        """Whether a round polishes, given the copies' mismatch of the round before and of round 1 (only ADMM
+        polishes)."""
+        return False
+
     def resolved(self, epsilon: float | None = None) -> ConsensusAlgorithm:
         """A validated copy holding the run's schedules (``rho_schedule``, ``eta_schedule``); a
         :class:`~cvxdp.schedules.StepSchedule` declared without epsilon gets the run's (inf for a non-private
@@ -209,7 +214,9 @@ class ADMM(ConsensusAlgorithm):
         local solve per agent in each round that polishes and changes nothing else in the run. After
         ``polish_patience`` rounds in a row whose polish was not feasible for every agent, the rounds between
         attempts double up to ``polish_max_gap`` (:meth:`polish_gap`; it reads the released bits only, and
-        a complete polish resets it); those rounds' ``polished`` is NaN. ``False``: plain ADMM.
+        a complete polish resets it); those rounds' ``polished`` is NaN. A round polishes only once the
+        copies it would fix to agree well enough for that to pay off: their mismatch in the round before at most
+        ``polish_below`` (0.1) times round 1's (:meth:`polish_pays`; released values only). ``False``: plain ADMM.
     """
 
     name = "admm"
@@ -226,6 +233,10 @@ class ADMM(ConsensusAlgorithm):
     #: polish=True: attempts in every round until this many in a row failed, then at most this many rounds apart
     #: (case1354pegase / case2869pegase never polish: benchmarks/bench_polish.py --large)
     polish_patience, polish_max_gap = 8, 8
+    #: polish=True: a round polishes once the copies' mismatch of the round before is at most this fraction of
+    #: round 1's (None: every round); earlier polishes are rarely feasible and each costs a local solve
+    #: (benchmarks/bench_polish.py: local solves per agent to PowerModelsADA's rule)
+    polish_below: float | None = 0.1
 
     parameters: ClassVar[dict[str, Param]] = {
         **ConsensusAlgorithm.parameters,
@@ -260,3 +271,11 @@ class ADMM(ConsensusAlgorithm):
         if failures < self.polish_patience:
             return 1
         return int(min(2 ** (failures - self.polish_patience + 1), self.polish_max_gap))
+
+    def polish_pays(self, mismatch: float, first_mismatch: float) -> bool:
+        """Whether a round polishes: the copies' mismatch of the round before (``mismatch``) is at most
+        ``polish_below`` times round 1's (``first_mismatch``); round 1 never polishes. Both are computed from
+        released copies. ``polish_below = None``: every round polishes (round 1 with the initial copies' mean)."""
+        if self.polish_below is None:
+            return True
+        return math.isfinite(first_mismatch) and mismatch <= self.polish_below * first_mismatch

@@ -136,6 +136,7 @@ class ConsensusState:
     primal: float = 0.0
     dual: float = 0.0
     mismatch: float = math.inf
+    first_mismatch: float = math.inf  # the copies' mismatch after round 1 (exact ADMM's polish gate compares with it)
     w_prev: np.ndarray | None = None
     weights: np.ndarray | None = None  # current per-coordinate penalty weights (declared, then per-block adapted)
     noise_eta: NoiseEta | None = None  # private runs with eta="auto": eta multipliers grown from released moves
@@ -260,7 +261,7 @@ class ConsensusFamily(Family):
         relaxation = alg.relaxation_at(t)
         targets = relaxed_targets(w, state.ez, self.gidx, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
-        polish = alg.polish and t >= state.polish_next
+        polish = alg.polish and t >= state.polish_next and alg.polish_pays(state.mismatch, state.first_mismatch)
         mean = copies_mean(state.ez, self.gidx, self.n_global) if polish else None
         keep = state.polish_complete
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
@@ -299,6 +300,8 @@ class ConsensusFamily(Family):
                                     remaining=self.algorithm.rounds - t, growth=self.algorithm.auto_eta.noise_growth)
         state.ez = [rel["ez"] for rel in releases]
         mismatch = state.mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
+        if t == 1:
+            state.first_mismatch = mismatch
         state.primal = math.sqrt(res_sq)
         state.dual = dual_residual(self.penalty(rho, state), w, state.w_prev, self.all_gidx) \
             if state.w_prev is not None else math.inf

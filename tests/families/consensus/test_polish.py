@@ -19,6 +19,13 @@ def _agents(n: int = 2):
     return make_agents(agents=n, dim=3, samples=10, seed=1)
 
 
+def _every_round(**kwargs) -> cvxdp.ADMM:
+    """Exact ADMM that polishes in every round (its default waits for the copies to agree: see the last test)."""
+    algo = cvxdp.ADMM(**kwargs)
+    algo.polish_below = None
+    return algo
+
+
 def _copies_mean(result, agents):
     """The mean of the agents' final shared copies, per key (from their local vectors)."""
     keys = sorted({k for a in agents for k in a.layout.shared})
@@ -42,7 +49,7 @@ def test_polishing_leaves_the_iterates_unchanged():
 
 def test_the_polished_point_is_feasible_agrees_and_fixes_the_previous_rounds_mean():
     agents = _agents()
-    result = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=5), seed=0)
+    result = cvxdp.solve(agents, algorithm=_every_round(rounds=5), seed=0)
     polished = result.polished
     assert polished is not None and polished["round"] == 5  # feasible in every round
     assert result.history["polished"].tolist() == [1.0] * 5
@@ -69,11 +76,11 @@ def test_after_infeasible_rounds_the_run_returns_the_last_complete_polish():
     """The third toy agent's ``sum(x) <= 0.5`` excludes the mean in rounds 3-5: the run returns round 2's point,
     which the agents kept (the same as a run that stops after round 2)."""
     agents = _agents(3)
-    result = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=5), seed=0)
+    result = cvxdp.solve(agents, algorithm=_every_round(rounds=5), seed=0)
     h = result.history
     assert h["polished"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert h["polished_objective"].iloc[:2].notna().all() and h["polished_objective"].iloc[2:].isna().all()
-    short = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=2), seed=0)
+    short = cvxdp.solve(agents, algorithm=_every_round(rounds=2), seed=0)
     assert result.polished["round"] == short.polished["round"] == 2
     for part in ("solution", "local"):
         assert all(np.array_equal(result.polished[part][k], v) for k, v in short.polished[part].items())
@@ -81,7 +88,7 @@ def test_after_infeasible_rounds_the_run_returns_the_last_complete_polish():
 
 
 def test_the_polished_point_saves_loads_and_stays_out_of_the_public_view(tmp_path):
-    result = cvxdp.solve(_agents(), algorithm=cvxdp.ADMM(rounds=3), seed=0)
+    result = cvxdp.solve(_agents(), algorithm=_every_round(rounds=3), seed=0)
     loaded = cvxdp.load_result(result.save(tmp_path / "full"))
     assert loaded.polished["round"] == 3
     for part in ("solution", "local"):
@@ -95,7 +102,7 @@ def test_the_polished_point_saves_loads_and_stays_out_of_the_public_view(tmp_pat
 
 def test_a_resumed_run_returns_the_uninterrupted_polished_point(tmp_path):
     agents = _agents()
-    algo = cvxdp.ADMM(rounds=6)
+    algo = _every_round(rounds=6)
     full = cvxdp.solve(agents, algorithm=algo, seed=0)
 
     class Stop(Exception):
@@ -137,10 +144,28 @@ def test_polish_gap_backs_off_after_the_patience_and_is_capped():
 
 
 def test_a_polish_that_keeps_failing_is_attempted_less_often():
-    result = cvxdp.solve(_coupled_agents(), algorithm=cvxdp.ADMM(rho=100.0, rounds=40), seed=0)
+    result = cvxdp.solve(_coupled_agents(), algorithm=_every_round(rho=100.0, rounds=40), seed=0)
     h = result.history
     attempted = h["round"][h["polished"].notna()].tolist()
     assert attempted == [*range(1, 9), 10, 14, 22, 30, 38]
     assert (h["polished"].dropna() == 0.0).all() and h["polished_objective"].isna().all()
     assert result.polished is None and "polished_round" not in result.summary()
     assert h["mismatch"].iloc[-1] < 1e-4  # the iterate converges all the same
+
+
+def test_by_default_a_round_polishes_once_the_copies_agree_ten_times_better_than_in_round_one():
+    """The gate reads the released mismatch only: no polish (NaN) until the round after the mismatch fell to a
+    tenth of round 1's; from then on the same polished points as a run that polishes in every round."""
+    agents = _agents()
+    gated = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=12), seed=0).history
+    every = cvxdp.solve(agents, algorithm=_every_round(rounds=12), seed=0).history
+    mismatch = gated["mismatch"].to_numpy()
+    below = mismatch <= 0.1 * mismatch[0]
+    first = int(np.argmax(below)) + 2  # the round after the first round whose copies agree well enough
+    assert below.any() and 2 < first <= 12
+    assert gated["polished"].iloc[:first - 1].isna().all()
+    assert gated["polished"].iloc[first - 1] == every["polished"].iloc[first - 1] == 1.0
+    attempted = gated["polished"].notna().to_numpy()
+    assert np.array_equal(attempted[1:], below[:-1])  # round t polishes iff round t-1's copies agreed
+    same = gated["polished_objective"].notna()
+    assert np.array_equal(gated["polished_objective"][same], every["polished_objective"][same])
