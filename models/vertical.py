@@ -18,7 +18,8 @@ blocks             list of column counts ([66, 57]), list of [start, stop) range
                    "a9a", "gisette", "halves" or "auto" (the paper's split when the feature count is
                    123 or 5000, else the bundled default or two halves)
 normalize          "party": every row of every block rescaled to l2 norm 1 (Assumption 1.3, default);
-                   "sample": whole rows to norm 1 (blocks then have norm <= 1); "none"
+                   "sample": whole rows to norm 1 (blocks then have norm <= 1; it mixes parties' features,
+                   so a private run is refused: :data:`SAMPLE_REFUSAL`); "none"
 bound              radius b of each party's ball ||x_m|| <= b (Assumption 1.1)
 test_fraction      held-out share when there is no test file
 max_samples        keep a random subset of the training samples
@@ -45,10 +46,17 @@ from .base import ModelInstance
 from .logistic.data import BREAST_CANCER_SCALE, public_scale
 
 __all__ = [
-    "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "VerticalData", "build", "central_optimum", "column_blocks",
+    "BUNDLED_SPLITS", "DEFAULTS", "PAPER_SPLITS", "SAMPLE_REFUSAL", "VerticalData", "build", "central_optimum", "column_blocks",
     "load_libsvm", "load_vertical", "make_parties", "make_vertical_data", "normalize_blocks", "sklearn_baseline",
     "settings", "synthetic_parties", "vertical_baselines",
 ]
+
+#: Why a private run refuses ``normalize = "sample"`` (quoted by :meth:`cvxdp.VerticalParty.check_private`).
+SAMPLE_REFUSAL = ("the 'normalize' entry of [model] is 'sample': each sample's row of every party's block is divided "
+                  "by the norm of the whole row over all parties' features, so one party's data move every other "
+                  "party's features and releases and no per-party sensitivity holds (non-private runs only). Use "
+                  "normalize = 'party' (each party's rows to norm 1 on its own data, the default) or 'none' with rows "
+                  "of norm <= 1 already")
 
 PAPER_SPLITS: dict[str, list[int]] = {"a9a": [66, 57], "gisette": [2000, 2000, 1000]}
 BUNDLED_SPLITS: dict[str, list[int]] = {"breast_cancer": [15, 15], "digits": [32, 32]}
@@ -247,14 +255,19 @@ def make_vertical_data(dataset: str = "breast_cancer", *, blocks: Any = "auto", 
 
 
 def make_parties(data: VerticalData, *, bound: float | None = None, label_party: int = 0) -> list[cvxdp.VerticalParty]:
-    """One :class:`cvxdp.VerticalParty` per block; party ``label_party`` holds the (test) labels."""
+    """One :class:`cvxdp.VerticalParty` per block; party ``label_party`` holds the (test) labels.
+
+    Blocks normalised with ``normalize = "sample"`` (``data.info["normalize"]``) mix the parties' features: every
+    party then carries :data:`SAMPLE_REFUSAL`, so a private run is refused (a non-private one runs as before).
+    """
+    refusal = SAMPLE_REFUSAL if data.info.get("normalize") == "sample" else None
     parties = []
     for i, (name, D, T) in enumerate(zip(data.names, data.train, data.test)):
         holder = i == label_party
         parties.append(cvxdp.VerticalParty(
             name, D, bound=bound, test_features=T if len(data.y_test) else None,
             labels=data.y_train if holder else None,
-            test_labels=data.y_test if holder and len(data.y_test) else None))
+            test_labels=data.y_test if holder and len(data.y_test) else None, refusal=refusal))
     return parties
 
 

@@ -440,6 +440,34 @@ def rounds_direction(profiles: np.ndarray) -> np.ndarray:
     return vectors[:, int(np.argmin(values))]
 
 
+def rounds_ratio(profiles: np.ndarray) -> np.ndarray:
+    """Each replica's second round's release over its first's, ``release_2 / release_1`` (0 where
+    ``release_1 = 0``).
+
+    A fixed function of the release (post-processing: nothing is estimated). On the curvature problem of
+    :func:`audit_release` the start is 0, so round 1 releases noise only and round 2 maps it through the
+    data-dependent curvature. With fresh noise in round 2 the ratio is noisy; with round 1's draw reused, the ratio
+    of every replica away from the box's bounds is one data-dependent constant (``(2c - 1 - s) / c`` for objective
+    perturbation, ``c`` the update's weight ``eta + rho``), so D and D' no longer overlap. Unlike
+    :func:`rounds_direction` it is not pulled off course by the replicas clipped at the box (which kept the rounds
+    combination from refuting objective perturbation's Gaussian twin).
+
+    Parameters
+    ----------
+    profiles : ndarray
+        Shape (rounds, replicas), rounds >= 2: each replica's per-round release.
+
+    Returns
+    -------
+    ndarray
+        Shape (replicas,).
+    """
+    p = np.asarray(profiles, dtype=float)
+    first, second = p[0], p[1]
+    safe = np.where(first == 0.0, 1.0, first)
+    return np.where(first == 0.0, 0.0, second / safe)
+
+
 #: The problems of :func:`audit_release`: the data shift the gradient ("shift") or its curvature ("curvature").
 AUDIT_PROBLEMS = ("shift", "curvature")
 
@@ -462,10 +490,14 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     ``problem="curvature"`` (one coordinate, ``rounds >= 2``): ``f(x; s) = (1 + s) x^2 / 2`` on the box with
     ``s = 0`` (D) or ``s' = Delta / B`` (D'), so the gradient moves by ``s' |x| <= Delta``. The start is 0, so the
     data act only through the iterates, multiplying what the noise put there: a noise draw reused every round then
-    makes the rounds' releases proportional with a data-dependent ratio. A third statistic (each at ``alpha / 3``)
-    is the *rounds* combination ``sum_r u_r release_r`` with ``u`` from :func:`rounds_direction` of the reference
-    run, which cancels a reused draw (tests/audits/test_mutations.py). On the shift problem a reused draw of
-    objective perturbation is indistinguishable from a shift of the data, so no statistic can refute it there.
+    makes the rounds' releases proportional with a data-dependent ratio. Two more statistics (all four at
+    ``alpha / 4``) use the rounds jointly: the *rounds* combination ``sum_r u_r release_r`` with ``u`` from
+    :func:`rounds_direction` of the reference run, which cancels a reused draw, and the *ratio*
+    :func:`rounds_ratio` (round 2's release over round 1's), a fixed function of the release that is one
+    data-dependent constant under a reused draw and that, unlike the rounds combination, the replicas clipped at
+    the box do not blur (it is what refutes objective perturbation's Gaussian twin;
+    tests/audits/test_mutations.py). On the shift problem a reused draw of objective perturbation is
+    indistinguishable from a shift of the data, so no statistic can refute it there.
 
     Parameters
     ----------
@@ -534,8 +566,9 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
                "rounds": R, "coordinates": k, "rho": r, "eta": e, "box": [-bound, bound], "seed": s,
                "run_seeds": seeds, "problem": kind}
     extra = None
-    if kind == "curvature":  # the combination of rounds that varies least over the reference run's replicas
-        u = rounds_direction(profiles[2])
-        extra = {"rounds": (u @ profiles[0], u @ profiles[1])}
+    if kind == "curvature":  # the combination of rounds that varies least over the reference run's replicas,
+        u = rounds_direction(profiles[2])  # and the rounds' ratio (a fixed function of the release)
+        extra = {"rounds": (u @ profiles[0], u @ profiles[1]),
+                 "ratio": (rounds_ratio(profiles[0]), rounds_ratio(profiles[1]))}
     return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
                            seed=s, details=details, extra=extra)

@@ -2,7 +2,10 @@
 
 Audits the bare noise (:func:`cvxdp.audits.release.audit_mechanism`) or, with ``--through-solve``, the
 realised output of one local update of a whole ``cvxdp.solve`` run
-(:func:`cvxdp.audits.release.audit_local_update`), optionally on a broken twin (``--broken``). The exit
+(:func:`cvxdp.audits.release.audit_local_update`) or, with ``--release-rounds R``, everything one node releases over
+R rounds of a run whose data move the gradient's curvature (:func:`cvxdp.audits.release.audit_release`,
+``problem="curvature"``: its rounds and ratio statistics catch noise reused across rounds), optionally on a broken
+twin (``--broken``). The exit
 status is 0 whenever the audit ran, whatever its verdict (the verdict is data: read ``violated``).
 """
 
@@ -32,6 +35,9 @@ def _fmt(x: float | None) -> str:
                    "opendp), 20000 with --through-solve].")
 @click.option("--through-solve", is_flag=True,
               help="Audit one local update of a whole cvxdp.solve run instead of the bare noise.")
+@click.option("--release-rounds", type=int, default=None,
+              help="Audit everything one node releases over this many rounds (>= 2) of cvxdp.solve, on the "
+                   "curvature problem, against the run's composed (PLD) claim [trials default 10000].")
 @click.option("--broken", type=click.Choice(["none", "half-sensitivity", "reused-seed"]), default="none",
               show_default=True, help="Audit a broken twin: noise calibrated to half the sensitivity, or "
                                       "one random stream reused by every run.")
@@ -44,7 +50,7 @@ def _fmt(x: float | None) -> str:
               help="Failure probability of the lower bound (confidence 1 - alpha).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | None, through_solve: bool,
-          broken: str, seed: int, sensitivity: float, noise_source: str, alpha: float, as_json: bool) -> None:
+          release_rounds: int | None, broken: str, seed: int, sensitivity: float, noise_source: str, alpha: float, as_json: bool) -> None:
     """Empirical epsilon lower bound of a mechanism (Clopper-Pearson, Bonferroni) beside its claim."""
     name = mechanism
     if not (math.isfinite(epsilon) and epsilon > 0):
@@ -55,6 +61,10 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
         raise click.UsageError(f"{name} (Gaussian noise) needs --delta in (0, 1).")
     if trials is not None and trials < 10:
         raise click.BadParameter(f"must be an integer >= 10. Got {trials!r}.", param_hint="--trials")
+    if release_rounds is not None and release_rounds < 2:
+        raise click.BadParameter(f"must be an integer >= 2. Got {release_rounds!r}.", param_hint="--release-rounds")
+    if release_rounds is not None and through_solve:
+        raise click.UsageError("--through-solve and --release-rounds are two different audits: give one of them.")
     if seed < 0:
         raise click.BadParameter(f"must be an integer >= 0. Got {seed!r}.", param_hint="--seed")
     if not (math.isfinite(sensitivity) and sensitivity > 0):
@@ -64,12 +74,17 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
     from ..audits import (  # start-up: loads the stack on use
         audit_local_update,
         audit_mechanism,
+        audit_release,
         make_mechanism,
     )
 
     try:
         mech = make_mechanism(name, epsilon=epsilon, delta=delta, noise_source=noise_source)
-        if through_solve:
+        if release_rounds is not None:
+            res = audit_release(mech, rounds=release_rounds, coordinates=1, sensitivity=sensitivity,
+                                trials=10_000 if trials is None else trials, seed=seed, broken=broken, alpha=alpha,
+                                problem="curvature")
+        elif through_solve:
             res = audit_local_update(mech, sensitivity=sensitivity, trials=20_000 if trials is None else trials,
                                      seed=seed, broken=broken, alpha=alpha)
         else:
@@ -77,13 +92,14 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
                                   alpha=alpha)
     except CvxdpError as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
-    mode = "solve" if through_solve else "mechanism"
+    mode = "release" if release_rounds is not None else "solve" if through_solve else "mechanism"
     payload = {"mechanism": name, "epsilon": epsilon, "delta": delta, "mode": mode, "broken": broken,
                "noise_source": noise_source, "seed": seed, "sensitivity": sensitivity, **res.to_dict()}
     if as_json:
         click.echo(json.dumps(payload, default=float))
         return
-    what = "one local update through cvxdp.solve" if through_solve else "bare noise"
+    what = {"release": f"everything released over {release_rounds} rounds of cvxdp.solve, curvature problem",
+            "solve": "one local update through cvxdp.solve", "mechanism": "bare noise"}[mode]
     event = ""
     if res.best_threshold is not None:
         event = f", event out {res.counts.get('event', '?')} {res.best_threshold:.4g} ({res.counts.get('direction')})"

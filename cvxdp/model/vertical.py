@@ -73,13 +73,20 @@ class VerticalParty(Agent):
         The party's block of a test set, for the ``test_logloss`` column (evaluation only).
     labels, test_labels : array, optional
         Declare this party the label holder (it hosts the centre); see :class:`cvxdp.ADMMSharing`.
+    refusal : str, optional
+        Why no per-party privacy analysis holds for these features (e.g. a preprocessing step that mixed other
+        parties' data into them); a private run is then refused with this reason, a non-private run is unaffected.
+        Set by templates (``cvxdp_models.vertical``: ``normalize = "sample"``).
     """
 
     def __init__(self, name: str, features: np.ndarray | cp.Parameter, variable: cp.Variable | None = None, *,
                  regularizer: cp.Expression | None = None, bound: float | None = None,
                  constraints: Sequence[cp.Constraint] = (), curvature: float | None = None,
                  test_features: np.ndarray | None = None, labels: np.ndarray | None = None,
-                 test_labels: np.ndarray | None = None) -> None:
+                 test_labels: np.ndarray | None = None, refusal: str | None = None) -> None:
+        if refusal is not None and (not isinstance(refusal, str) or not refusal.strip()):
+            raise fail("refusal", f"VerticalParty {name!r}", "None or a non-empty str (the reason)", refusal)
+        self.refusal = refusal
         if isinstance(features, cp.Parameter):
             param = features
         else:
@@ -196,7 +203,10 @@ class VerticalParty(Agent):
                              f"Got {self.test_features.shape}.")
 
     def check_private(self, sensitivity: object) -> None:
-        """Assumption 1 of Hu et al. for a private run: bounded set, normalised rows, known curvature."""
+        """Assumption 1 of Hu et al. for a private run: bounded set, normalised rows, known curvature; and no
+        ``refusal`` (features that depend on other parties' data)."""
+        if self.refusal is not None:
+            raise self._fail(f"a private run is refused: {self.refusal}.")
         if self.bound is None:
             raise self._fail("a private run needs a bounded feasible set (Assumption 1.1): give bound=b, which "
                              "adds ||x|| <= b.")

@@ -39,6 +39,18 @@ def test_through_solve_reused_seed_is_caught():
     assert out["details"]["run_seeds"] == [4, 4, 4]
 
 
+def test_release_rounds_audits_the_whole_release():
+    out = last_json(run("--mechanism", "ObjG", "--epsilon", "0.5", "--delta", "1e-3", "--release-rounds", "2",
+                        "--seed", "2024", "--json"))
+    assert out["mode"] == "release" and out["details"]["problem"] == "curvature" and out["details"]["rounds"] == 2
+    assert out["trials"] == 10000 and out["violated"] is False
+    assert set(out["details"]["statistics"]) == {"output", "difference", "rounds", "ratio"}
+    bad = run("--mechanism", "ObjL", "--epsilon", "1", "--release-rounds", "1")
+    assert bad.exit_code != 0 and "--release-rounds" in bad.output
+    both = run("--mechanism", "ObjL", "--epsilon", "1", "--release-rounds", "2", "--through-solve")
+    assert both.exit_code != 0 and "give one of them" in both.output
+
+
 def test_human_output_puts_the_bound_beside_the_claim():
     res = run("--mechanism", "ObjL", "--epsilon", "0.5", "--trials", "100000")
     assert res.exit_code == 0, res.output
