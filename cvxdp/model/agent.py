@@ -22,6 +22,7 @@ from cvxpy.lin_ops import lin_utils as lu
 
 from ..errors import DeclarationError, InfeasibleAgentError, check_float, check_int, fail
 from .compiled import NotCompilable, set_verdict
+from .gradients import CompiledGradient, OutsideDomain, compile_gradient
 
 GradientFn = Callable[[np.ndarray], np.ndarray]
 
@@ -220,6 +221,11 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("compiled_gradient", None)  # numpy closures: rebuilt where the agent lands
+        return state
 
     def __setstate__(self, state: dict) -> None:
         """Unpickling (e.g. inside a Ray actor): CVXPY's ids travel with the expressions, so the receiving
@@ -449,7 +455,8 @@ class Agent:
         return worst
 
     def grad(self, u: np.ndarray, *, round: int | None = None) -> np.ndarray:
-        """Gradient of the objective at ``u``: the user's callable, else CVXPY's ``Expression.grad``."""
+        """Gradient of the objective at ``u``: the user's callable, else the compiled numpy gradient
+        (:attr:`compiled_gradient`), else CVXPY's ``Expression.grad``."""
         if self.gradient is not None:
             g = np.asarray(self.gradient(u), dtype=float).ravel()
             if g.shape != (self.layout.size,):
@@ -457,6 +464,22 @@ class Agent:
             if not np.all(np.isfinite(g)):
                 raise self._nonfinite("'gradient' callable", round)
             return g
+        fast = self.compiled_gradient
+        if fast is not None:
+            try:
+                return fast(u)
+            except OutsideDomain:  # a point CVXPY does not differentiate at: its answer (an error) below
+                pass
+        return self._cvxpy_grad(u)
+
+    @cached_property
+    def compiled_gradient(self) -> CompiledGradient | None:
+        """The objective's numpy gradient compiled once (:mod:`cvxdp.model.gradients`), or None when an atom is
+        not supported (then :meth:`grad` uses CVXPY's ``Expression.grad``). Not pickled: rebuilt on first use."""
+        return compile_gradient(self.objective, self.layout, name=self.name)
+
+    def _cvxpy_grad(self, u: np.ndarray) -> np.ndarray:
+        """CVXPY's ``Expression.grad`` at ``u`` in the flat layout (one tree walk through CVXPY per call)."""
         self._set(u)
         grads = self.objective.grad
         g = np.zeros(self.layout.size)
