@@ -484,7 +484,9 @@ class Agent:
         grads = self.objective.grad
         g = np.zeros(self.layout.size)
         for var, off in zip(self.layout.variables, self.layout.offsets):
-            gv = grads.get(var)
+            if var not in grads:  # a variable of the constraints only: the objective does not depend on it
+                continue
+            gv = grads[var]
             if gv is None:
                 raise self._fail("CVXPY cannot differentiate the objective here; pass gradient=.")
             gv = gv.toarray() if hasattr(gv, "toarray") else np.asarray(gv)

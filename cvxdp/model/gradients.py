@@ -434,17 +434,22 @@ class _Tape:
         return pfwd, pbwd
 
     # ---------------------------------------------------------------- running
+    def finish(self) -> None:
+        """Freeze the tape: the reverse pass visits only the nodes with variables below them."""
+        self.reverse = [(i, b) for i, b in reversed(list(enumerate(self.bwd))) if b is not None]
+        self.keep.clear()
+        self.seen.clear()
+
     def gradient(self, u: np.ndarray) -> np.ndarray:
-        vals: list[Any] = [None] * len(self.fwd)
+        n = len(self.fwd)
+        vals: list[Any] = [None] * n
         for i, f in enumerate(self.fwd):
             vals[i] = f(vals, u)
-        adj: list[Any] = [None] * len(self.fwd)
-        top = len(self.fwd) - 1
-        adj[top] = np.ones(np.shape(vals[top]))
+        adj: list[Any] = [None] * n
+        adj[-1] = np.ones(np.shape(vals[-1]))
         g = np.zeros(self.layout.size)
-        for i in range(top, -1, -1):
-            b = self.bwd[i]
-            if b is not None and adj[i] is not None:
+        for i, b in self.reverse:
+            if adj[i] is not None:
                 b(vals, adj, g, i)
         return g
 
@@ -511,6 +516,7 @@ def compile_gradient(objective: cp.Expression, layout: Any, *, name: str = "") -
     if top != len(tape.fwd) - 1 or tape.bwd[top] is None:
         log.debug("Agent %r: the objective is constant; CVXPY's Expression.grad is used instead.", name)
         return None
+    tape.finish()
     parameters = list(objective.parameters())
     data = sum(p.size for p in parameters)
     quadratic = (layout.size <= QUADRATIC_MAX_SIZE and data <= QUADRATIC_MAX_DATA
