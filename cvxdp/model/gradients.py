@@ -45,6 +45,7 @@ from cvxpy.atoms.log_sum_exp import log_sum_exp
 from cvxpy.atoms.quad_form import QuadForm
 from cvxpy.atoms.quad_over_lin import quad_over_lin
 from cvxpy.utilities.power_tools import is_power2
+from scipy.special import expit as _expit
 from scipy.special import huber as _sp_huber
 from scipy.special import logsumexp
 
@@ -117,6 +118,7 @@ class _Tape:
         self.fwd: list[Callable] = []
         self.bwd: list[Callable | None] = []
         self.kids: list[tuple[int, ...]] = []
+        self.reads: list[tuple[int, ...]] = []  # the values each reverse rule reads
         self.seen: dict[int, int] = {}
         self.keep: list[Any] = []  # the compiled expressions (ids stay valid)
         self.sparse: dict[int, Any] = {}  # slots holding a sparse constant (kept sparse for ``@`` only)
@@ -136,6 +138,7 @@ class _Tape:
             kids = tuple(self.add(a) for a in expr.args)
             fwd, bwd = self._rule(expr, kids)
             slot = self._push(fwd, bwd, kids)
+            self.reads[slot] = _reads(expr, kids, [self._needs(k) for k in kids], slot)
         self.seen[key] = slot
         return slot
 
@@ -143,6 +146,7 @@ class _Tape:
         self.fwd.append(fwd)
         self.bwd.append(bwd)
         self.kids.append(kids)
+        self.reads.append(())
         return len(self.fwd) - 1
 
     def _constant(self, expr: cp.Expression) -> int:
@@ -260,16 +264,24 @@ class _Tape:
             def fwd(vals, u):
                 return vals[a] @ vals[b]
 
-        def bwd(vals, adj, g, i):
-            d = np.reshape(adj[i], out2)
-            if na:
-                B = vals[b]
-                B = np.reshape(B, b2) if len(sb) == 1 else B
-                _acc(adj, a, np.reshape(np.asarray(d @ B.T) if not sp.issparse(B) else np.asarray((B @ d.T).T), sa))
-            if nb:
-                A = vals[a]
-                A = np.reshape(A, a2) if len(sa) == 1 else A
-                _acc(adj, b, np.reshape(np.asarray(A.T @ d), sb))
+        if len(sa) == 2 and len(sb) == 1 and not na:  # the common ``A @ x`` (A data, possibly sparse)
+            def bwd(vals, adj, g, i):
+                _acc(adj, b, np.asarray(vals[a].T @ adj[i]))
+        elif len(sa) == 2 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)
+            def bwd(vals, adj, g, i):
+                _acc(adj, a, np.multiply.outer(adj[i], vals[b]))
+        else:
+            def bwd(vals, adj, g, i):
+                d = np.reshape(adj[i], out2)
+                if na:
+                    B = vals[b]
+                    B = np.reshape(B, b2) if len(sb) == 1 else B
+                    dA = np.asarray(d @ B.T) if not sp.issparse(B) else np.asarray((B @ d.T).T)
+                    _acc(adj, a, np.reshape(dA, sa))
+                if nb:
+                    A = vals[a]
+                    A = np.reshape(A, a2) if len(sa) == 1 else A
+                    _acc(adj, b, np.reshape(np.asarray(A.T @ d), sb))
         return fwd, bwd
 
     def _multiply(self, kids, need, shapes):
@@ -387,7 +399,7 @@ class _Tape:
             return ffwd, fbwd
         if isinstance(e, logistic):
             return ((lambda vals, u: np.logaddexp(0, vals[a])),
-                    (lambda vals, adj, g, i: _acc(adj, a, adj[i] * np.exp(vals[a] - np.logaddexp(0, vals[a])))))
+                    (lambda vals, adj, g, i: _acc(adj, a, adj[i] * _expit(vals[a]))))
         if isinstance(e, exp):
             return ((lambda vals, u: np.exp(vals[a])), (lambda vals, adj, g, i: _acc(adj, a, adj[i] * vals[i])))
         if isinstance(e, log_sum_exp):
@@ -435,23 +447,53 @@ class _Tape:
 
     # ---------------------------------------------------------------- running
     def finish(self) -> None:
-        """Freeze the tape: the reverse pass visits only the nodes with variables below them."""
+        """Freeze the tape: the reverse pass visits only the nodes with variables below them, and the forward pass
+        computes only the values the reverse rules read (and what those values need)."""
         self.reverse = [(i, b) for i, b in reversed(list(enumerate(self.bwd))) if b is not None]
+        needed: set[int] = set()
+        for i, _ in self.reverse:
+            needed.update(self.reads[i])
+        for i in range(len(self.fwd) - 1, -1, -1):
+            if i in needed:
+                needed.update(self.kids[i])
+        self.forward = [(i, f) for i, f in enumerate(self.fwd) if i in needed]
         self.keep.clear()
         self.seen.clear()
 
     def gradient(self, u: np.ndarray) -> np.ndarray:
         n = len(self.fwd)
         vals: list[Any] = [None] * n
-        for i, f in enumerate(self.fwd):
+        for i, f in self.forward:
             vals[i] = f(vals, u)
         adj: list[Any] = [None] * n
-        adj[-1] = np.ones(np.shape(vals[-1]))
+        adj[-1] = _ONE  # the objective is a scalar
         g = np.zeros(self.layout.size)
         for i, b in self.reverse:
             if adj[i] is not None:
                 b(vals, adj, g, i)
         return g
+
+
+_ONE = np.ones(())
+_ONE.flags.writeable = False  # adjoints are never written in place
+
+_READS_NOTHING = (AddExpression, NegExpression, Sum, index, special_index, reshape, Promote, broadcast_to, transpose,
+                  Hstack, Vstack)
+
+
+def _reads(e: cp.Expression, kids: tuple[int, ...], need: list[bool], slot: int) -> tuple[int, ...]:
+    """The values the reverse rule of ``e`` (in ``slot``) reads."""
+    if isinstance(e, _READS_NOTHING):
+        return ()
+    if isinstance(e, DivExpression):
+        return (kids[1],)
+    if isinstance(e, MulExpression):  # and multiply: each operand's adjoint reads the other operand
+        return tuple(k for k, n in ((kids[1], need[0]), (kids[0], need[1])) if n)
+    if isinstance(e, log_sum_exp):
+        return (kids[0], slot)
+    if isinstance(e, exp):
+        return (slot,)
+    return kids  # quad_over_lin, power, quad_form, huber: the arguments
 
 
 def _acc(adj: list, k: int, value: np.ndarray) -> None:

@@ -127,7 +127,8 @@ def test_objective_kinds(kind):
         X = cp.Variable((2, 3))
         C = rng.normal(size=(3, 3))
         objective = (cp.sum_squares(X @ C) + cp.sum(cp.square(X.T - 1)) + cp.sum(cp.vec(X, order="F")[[0, 3, 5]])
-                     + cp.sum_squares(cp.reshape(X, (3, 2), order="C")[1, :]) / 4)
+                     + cp.sum_squares(cp.reshape(X, (3, 2), order="C")[1, :]) / 4
+                     + cp.sum_squares(X @ np.arange(3.0)) + cp.sum(np.ones(2) @ X) + np.arange(2.0) @ X @ np.ones(3))
         shared = {"X": X}
         expected = "quadratic"
     elif kind == "stack":
@@ -182,3 +183,14 @@ def test_user_gradient_wins_and_pickling_rebuilds():
     agent.gradient = lambda v: calls.append(1) or np.zeros(3)
     np.testing.assert_array_equal(agent.grad(u), np.zeros(3))
     assert calls == [1]
+
+
+@pytest.mark.parametrize("smooth", [True, False])
+def test_a_variable_of_the_constraints_only_has_a_zero_gradient(smooth):
+    x, s = cp.Variable(2), cp.Variable(2)
+    objective = cp.sum_squares(x - 1) if smooth else cp.norm1(x - 1)
+    agent = cvxdp.Agent("slack", objective, [x <= s, s <= 1, s >= -1], shared={"x": x})
+    assert (agent.compiled_gradient is not None) == smooth
+    u = np.array([0.5, -0.5, 0.2, 0.3])
+    expected = np.array([-1.0, -3.0, 0.0, 0.0]) if smooth else np.array([-1.0, -1.0, 0.0, 0.0])
+    np.testing.assert_allclose(agent.grad(u), expected, rtol=1e-12)
