@@ -5,7 +5,8 @@ a forward pass computes every node's value and a reverse pass (reverse-mode diff
 from the objective down to the variables, whose entries land in the flat local vector's layout. Parameters are
 read at call time, so changing a :class:`cvxpy.Parameter`'s value (in place or by assignment) changes the next
 gradient. When the objective is a polynomial of degree at most two
-(:func:`cvxdp.model.curvature.has_constant_hessian`) and its data are small, the affine gradient ``H u + c`` is
+(read off the tape: affine atoms over degree-two terms, ``square``/``sum_squares``/``quad_form`` of affine
+expressions) and its data are small, the affine gradient ``H u + c`` is
 extracted from the tape once per set of parameter values and evaluated as one matrix-vector product.
 
 Supported: sums, negation, products and quotients by data, ``@``, ``multiply``, ``sum``, indexing and slicing,
@@ -48,8 +49,6 @@ from cvxpy.utilities.power_tools import is_power2
 from scipy.special import expit as _expit
 from scipy.special import huber as _sp_huber
 from scipy.special import logsumexp
-
-from .curvature import has_constant_hessian
 
 __all__ = ["CompiledGradient", "OutsideDomain", "compile_gradient"]
 
@@ -119,6 +118,7 @@ class _Tape:
         self.bwd: list[Callable | None] = []
         self.kids: list[tuple[int, ...]] = []
         self.reads: list[tuple[int, ...]] = []  # the values each reverse rule reads
+        self.degree: list[float] = []  # polynomial degree in the variables (inf: not a polynomial)
         self.seen: dict[int, int] = {}
         self.keep: list[Any] = []  # the compiled expressions (ids stay valid)
         self.sparse: dict[int, Any] = {}  # slots holding a sparse constant (kept sparse for ``@`` only)
@@ -139,6 +139,7 @@ class _Tape:
             fwd, bwd = self._rule(expr, kids)
             slot = self._push(fwd, bwd, kids)
             self.reads[slot] = _reads(expr, kids, [self._needs(k) for k in kids], slot)
+            self.degree[slot] = _degree(expr, [self.degree[k] for k in kids])
         self.seen[key] = slot
         return slot
 
@@ -147,6 +148,7 @@ class _Tape:
         self.bwd.append(bwd)
         self.kids.append(kids)
         self.reads.append(())
+        self.degree.append(1.0 if bwd is not None else 0.0)  # a variable, or data; set by add() for other nodes
         return len(self.fwd) - 1
 
     def _constant(self, expr: cp.Expression) -> int:
@@ -474,6 +476,27 @@ class _Tape:
         return g
 
 
+_SAME_DEGREE = (AddExpression, NegExpression, Sum, index, special_index, reshape, Promote, broadcast_to, transpose,
+                Hstack, Vstack)
+
+
+def _degree(e: cp.Expression, d: list[float]) -> float:
+    """The polynomial degree of ``e`` in the variables from its arguments' degrees ``d`` (inf: not a polynomial)."""
+    inf = float("inf")
+    if isinstance(e, _SAME_DEGREE):
+        return max(d)
+    if isinstance(e, MulExpression):  # and multiply
+        return sum(d)
+    if isinstance(e, (DivExpression, quad_over_lin, QuadForm)):
+        if d[1] != 0:
+            return inf
+        return d[0] if isinstance(e, DivExpression) else 2 * d[0]
+    if isinstance(e, Power):
+        p = e.p_used
+        return d[0] * float(p) if p is not None and float(p) in (0.0, 1.0, 2.0) else inf
+    return 0.0 if max(d) == 0 else inf
+
+
 _ONE = np.ones(())
 _ONE.flags.writeable = False  # adjoints are never written in place
 
@@ -562,5 +585,5 @@ def compile_gradient(objective: cp.Expression, layout: Any, *, name: str = "") -
     parameters = list(objective.parameters())
     data = sum(p.size for p in parameters)
     quadratic = (layout.size <= QUADRATIC_MAX_SIZE and data <= QUADRATIC_MAX_DATA
-                 and has_constant_hessian(objective))
+                 and tape.degree[top] <= 2)
     return CompiledGradient(tape, parameters, quadratic)
