@@ -1,13 +1,13 @@
 """Gradients of an agent's CVXPY objective in numpy, compiled once per agent (no ``gradient=`` needed).
 
 :func:`compile_gradient` walks the objective's expression tree once and turns it into a tape of numpy closures:
-a forward pass computes every node's value and a reverse pass (reverse-mode differentiation) pushes the adjoint
-from the objective down to the variables, whose entries land in the flat local vector's layout. Parameters are
+a forward pass computes the node values the reverse rules read, and a reverse pass (reverse-mode differentiation)
+pushes the adjoint from the objective down to the variables, whose entries land in the flat local vector's layout. Parameters are
 read at call time, so changing a :class:`cvxpy.Parameter`'s value (in place or by assignment) changes the next
-gradient. When the objective is a polynomial of degree at most two
-(read off the tape: affine atoms over degree-two terms, ``square``/``sum_squares``/``quad_form`` of affine
-expressions) and its data are small, the affine gradient ``H u + c`` is
-extracted from the tape once per set of parameter values and evaluated as one matrix-vector product.
+gradient. When the objective is a polynomial of degree at most two in the variables (read off the tape: affine
+atoms over ``square``/``sum_squares``/``quad_form`` of affine expressions) and its data are small, the affine
+gradient ``H u + c`` is extracted from the tape once per set of parameter values (on the second call with the
+same values) and evaluated as one matrix-vector product.
 
 Supported: sums, negation, products and quotients by data, ``@``, ``multiply``, ``sum``, indexing and slicing,
 ``reshape``/``vec``, ``promote``/``broadcast_to``, transposes, ``hstack``/``vstack``, ``sum_squares``/
@@ -108,8 +108,9 @@ def _param_value(param: cp.Parameter) -> np.ndarray:
 
 
 class _Tape:
-    """Forward closures ``fwd[i](vals, u) -> value`` and reverse closures ``bwd[i](vals, adj, g)`` in topological
-    order; ``bwd[i]`` is None for nodes without variables below them."""
+    """Forward closures ``fwd[i](vals, u) -> value`` and reverse closures ``bwd[i](vals, adj, g, i)`` (adding node
+    ``i``'s adjoint into its arguments' adjoints, or a variable's into the flat gradient ``g``) in topological order;
+    ``bwd[i]`` is None for nodes without variables below them."""
 
     def __init__(self, layout: Any) -> None:
         self.layout = layout
