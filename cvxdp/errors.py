@@ -91,6 +91,14 @@ class PrivacyWarning(UserWarning):
     """A privacy claim is not a guarantee (a paper preset, a failed assumption) or is conditional."""
 
 
+class SlowGradientWarning(UserWarning):
+    """A run spent more time evaluating an agent's gradient than in its local solves (``agent`` names it)."""
+
+    def __init__(self, message: str, *, agent: str | None = None) -> None:
+        super().__init__(message)
+        self.agent = agent
+
+
 class StepSizeWarning(UserWarning):
     """A step size (eta, rho) looks wrong for the problem: the run diverges or stagnates, or eta is below an
     agent's gradient Lipschitz constant. ``agent`` names the agent (None: the whole run); ``suggestion`` is the

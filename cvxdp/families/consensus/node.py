@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import PartyRefusedError
+from ...errors import PartyRefusedError, SlowGradientWarning
 from ...model import (
     DEFAULT_SOLVERS,
     Agent,
@@ -34,6 +35,9 @@ from ...model import (
 from ...privacy import step_epsilon
 from .params import ConsensusAlgorithm
 from .updates import dual_update, linearized_updates, smallest_weight
+
+#: a run's gradient time (at one agent) must reach this many seconds before it is compared with its solve time
+SLOW_GRADIENT_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ class ConsensusNode(Node):
         # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
         self.pending: tuple[int, np.ndarray | None] | None = None
         self.kept: tuple[int, np.ndarray] | None = None
+        # local wall time of this run's gradient calls and local solves (LinearizedADMM): a warning, once, when the
+        # gradients cost more (timings stay at the party; the warning says nothing about the data)
+        self.timing = {"gradient": 0.0, "solve": 0.0, "warned": False}
 
     def declare(self) -> dict:
         """Public: the local size, the shared size, whether the set is a box, the curvature bound ``L_p`` (a
@@ -123,11 +130,20 @@ class ConsensusNode(Node):
                 self.pending = (msg.round, x)
         else:
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
-            grad = lambda u: self.agent.grad(u, round=msg.round)  # noqa: E731 - names the round on NaN
+            timing = self.timing
+
+            def grad(u: np.ndarray) -> np.ndarray:  # names the round on NaN; timed
+                t0 = time.perf_counter()
+                g = self.agent.grad(u, round=msg.round)
+                timing["gradient"] += time.perf_counter() - t0
+                return g
+
             z, norms, reports = linearized_updates(
                 self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
                 placement=msg.placement, grad_point=self._grad_point(msg))
+            timing["solve"] += sum(r.seconds for r in reports)
+            self._warn_slow_gradient()
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
@@ -181,6 +197,26 @@ class ConsensusNode(Node):
             values=values,
             lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
             labels={"solver": "+".join(sorted({r.solver for r in reports}))})
+
+    def _warn_slow_gradient(self) -> None:
+        """Once per run: a :class:`~cvxdp.errors.SlowGradientWarning` when this agent's gradients have taken more
+        than :data:`SLOW_GRADIENT_SECONDS` and more time than its local solves."""
+        t = self.timing
+        if t["warned"] or t["gradient"] < SLOW_GRADIENT_SECONDS or t["gradient"] <= t["solve"]:
+            return
+        t["warned"] = True
+        agent = self.agent
+        if agent.gradient is not None:
+            how = "its 'gradient' callable is the bottleneck"
+        elif agent.compiled_gradient is None:
+            how = ("its objective uses an atom the compiled gradient does not cover (see docs/own-agent.md), so "
+                   "CVXPY's Expression.grad runs at every call: pass gradient= (a numpy function of the flat local "
+                   "vector) or write the objective with the covered atoms")
+        else:
+            how = "its compiled gradient is the bottleneck: a hand-written gradient= may be faster"
+        warnings.warn(SlowGradientWarning(
+            f"Agent {self.name!r}: this run has spent {t['gradient']:.2f} s computing gradients and {t['solve']:.2f} s "
+            f"in local solves; {how}.", agent=self.name), stacklevel=2)
 
     def _grad_point(self, msg: RoundMessage):
         """Private runs: where the gradient is taken, ``Proj_W(u)`` (SPEC §2.1: the sensitivity holds on W).

@@ -1,0 +1,61 @@
+"""The consensus node's party-side diagnostics: a warning, once per agent and run, when gradients cost more than
+the local solves."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+import cvxdp
+from cvxdp.errors import SlowGradientWarning
+from cvxdp.families.consensus import node as consensus_node
+
+
+def box_agents(sleep: float) -> list[cvxdp.Agent]:
+    agents = []
+    for p, c in enumerate((0.3, -0.2)):
+        x = cp.Variable(2)
+
+        def gradient(u, c=c):
+            if sleep:
+                time.sleep(sleep)  # a gradient slower than the box projection by construction
+            return 2.0 * (u - c)
+
+        agents.append(cvxdp.Agent(f"a{p}", cp.sum_squares(x - c), [x <= 1, x >= -1], shared={"x": x},
+                                  gradient=gradient))
+    return agents
+
+
+def slow_gradient_warnings(agents) -> list[SlowGradientWarning]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=4, local_updates=2), seed=0)
+    return [w.message for w in caught if issubclass(w.category, SlowGradientWarning)]
+
+
+def test_slow_gradients_warn_once_per_agent(monkeypatch):
+    monkeypatch.setattr(consensus_node, "SLOW_GRADIENT_SECONDS", 0.0)
+    found = slow_gradient_warnings(box_agents(sleep=0.002))
+    assert sorted(w.agent for w in found) == ["a0", "a1"]  # 4 rounds, one warning each
+    assert "'gradient' callable is the bottleneck" in str(found[0])
+
+
+def test_no_warning_below_the_threshold():
+    assert consensus_node.SLOW_GRADIENT_SECONDS == 0.5
+    assert slow_gradient_warnings(box_agents(sleep=0.0)) == []
+
+
+def test_the_warning_names_the_cvxpy_fallback(monkeypatch):
+    monkeypatch.setattr(consensus_node, "SLOW_GRADIENT_SECONDS", 0.0)
+    x = cp.Variable(2)
+    agent = cvxdp.Agent("nd", cp.norm1(x - 0.5) + cp.sum_squares(x), [x <= 1, x >= -1], shared={"x": x})
+    node = consensus_node.ConsensusNode(agent, np.random.SeedSequence(0), cvxdp.LinearizedADMM(rho=1.0, eta=4.0))
+    node.timing.update(gradient=1.0, solve=0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        node._warn_slow_gradient()
+        node._warn_slow_gradient()
+    assert len(caught) == 1 and "CVXPY's Expression.grad runs at every call" in str(caught[0].message)
