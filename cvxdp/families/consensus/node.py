@@ -199,24 +199,23 @@ class ConsensusNode(Node):
             labels={"solver": "+".join(sorted({r.solver for r in reports}))})
 
     def _warn_slow_gradient(self) -> None:
-        """Once per run: a :class:`~cvxdp.errors.SlowGradientWarning` when this agent's gradients have taken more
-        than :data:`SLOW_GRADIENT_SECONDS` and more time than its local solves."""
+        """Once per run: a :class:`~cvxdp.errors.SlowGradientWarning` when this agent's gradient is CVXPY's
+        ``Expression.grad`` (no ``gradient=`` and an atom the compiled gradient does not cover) and has taken more
+        than :data:`SLOW_GRADIENT_SECONDS` and more time than its local solves. A user's or a compiled gradient
+        never warns: a box agent's local solve is a clip, so its gradient always costs more, and nothing faster
+        is at hand."""
         t = self.timing
+        agent = self.agent
+        if agent.gradient is not None or agent.compiled_gradient is not None:
+            return
         if t["warned"] or t["gradient"] < SLOW_GRADIENT_SECONDS or t["gradient"] <= t["solve"]:
             return
         t["warned"] = True
-        agent = self.agent
-        if agent.gradient is not None:
-            how = "its 'gradient' callable is the bottleneck"
-        elif agent.compiled_gradient is None:
-            how = ("its objective uses an atom the compiled gradient does not cover (see docs/own-agent.md), so "
-                   "CVXPY's Expression.grad runs at every call: pass gradient= (a numpy function of the flat local "
-                   "vector) or write the objective with the covered atoms")
-        else:
-            how = "its compiled gradient is the bottleneck: a hand-written gradient= may be faster"
         warnings.warn(SlowGradientWarning(
             f"Agent {self.name!r}: this run has spent {t['gradient']:.2f} s computing gradients and {t['solve']:.2f} s "
-            f"in local solves; {how}.", agent=self.name), stacklevel=2)
+            "in local solves; its objective uses an atom the compiled gradient does not cover (see "
+            "docs/own-agent.md), so CVXPY's Expression.grad runs at every call: pass gradient= (a numpy function of "
+            "the flat local vector) or write the objective with the covered atoms.", agent=self.name), stacklevel=2)
 
     def _grad_point(self, msg: RoundMessage):
         """Private runs: where the gradient is taken, ``Proj_W(u)`` (SPEC §2.1: the sensitivity holds on W).

@@ -36,11 +36,29 @@ def slow_gradient_warnings(agents) -> list[SlowGradientWarning]:
     return [w.message for w in caught if issubclass(w.category, SlowGradientWarning)]
 
 
-def test_slow_gradients_warn_once_per_agent(monkeypatch):
+def fallback_agents() -> list[cvxdp.Agent]:
+    """norm1 is not covered by the compiled gradient: CVXPY's Expression.grad runs at every call."""
+    agents = []
+    for p, c in enumerate((0.3, -0.2)):
+        x = cp.Variable(2)
+        agents.append(cvxdp.Agent(f"a{p}", cp.norm1(x - 0.5) + cp.sum_squares(x - c), [x <= 1, x >= -1],
+                                  shared={"x": x}))
+    return agents
+
+
+def test_slow_cvxpy_gradients_warn_once_per_agent(monkeypatch):
     monkeypatch.setattr(consensus_node, "SLOW_GRADIENT_SECONDS", 0.0)
-    found = slow_gradient_warnings(box_agents(sleep=0.002))
+    agents = fallback_agents()
+    assert all(a.compiled_gradient is None and a.gradient is None for a in agents)
+    found = slow_gradient_warnings(agents)
     assert sorted(w.agent for w in found) == ["a0", "a1"]  # 4 rounds, one warning each
-    assert "'gradient' callable is the bottleneck" in str(found[0])
+    assert "CVXPY's Expression.grad runs at every call" in str(found[0])
+
+
+def test_a_users_gradient_never_warns_however_slow(monkeypatch):
+    """A box agent's local solve is a clip: its own gradient always costs more, and nothing faster is at hand."""
+    monkeypatch.setattr(consensus_node, "SLOW_GRADIENT_SECONDS", 0.0)
+    assert slow_gradient_warnings(box_agents(sleep=0.002)) == []
 
 
 def test_no_warning_below_the_threshold():
