@@ -34,6 +34,7 @@ from .calibration import (
     step_epsilon,
     total_epsilon,
 )
+from .input import InputPerturbation, InputRelease
 from .mechanisms import (
     MECHANISMS,
     ObjectivePerturbation,
@@ -45,7 +46,7 @@ from .mechanisms import (
 from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "BudgetGuard", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ACCOUNTANTS", "BudgetGuard", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
     "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",

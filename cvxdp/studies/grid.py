@@ -38,9 +38,10 @@ from ..privacy import PAPER_PRESET
 from ..run import jsonable, locks_output
 from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
+from .total import is_total_study, lead_lines, run_total_study
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
-               "delta", "baseline"}
+               "delta", "baseline", "total"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Study:
     delta: float | None
     baseline: bool
     overrides: dict[str, dict]
+    total: Path | None = None  # the equal-total companion study (kind = "total") the report leads with
 
     def cells(self) -> list[Cell]:
         cells = [Cell(m, float(e), int(j), int(s)) for m, e, j, s in
@@ -120,7 +122,13 @@ def load_study(path: str | Path) -> Study:
     rounds = table.get("rounds")
     if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
         raise ConfigError(f"{path}: the 'rounds' entry of [study] must be an int in [1, inf). Got {rounds!r} instead.")
-    return Study(path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
+    total = table.get("total")
+    if total is not None:
+        if not isinstance(total, str) or not (path.parent / total).is_file() or not is_total_study(path.parent / total):
+            raise ConfigError(f"{path}: the 'total' entry of [study] must name an equal-total study file (kind = "
+                              f"\"total\") next to it. Got {total!r} instead.")
+        total = (path.parent / total).resolve()
+    return Study(total=total, path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
                  epsilons=_list(table, "epsilons", path, float, True),
                  local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],
                  seeds=_list(table, "seeds", path, int, False) if "seeds" in table else [0],
@@ -168,6 +176,10 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         base.model["path"] = str(Path(data).resolve())
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
+    lead: list[str] = []
+    if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
+        run_total_study(study.total, out / "total", progress=progress, run=run)
+        lead = lead_lines(out / "total", link="total/")
     cells = study.cells()
     rows, histories, ledgers = [], [], {}
     collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
@@ -214,7 +226,9 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
     n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
     files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
-        + [write_report(results, history, out, study, n_records=n_records)]
+        + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
+    if study.total is not None:
+        files += ["total/report.md", "total/utility_vs_total_epsilon.png", "total/table.csv"]
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": files}
 
@@ -342,12 +356,16 @@ def _definitions(family: str) -> list[str]:
 
 
 def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study,
-                 n_records: int | None = None) -> str:
+                 n_records: int | None = None, lead: list[str] | None = None) -> str:
     """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
-    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing."""
+    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing. ``lead``:
+    lines placed first (the equal-total companion study's table and verdict)."""
     family = _family(study)
     T = _rounds(history)
-    lines = [f"# Study {study.name}", "", f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
+    lines = [f"# Study {study.name}", ""]
+    if lead:
+        lines += [*lead, "", "## The paper's view: mechanisms at equal PER-STEP epsilon", ""]
+    lines += [f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
              f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
              *_definitions(family), ""]
     sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
