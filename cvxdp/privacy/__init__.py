@@ -25,6 +25,8 @@ from .accounting import (
     rdp_epsilon,
 )
 from .calibration import (
+    InputPerturbation,
+    InputRelease,
     calibrate_to_total,
     gaussian_epsilon,
     gaussian_sigma_analytic,
@@ -34,7 +36,6 @@ from .calibration import (
     step_epsilon,
     total_epsilon,
 )
-from .input import InputPerturbation, InputRelease
 from .mechanisms import (
     MECHANISMS,
     ObjectivePerturbation,

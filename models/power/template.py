@@ -55,7 +55,6 @@ import numpy as np
 
 import cvxdp
 from cvxdp.errors import ConfigError
-from cvxdp.privacy import InputPerturbation, InputRelease
 
 from ..base import ModelInstance
 from .ac_check import ac_verdict, run_ac_check
@@ -253,8 +252,8 @@ class ZoneModel:
             self.models.append(m)
             self.agents.append(agent)
 
-    def noisy_loads(self, mechanism: InputPerturbation, seed: int | None = None,
-                    loads: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, InputRelease]]:
+    def noisy_loads(self, mechanism: cvxdp.InputPerturbation, seed: int | None = None,
+                    loads: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, cvxdp.InputRelease]]:
         """Every zone's load vector ``(pd, qd)`` over its own buses plus one draw of ``mechanism``'s noise.
 
         Neighbouring relation: :data:`RELATION` (alpha-adjacent loads: the loads differ at one bus only, by at
@@ -289,8 +288,8 @@ class ZoneModel:
         return out
 
     @contextlib.contextmanager
-    def perturbed_loads(self, mechanism: InputPerturbation,
-                        seed: int | None = None) -> Iterator[dict[str, InputRelease]]:
+    def perturbed_loads(self, mechanism: cvxdp.InputPerturbation,
+                        seed: int | None = None) -> Iterator[dict[str, cvxdp.InputRelease]]:
         """One-shot input perturbation (issue 39): inside the block every zone's objective and gradient read
         its loads perturbed once (:meth:`noisy_loads`); the true loads are restored on exit (evaluate after the
         block). A run on the perturbed loads (e.g. exact ADMM) is post-processing: each zone's whole-run

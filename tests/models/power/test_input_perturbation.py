@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("pandapower")
 
 import cvxdp_models.power.template as power  # noqa: E402
-from cvxdp.audits.input import audit_input_perturbation  # noqa: E402
+from cvxdp.audits.release import audit_input_perturbation  # noqa: E402
 from cvxdp.errors import ConfigError  # noqa: E402
 from cvxdp.privacy import InputPerturbation  # noqa: E402
 
