@@ -40,6 +40,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,7 +206,9 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     lead: list[str] = []
     if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
         run_total_study(study.total, out / "total", progress=progress, run=run)
-        lead = lead_lines(out / "total", link="total/")
+        # its figure next to the paper's per-step figures
+        shutil.copyfile(out / "total" / "utility_vs_total_epsilon.png", out / "utility_vs_total_epsilon.png")
+        lead = lead_lines(out / "total")
     cells = study.cells()
     rows, histories, ledgers = [], [], {}
     collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
@@ -254,7 +257,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
         + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
     if study.total is not None:
-        files += ["total/report.md", "total/utility_vs_total_epsilon.png", "total/table.csv"]
+        files += ["utility_vs_total_epsilon.png", "total/report.md", "total/table.csv"]
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": files}
 
@@ -838,7 +841,7 @@ def lead_lines(out: str | Path, *, link: str = "") -> list[str]:
     lines = []
     for line in text.split("\n## Details")[0].splitlines():
         if line.startswith("# Study "):
-            line = f"## Equal TOTAL privacy per agent (study {line[len('# Study '):]}, in {link or './'})"
+            line = f"## Equal TOTAL privacy per agent (study {line[len('# Study '):]})"
         elif line.startswith("#"):
             line = "#" + line
         lines.append(line.replace("](utility_vs_total_epsilon.png)", f"]({link}utility_vs_total_epsilon.png)"))

@@ -127,7 +127,7 @@ def test_the_main_job_names_its_equal_total_study_and_its_report_leads_with_it(f
     study = load_study(CASES / "study_case14.toml")
     assert study.total == (CASES / "study_case14_total.toml").resolve()
     _, out, _ = finished
-    lead = lead_lines(out, link="total/")
+    lead = lead_lines(out, link="total/")  # a report one directory up linking into this study's
     assert lead[0].startswith("## Equal TOTAL privacy per agent")
     assert any("](total/utility_vs_total_epsilon.png)" in line for line in lead)
     assert not any(line.startswith("## Details") for line in lead)
