@@ -28,7 +28,7 @@ _LAZY: dict[str, str] = {
     "CentralResult": ".model.central", "solve_central": ".model.central", "solve_with_fallback": ".model.central",
     "solve": ".engine",
     "NoisePlan": ".privacy", "ObjectivePerturbation": ".privacy", "OutputPerturbation": ".privacy",
-    "PrivacyLedger": ".privacy",
+    "PrivacyLedger": ".privacy", "InputPerturbation": ".privacy", "InputRelease": ".privacy",
     "PenaltyPerturbation": ".families.graph.mechanism",
     "Result": ".run.results", "load_result": ".run.results",
     "VerticalParty": ".model.vertical",
@@ -45,7 +45,7 @@ __all__ = [
     "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result", "schedules", "solve",
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
-    "solve_with_fallback", "check_declaration",
+    "solve_with_fallback", "check_declaration", "InputPerturbation", "InputRelease",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
@@ -58,7 +58,14 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .model.agent import Agent, Sensitivity, SmoothObjective, check_declaration
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.vertical import VerticalParty
-    from .privacy import NoisePlan, ObjectivePerturbation, OutputPerturbation, PrivacyLedger
+    from .privacy import (
+        InputPerturbation,
+        InputRelease,
+        NoisePlan,
+        ObjectivePerturbation,
+        OutputPerturbation,
+        PrivacyLedger,
+    )
     from .run.results import Result, load_result
     from .templates import build_model, register_template, template_names
 

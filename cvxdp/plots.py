@@ -17,11 +17,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 STYLE = {"ObjL": ("tab:blue", "-", "o"), "ObjG": ("tab:green", "-", "s"), "OutL": ("tab:orange", "--", "^"),
-         "OutG": ("tab:red", "--", "v"), "none": ("black", ":", None)}
+         "OutG": ("tab:red", "--", "v"), "none": ("black", ":", None),
+         "InL": ("tab:purple", "-", "D"), "InG": ("tab:brown", "-", "P")}
 
 #: metric -> (definition, unit) per template family; "power" is the SOC template, "fl" the logistic one.
 DEFINITIONS = {
@@ -30,6 +32,8 @@ DEFINITIONS = {
         "consensus_residual": ("consensus residual sum_p ||B_p w - E_p z_p||_2", "p.u."),
         "noise_magnitude": ("noise magnitude: mean ||xi||_2 per local update (eq. 29)", "p.u."),
         "max_violation": ("max constraint violation of the sent z_p", "p.u."),
+        "balance_deviation": ("balance deviation at the true loads: sum of squared P/Q mismatches", "p.u.^2"),
+        "cost_error": ("dispatch-cost error |cost - central cost|", "$/h"),
     },
     "fl": {
         "objective": ("training cost sum_p f_p (mean cross-entropy)", "nats"),
@@ -313,5 +317,39 @@ def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
     return ["figure_objective_logloss.png", "figure_noise_test_logloss.png"]
 
 
-__all__ = ["DEFINITIONS", "axis_label", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds",
+
+
+
+def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path, *, title: str,
+                             baseline: dict[str, float] | None = None, family: str = "power") -> Path:
+    """Final ``metrics`` vs each agent's whole-run epsilon: mean over seeds with standard-error bars, one panel per
+    metric (log-log), every method (per-round mechanisms and one-shot anchors) one line, and the non-private value
+    as a horizontal line (``baseline``: metric -> value).
+
+    ``table`` has columns ``method``, ``total_epsilon`` and, per metric, ``<metric>_mean`` and ``<metric>_se``."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for method, grp in table.groupby("method", sort=False):
+            grp = grp.sort_values("total_epsilon")
+            style = _style(method, markersize=5)
+            ax.errorbar(grp["total_epsilon"], grp[f"{metric}_mean"], yerr=grp[f"{metric}_se"].fillna(0.0),
+                        label=method, capsize=3, **style)
+        if baseline and baseline.get(metric) is not None and np.isfinite(baseline[metric]) and baseline[metric] > 0:
+            ax.axhline(baseline[metric], label="non-private (exact ADMM)", **{**_style("none"), "marker": None})
+        ax.set_xscale("log")
+        eps = sorted(table["total_epsilon"].unique())
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        values = table[f"{metric}_mean"].to_numpy(dtype=float)
+        if np.all(values[np.isfinite(values)] > 0):
+            ax.set_yscale("log")
+        ax.set_xlabel("total epsilon per agent, whole run (PLD)")
+        ax.set_ylabel(axis_label(metric, family), fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    _legend(fig, axes)
+    return _save(fig, path)
+
+
+__all__ = ["DEFINITIONS", "axis_label", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds", "utility_vs_total_epsilon",
            "sharing_study_figures"]

@@ -37,6 +37,10 @@ class ModelInstance:
     settings : dict, optional
         The ``[model]`` settings as the template resolved them (defaults included; what its settings hook
         returns). Fingerprints checkpoints and study cells; None = the scalars of ``info`` instead.
+    perturbed_inputs : callable(mechanism, seed) -> context manager, optional
+        One-shot input perturbation (issue 39): inside the ``with`` block the agents read their private data
+        perturbed once by a :class:`cvxdp.privacy.InputPerturbation`; it yields each agent's release
+        (:class:`cvxdp.privacy.InputRelease`) and restores the true data on exit. The power template has it.
     """
 
     agents: list[Agent]
@@ -45,6 +49,7 @@ class ModelInstance:
     info: dict[str, Any] = field(default_factory=dict)
     ac_check: Callable[[Any], dict[str, Any]] | None = None
     settings: dict[str, Any] | None = None
+    perturbed_inputs: Callable[..., Any] | None = None
 
 
 #: name -> module holding its ``build`` and ``settings`` (imported on first use)

@@ -159,7 +159,8 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
     A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
     cvxdp.studies.sharing); --rounds then sets its epochs. A study with ``[study] kind = "graph"`` runs the
     decentralized-ADMM study (settings x runs, cvxdp.studies.graph); --data/--test-data then give the UCI Adult
-    files (adult.data / adult.test) instead of the bundled data.
+    files (adult.data / adult.test) instead of the bundled data. A study with ``[study] kind = "total"`` compares
+    methods at equal whole-run epsilon per agent, with one-shot input-perturbation anchors (cvxdp.studies.total).
     """
     from .tasks import study_task  # start-up: the modelling stack loads only when a command runs
 

@@ -32,11 +32,13 @@ from ..run import (
 from ..studies import (
     is_graph_study,
     is_sharing_study,
+    is_total_study,
     ledger_caveats,
     noise_caveats,
     run_graph_study,
     run_sharing_study,
     run_study,
+    run_total_study,
 )
 from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num, rounded
 
@@ -311,6 +313,11 @@ def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
                                progress=progress and sys.stderr.isatty(), run=run)
     elif test_data is not None:
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
+    elif is_total_study(study_file):  # [study] kind = "total": equal whole-run epsilon (cvxdp.studies.total)
+        if rounds is not None or data is not None:
+            raise click.UsageError("--rounds and --data do not apply to an equal-total study (its schedule sets the "
+                                   "rounds per total epsilon).")
+        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run)
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
     return info

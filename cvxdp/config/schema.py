@@ -162,6 +162,23 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("rounds", "int >= 1", "the case's", "rounds of every run (`--rounds` overrides)"),
         ("delta", "float in (0, 1)", "the case's or 1e-6", "per-step delta of the Gaussian mechanisms"),
         ("baseline", "bool", "true", "add the non-private run for each J"),
+        ("total", "str", "none", "an equal-total study file (kind = total) run first into DIR/total; the report "
+         "leads with it"),
+    ],
+    "[study] total (kind = total)": [
+        ("kind", "str", "required", "total"),
+        ("case", "str", "required", "case file, relative to the study file"),
+        ("name", "str", "file stem", "study name"),
+        ("description", "str", '""', "one line"),
+        ("epsilons", "list of float > 0", "[0.5, 1, 4]", "each agent's whole-run epsilon"),
+        ("delta", "float in (0, 1)", "1e-5", "each agent's whole-run delta"),
+        ("mechanisms", "list of str", "[ObjG, OutG]", "per-round mechanisms, calibrate = total (PLD)"),
+        ("anchors", "list of str", "[InL, InG]", "one-shot input perturbation (Laplace, Gaussian) + exact ADMM"),
+        ("seeds", "list of int >= 0", "[0, 1, 2]", "seeds per cell (mean +- standard error)"),
+        ("schedule", "list of [float, int, int]", "[[inf, 100, 1]]", "public rule: [max_epsilon, rounds, "
+         "local_updates] rows; an epsilon takes the first row with max_epsilon >= it"),
+        ("anchor_rounds", "int >= 1", "100", "rounds of the anchors' and the non-private exact ADMM"),
+        ("baseline", "bool", "true", "add the non-private exact-ADMM run"),
     ],
     "[study] graph (kind = graph)": [
         ("kind", "str", "required", "graph"),

@@ -25,6 +25,8 @@ from .accounting import (
     rdp_epsilon,
 )
 from .calibration import (
+    InputPerturbation,
+    InputRelease,
     calibrate_to_total,
     gaussian_epsilon,
     gaussian_sigma_analytic,
@@ -45,7 +47,7 @@ from .mechanisms import (
 from .noise import NOISE_SOURCES, NoisePlan
 
 __all__ = [
-    "ACCOUNTANTS", "BudgetGuard", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ACCOUNTANTS", "BudgetGuard", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
     "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",

@@ -44,9 +44,10 @@ objectives sum to the centralized objective.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ from .network import PowerCase, load_network
 from .soc import OBJECTIVES, SocModel, solve_central
 from .zones import PARTITIONER, auto_zones, parse_zones, zone_of_bus
 
-__all__ = ["build", "build_agents", "load_sensitivity", "settings", "ZoneModel", "MODEL_KEYS"]
+__all__ = ["build", "build_agents", "input_sensitivity", "load_sensitivity", "settings", "ZoneModel", "MODEL_KEYS"]
 
 MODEL_KEYS = ("network", "zones", "auto_zones", "objective", "alpha", "penalty", "cost_scale", "load_scale")
 DEFAULT_PENALTY = {"balance": 1.0, "cost": 0.0}
@@ -78,6 +79,13 @@ RELATION = (
     "alpha-adjacent loads: the loads differ at one bus only, by at most alpha (p.u.) in active and "
     "at most alpha in reactive demand"
 )
+
+
+def input_sensitivity(alpha: float) -> tuple[float, float]:
+    """Sensitivity ``(Delta_1, Delta_2)`` of a zone's load vector ``(pd, qd)`` (its own buses) under
+    alpha-adjacent loads (:data:`RELATION`): one bus's active and reactive loads move by at most ``alpha`` each,
+    so the vector moves in two coordinates: ``Delta_1 = 2 alpha``, ``Delta_2 = sqrt(2) alpha``."""
+    return 2.0 * alpha, math.sqrt(2.0) * alpha
 
 
 def load_sensitivity(penalty: float, alpha: float) -> cvxdp.Sensitivity:
@@ -244,6 +252,65 @@ class ZoneModel:
             self.models.append(m)
             self.agents.append(agent)
 
+    def noisy_loads(self, mechanism: cvxdp.InputPerturbation, seed: int | None = None,
+                    loads: dict[str, np.ndarray] | None = None) -> dict[str, tuple[np.ndarray, cvxdp.InputRelease]]:
+        """Every zone's load vector ``(pd, qd)`` over its own buses plus one draw of ``mechanism``'s noise.
+
+        Neighbouring relation: :data:`RELATION` (alpha-adjacent loads: the loads differ at one bus only, by at
+        most ``alpha`` p.u. in active and in reactive demand), so a zone's vector has sensitivity
+        ``Delta_1 = 2 alpha`` (Laplace) and ``Delta_2 = sqrt(2) alpha`` (Gaussian) (:func:`input_sensitivity`);
+        every own bus is perturbed, with or without load (a neighbouring data set may give it one). Noise from
+        one generator per zone (``SeedSequence(seed).spawn``; None: fresh entropy).
+
+        Parameters
+        ----------
+        mechanism : cvxdp.privacy.InputPerturbation
+            Laplace or Gaussian, calibrated to each zone's whole-run (epsilon, delta).
+        seed : int, optional
+            Seed of the zones' generators (research only: a known seed replays the noise).
+        loads : dict, optional
+            Zone name -> the vector ``(pd, qd)`` to perturb instead of the zone's own loads (audits).
+
+        Returns
+        -------
+        dict
+            Zone name -> (the perturbed vector, its :class:`~cvxdp.privacy.InputRelease`).
+        """
+        if self.penalty is None:
+            raise ConfigError("Input perturbation of the loads needs them in the objective: " + EXACT_RELATION)
+        l1, l2 = input_sensitivity(self.alpha)
+        streams = np.random.SeedSequence(seed).spawn(len(self.models))
+        out = {}
+        for agent, m, stream in zip(self.agents, self.models, streams):
+            x = (loads or {}).get(agent.name)
+            x = np.concatenate([m.pd.value, m.qd.value]) if x is None else np.asarray(x, dtype=float)
+            out[agent.name] = mechanism.perturb(x, l1=l1, l2=l2, rng=np.random.default_rng(stream))
+        return out
+
+    @contextlib.contextmanager
+    def perturbed_loads(self, mechanism: cvxdp.InputPerturbation,
+                        seed: int | None = None) -> Iterator[dict[str, cvxdp.InputRelease]]:
+        """One-shot input perturbation (issue 39): inside the block every zone's objective and gradient read
+        its loads perturbed once (:meth:`noisy_loads`); the true loads are restored on exit (evaluate after the
+        block). A run on the perturbed loads (e.g. exact ADMM) is post-processing: each zone's whole-run
+        guarantee is the one release's, ``mechanism``'s (epsilon, delta).
+
+        Yields
+        ------
+        dict
+            Zone name -> its :class:`~cvxdp.privacy.InputRelease` (scale, DP event, epsilon, delta).
+        """
+        noisy = self.noisy_loads(mechanism, seed)
+        saved = [(m.pd.value.copy(), m.qd.value.copy()) for m in self.models]
+        try:
+            for agent, m in zip(self.agents, self.models):
+                n = len(m.pd.value)
+                m.pd.value, m.qd.value = noisy[agent.name][0][:n], noisy[agent.name][0][n:]
+            yield {name: release for name, (_, release) in noisy.items()}
+        finally:
+            for m, (pd, qd) in zip(self.models, saved):
+                m.pd.value, m.qd.value = pd, qd
+
     # ------------------------------------------------------------------ evaluation
     def generator_output(self, local: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Active generation per generator and voltage magnitude per bus from the zones' local vectors."""
@@ -408,7 +475,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         return out
 
     return ModelInstance(agents=zm.agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),
-                         ac_check=ac_check)
+                         ac_check=ac_check, perturbed_inputs=zm.perturbed_loads)
 
 
 def ac_diagnosis(points: dict[str, dict[str, Any]]) -> tuple[str, str]:

@@ -30,7 +30,7 @@ def code_keys() -> dict[str, set[str]]:
             "[study] grid (default kind)": study._STUDY_KEYS, "[study] graph (kind = graph)": study_graph._STUDY_KEYS,
             "[[setting]] (graph studies)": study_graph._SETTING_KEYS,
             "[[comparison]] (graph studies)": study_graph._COMPARISON_KEYS,
-            "[study] sharing (kind = sharing)": study_sharing._KEYS}
+            "[study] sharing (kind = sharing)": study_sharing._KEYS, "[study] total (kind = total)": study._TOTAL_KEYS}
 
 
 @pytest.mark.parametrize("table", list(SCHEMA))
