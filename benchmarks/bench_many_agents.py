@@ -14,7 +14,8 @@ mean of rounds 2..T, ``evaluate=False``: no private evaluation):
 - ``numpy``: a Python loop over the agents doing the same arithmetic per round (the gradient, Gaussian noise, the
   linearized prox step and the clip, J = 1; the global average and the dual update), no accounting, no checks;
   ``guard/numpy``: what the engine costs over it;
-- ``set-up s``: ``cvxdp.solve``'s time outside the rounds (building the nodes: one CVXPY canonicalization per agent).
+- ``set-up s``: ``cvxdp.solve``'s time outside the rounds (the checks and the nodes; a box declared as such is a clip
+  built without CVXPY canonicalization, see ``bench_setup.py``).
 
 Timings depend on the machine's load: the script prints it.
 """

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InvalidParameterError, SolverFailedError
 from .agent import Agent, check_agents
 from .compiled import NotCompilable, feasible_set_data
-from .local_solver import projection_onto
+from .local_solver import BoxProjection, declared_box, projection_onto
 
 #: Solvers a centralized solve tries, in this order after the requested one.
 FALLBACK_ORDER = ("CLARABEL", "ECOS", "SCS")
@@ -192,7 +192,8 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
     """Distance from ``target`` to the agent's set projected on coordinates ``idx`` (0 when inside).
 
     The projection runs on the agent's compiled ``W_p`` (:func:`cvxdp.model.compiled.feasible_set_data`: the data its
-    worker compiled, so nothing is compiled again after a run) -- a clip for a box, else a live Clarabel solve
+    worker compiled, so nothing is compiled again after a run; a declared box is read off its constraints,
+    :func:`cvxdp.model.local_solver.declared_box`) -- a clip for a box, else a live Clarabel solve
     with weight 1 on the shared coordinates and 0 elsewhere, with the local step's fallback chain.
     """
     if local is not None and len(local) == agent.layout.size:  # cheap test first: the agent's own local part
@@ -204,7 +205,9 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
     weight[idx], point[idx] = 1.0, target  # an agent's shared blocks never overlap (Agent.check)
     saved = [v.value for v in agent.layout.variables]  # a CVXPY fallback writes the variables' values
     try:
-        projected, _ = projection_onto(agent, feasible_set_data(agent)).project(point, weight)
+        box = declared_box(agent)  # a declared box is a clip: nothing to compile
+        projection = BoxProjection(*box) if box is not None else projection_onto(agent, feasible_set_data(agent))
+        projected, _ = projection.project(point, weight)
     except (NotCompilable, SolverFailedError):
         return math.nan
     finally:

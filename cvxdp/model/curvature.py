@@ -117,7 +117,7 @@ def declared_lipschitz(agent) -> float | None:
 
 
 def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, private: bool,
-                        need: bool = True) -> list[Curvature]:
+                        need: bool = True, prefer_declared: bool = False) -> list[Curvature]:
     """A :class:`Curvature` per agent: ``L_p``, its source (``"declared"``, ``"estimated"`` or ``"unknown"``) and
     whether the objective is quadratic (:func:`has_constant_hessian`, structural).
 
@@ -125,7 +125,8 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
     :class:`~cvxdp.errors.DeclarationError` naming the agent and what to do. A non-private run estimates ``L_p``
     at ``starts`` (:func:`estimate_lipschitz`) and takes the smaller of the estimate and a declared bound (the
     source says which one was used): the declared bound is a worst case over neighbouring data sets, the
-    estimate this data's curvature.
+    estimate this data's curvature. ``prefer_declared=True`` (an explicit eta, which is only checked against
+    ``L_p``) takes a declared bound as it is and estimates only for agents that declare none.
     """
     out: list[Curvature] = []
     for agent, u0 in zip(agents, starts):
@@ -143,6 +144,9 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
                     "not estimated from the data, since that would steer a private run with unaccounted "
                     "information.")
             out.append(Curvature(None, "unknown", quadratic))
+            continue
+        if prefer_declared and declared is not None:
+            out.append(Curvature(declared, "declared", quadratic))
             continue
         try:
             estimate = estimate_lipschitz(lambda u, a=agent: a.grad(u), u0)

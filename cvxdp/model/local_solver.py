@@ -4,7 +4,8 @@ The linearized update is a weighted Euclidean projection ``argmin_{u in W} sum_i
 It is compiled once per agent and data (the canonical data come from :mod:`cvxdp.model.compiled`):
 
 * :class:`BoxProjection` — when ``W`` is a box (every constraint bounds one coordinate), the projection is
-  a clip, whatever the weights.
+  a clip, whatever the weights. A box declared as such (``lb <= x``, ``x[i] <= ub``: :func:`declared_box`) is
+  read off the constraint objects, without canonicalizing.
 * :class:`ConicProjection` — otherwise CVXPY canonicalizes ``W`` once; each call only writes the linear
   term ``q = -c*v`` (and the diagonal of ``P`` when the weights change) and hands the cached canonical data
   into a live Clarabel solver — no CVXPY work in the loop.
@@ -30,9 +31,10 @@ import clarabel
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from cvxpy.constraints import Equality, Inequality
 
 from ..errors import DeclarationError, InvalidParameterError, SolverFailedError
-from .agent import Agent, SmoothObjective
+from .agent import Agent, SmoothObjective, _is_selection
 from .compiled import ConeData, NotCompilable, constraint_data, prox_constraint_data, prox_data
 from .evaluation import compiled_metrics
 
@@ -234,6 +236,65 @@ class BoxProjection:
         return np.clip(v, self.lo, self.hi), SolveReport()
 
 
+def _bound_value(expr: cp.Expression, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The value of a constant or parameter leaf broadcast to ``shape``, flat in column-major order (None when
+    it is not a dense numeric leaf with a value)."""
+    if not isinstance(expr, (cp.Constant, cp.Parameter)) or expr.value is None or hasattr(expr.value, "tocoo"):
+        return None
+    value = np.asarray(expr.value, dtype=float)
+    try:
+        return np.ravel(np.broadcast_to(value, shape), order="F")
+    except ValueError:
+        return None
+
+
+def declared_box(agent: Agent) -> tuple[np.ndarray, np.ndarray] | None:
+    """``lo <= u <= hi`` read off the agent's constraint objects, without canonicalizing (None when ``W`` is not
+    declared as a box).
+
+    A box is a list of ``<=``, ``>=`` and ``==`` constraints each between a variable (or a slice of one) and a
+    constant or a parameter (its current value), over variables declared without attributes (``nonneg=True``...
+    go through the compiled path). The bounds are the very numbers :func:`_box_bounds` reads off the canonical
+    data (``b / a`` with ``a = +-1``: exact), so both paths project alike bit for bit.
+    """
+    layout = agent.layout
+    if any(any(value for value in var.attributes.values()) for var in layout.variables):
+        return None
+    sides = []
+    for con in agent.constraints:
+        if not isinstance(con, (Inequality, Equality)):
+            return None
+        lhs, rhs = con.args
+        if _is_selection(lhs) and not _is_selection(rhs):
+            sel, const, upper = lhs, rhs, True  # sel <= const (or ==)
+        elif _is_selection(rhs) and not _is_selection(lhs):
+            sel, const, upper = rhs, lhs, False  # const <= sel
+        else:
+            return None
+        bound = _bound_value(const, sel.shape)
+        if bound is None:
+            return None
+        sides.append((sel, bound, upper, isinstance(con, Equality)))
+    lo, hi = np.full(layout.size, -np.inf), np.full(layout.size, np.inf)
+    if not sides:
+        return lo, hi
+    saved = [var.value for var in layout.variables]
+    try:  # each selection's coordinates of u: its value when every variable holds its own offsets
+        for var, off in zip(layout.variables, layout.offsets):
+            var.value = np.reshape(np.arange(off, off + var.size, dtype=float), var.shape, order="F")
+        positions = [np.rint(np.ravel(np.asarray(sel.value, dtype=float), order="F")).astype(int)
+                     for sel, *_ in sides]
+    finally:
+        for var, val in zip(layout.variables, saved):
+            var.value = val
+    for idx, (_, bound, upper, equality) in zip(positions, sides):
+        if upper or equality:
+            np.minimum.at(hi, idx, bound)
+        if not upper or equality:
+            np.maximum.at(lo, idx, bound)
+    return lo, hi
+
+
 def _box_bounds(data: ConeData) -> tuple[np.ndarray, np.ndarray] | None:
     """Read ``lo <= u <= hi`` off the canonical data, or ``None`` if W is not a box."""
     cols, n_x, dims = data.cols, data.n_x, data.dims
@@ -308,12 +369,19 @@ class ConicProjection:
 
 
 def compile_projection(agent: Agent, *, solvers: tuple[str, ...] = DEFAULT_SOLVERS,
-                       settings: dict | None = None, exact: bool = False) -> BoxProjection | ConicProjection:
+                       settings: dict | None = None, exact: bool = False,
+                       closed_form: bool = True) -> BoxProjection | ConicProjection:
     """The fastest projection onto ``W_p`` that fits, from its compiled data (canonicalized once per data).
 
-    ``exact=True`` (exact ADMM) reads ``W_p``'s rows out of the prox step's compiled data
-    (:func:`cvxdp.model.compiled.prox_constraint_data`) instead of compiling ``W_p`` on its own.
+    A box declared as such (:func:`declared_box`: variables or slices bounded by constants) is a clip built
+    from the constraint objects, with no canonicalization (``closed_form=False`` forces the compiled path,
+    which finds the same box in the canonical data). ``exact=True`` (exact ADMM) reads ``W_p``'s rows out of
+    the prox step's compiled data (:func:`cvxdp.model.compiled.prox_constraint_data`) instead of compiling
+    ``W_p`` on its own.
     """
+    box = declared_box(agent) if closed_form else None
+    if box is not None:
+        return BoxProjection(*box)
     try:
         data = prox_constraint_data(agent) if exact else constraint_data(agent)
     except NotCompilable as exc:

@@ -287,3 +287,102 @@ def test_polish_reports_an_infeasible_shared_block_as_none(compiled):
     assert report.solver != "none"  # a solver answered: infeasible, not a failure
     feasible, _ = prox.polish(np.array([0.2, -0.1, 0.5, 1.0]))  # the live solver is still usable afterwards
     assert feasible is not None and np.allclose(feasible[agent.layout.shared_indices], [0.2, -0.1, 0.5, 1.0])
+
+
+# ---------------------------------------------------------------------------------- a box read off its declaration
+@pytest.fixture
+def count_compiles(monkeypatch):
+    """Count every canonicalization CVXPY performs (``Problem.get_problem_data``, also used by ``solve``)."""
+    calls = {"n": 0}
+    original = cp.Problem.get_problem_data
+
+    def spy(self, *args, **kwargs):
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "get_problem_data", spy)
+    return calls
+
+
+def _box_agents():
+    """Boxes declared every way the closed-form path reads: both sides, slices, arrays, equalities, parameters,
+    repeated bounds on a coordinate, a matrix variable, a coordinate left free; and sets that are not boxes."""
+    x, y, z = cp.Variable(4, name="x"), cp.Variable((2, 3), name="y"), cp.Variable(2, name="z")
+    ub = cp.Parameter(4, value=np.array([0.5, 1.0, 2.0, 0.25]))
+    box = cvxdp.Agent("box", cp.sum_squares(x - 1) + cp.sum(y) + cp.sum(z),
+                      [x <= ub, -1 <= x, x[1:3] >= np.array([-0.3, 0.1]), x[0] <= 0.4, y >= -2.0, y[:, 1] <= 3.0,
+                       y[0, 2] == 0.7, 0.0 <= z[0]], shared={"x": x, "y": y[:, 0]})
+    w = cp.Variable(3, name="w")
+    scaled = cvxdp.Agent("scaled", cp.sum_squares(w), [2 * w <= 1, w >= -1], shared={"w": w})
+    coupled = cvxdp.Agent("coupled", cp.sum_squares(w), [w[0] <= w[1], w >= -1, w <= 1], shared={"w": w})
+    ball = cvxdp.Agent("ball", cp.sum_squares(w), [cp.norm(w) <= 1], shared={"w": w})
+    s = cp.Variable(3, name="s", nonneg=True)
+    signed = cvxdp.Agent("signed", cp.sum_squares(s), [s <= 1], shared={"s": s})
+    return box, [scaled, coupled, ball, signed]
+
+
+def test_a_declared_box_is_a_clip_with_the_compiled_bounds_and_no_compile(count_compiles):
+    from cvxdp.model.compiled import constraint_data
+    from cvxdp.model.local_solver import _box_bounds, declared_box
+
+    box, others = _box_agents()
+    fast = compile_projection(box)
+    assert isinstance(fast, BoxProjection) and count_compiles["n"] == 0  # nothing canonicalized
+    compiled = compile_projection(box, closed_form=False)
+    assert isinstance(compiled, BoxProjection) and count_compiles["n"] == 1
+    # the very same bounds, bit for bit (inf where a coordinate is free)
+    assert np.array_equal(fast.lo, compiled.lo) and np.array_equal(fast.hi, compiled.hi)
+    assert np.isinf(fast.hi[box.layout.offsets[2] + 1])  # z[1] is free
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        v, c = 3 * rng.normal(size=box.layout.size), rng.uniform(0.5, 2.0, size=box.layout.size)
+        assert np.array_equal(fast.project(v, c)[0], compiled.project(v, c)[0])
+    for agent in others:  # not a box as declared: the compiled path decides (a clip for 2 w <= 1 as well)
+        assert declared_box(agent) is None
+    assert _box_bounds(constraint_data(others[0])) is not None
+
+
+def test_box_agents_built_without_canonicalization_replay_the_compiled_run_bit_for_bit(count_compiles):
+    from functools import partial
+
+    from cvxdp.families.consensus import node as node_module
+
+    def run(closed_form: bool):
+        rng = np.random.default_rng(11)
+        agents = []
+        for p in range(3):
+            x = cp.Variable(3, name=f"x{p}")
+            A, b = rng.normal(size=(6, 3)), rng.normal(size=6)
+            agents.append(cvxdp.Agent(f"a{p}", cp.sum_squares(A @ x - b) / 6, [x <= 0.5, x >= -0.5 - 0.1 * p],
+                                      shared={"x": x}))
+        before = count_compiles["n"]
+        original = node_module.compile_projection
+        if not closed_form:
+            node_module.compile_projection = partial(original, closed_form=False)
+        try:
+            result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=15), seed=0)
+        finally:
+            node_module.compile_projection = original
+        return result, count_compiles["n"] - before
+
+    fast, fast_compiles = run(True)
+    compiled, compiled_compiles = run(False)
+    assert fast_compiles == 0 and compiled_compiles == 3
+    columns = ["objective", "consensus_residual", "primal_residual", "dual_residual", "max_violation"]
+    assert fast.history[columns].equals(compiled.history[columns])
+    assert all(np.array_equal(fast.solution[k], compiled.solution[k]) for k in compiled.solution)
+    assert all(np.array_equal(fast.local[k], compiled.local[k]) for k in compiled.local)
+
+
+def test_a_run_without_evaluation_builds_no_metrics(monkeypatch):
+    from cvxdp.families.consensus import node as node_module
+
+    built = []
+    original = node_module.compiled_metrics
+    monkeypatch.setattr(node_module, "compiled_metrics", lambda agent: built.append(agent.name) or original(agent))
+    x = cp.Variable(2, name="x")
+    agents = [cvxdp.Agent(f"a{p}", cp.sum_squares(x - p), [x <= 1, x >= -1], shared={"x": x}) for p in range(2)]
+    cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=2), seed=0, evaluate=False)
+    assert built == []  # built on first use only
+    result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=2), seed=0)
+    assert sorted(set(built)) == ["a0", "a1"] and np.isfinite(result.history["objective"]).all()

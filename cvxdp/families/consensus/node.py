@@ -15,6 +15,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,6 @@ class ConsensusNode(Node):
             set_verdict(agent, self.projection.data)  # cached: check_feasible reads it
             agent.check_feasible()
         self.prox = ProxSolver(agent, solvers=solvers) if exact else None
-        self.metrics = compiled_metrics(agent)
         if agent.initial is not None:
             self.z = agent.layout.flatten(agent.initial)
         else:
@@ -101,8 +101,10 @@ class ConsensusNode(Node):
             self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
         self.lam = np.zeros(self.sidx.size)
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
-        # L_p for eta: the declared public bound (private runs), or the smaller of it and an estimate at the start
-        self.curvature = lipschitz_constants([agent], [self.z.copy()], private=private)[0] if curvature else None
+        # L_p for eta: the declared public bound (private runs), or the smaller of it and an estimate at the start;
+        # an explicit eta is only checked against L_p: a declared bound serves as it is (nothing is estimated)
+        self.curvature = lipschitz_constants([agent], [self.z.copy()], private=private,
+                                             prefer_declared=algorithm.auto_eta is None)[0] if curvature else None
         # consensus polishing (exact ADMM): this round's polished point and the last one every agent completed
         # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
         self.pending: tuple[int, np.ndarray | None] | None = None
@@ -110,6 +112,12 @@ class ConsensusNode(Node):
         # local wall time of this run's gradient calls and local solves (LinearizedADMM): a warning, once, when the
         # gradients cost more (timings stay at the party; the warning says nothing about the data)
         self.timing = {"gradient": 0.0, "solve": 0.0, "warned": False}
+
+    @cached_property
+    def metrics(self) -> Any:
+        """The per-round objective and violation (:func:`cvxdp.model.compiled_metrics`), built on first use: a run
+        that never evaluates (``evaluate=False``) never builds them."""
+        return compiled_metrics(self.agent)
 
     def declare(self) -> dict:
         """Public: the local size, the shared size, whether the set is a box, the curvature bound ``L_p`` (a

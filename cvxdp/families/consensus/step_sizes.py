@@ -96,7 +96,8 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Cur
 
 def needs_curvature(algorithm, private: bool) -> bool:
     """Whether the nodes measure ``L_p`` before round 1: LinearizedADMM with ``eta="auto"``, or a non-private run
-    with a constant eta (checked against it). Never when eta is given otherwise: nothing to estimate for."""
+    with a constant eta (checked against it: an agent's declared bound as it is, an estimate only for an agent that
+    declares none). Never when eta is given otherwise: nothing to estimate for."""
     if algorithm.exact:
         return False
     return algorithm.auto_eta is not None or (not private and isinstance(algorithm.eta_schedule, Constant))

@@ -368,3 +368,34 @@ def test_adaptive_rho_changes_rho_and_admm_still_reaches_the_optimum():
     result = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rounds=200, tol_primal=1e-7, tol_dual=1e-7), seed=0)
     assert result.history["rho"].nunique() > 1
     assert _rel_gap(result, ref) <= 1e-4
+
+
+# ------------------------------------------------------------------------------------- set-up cost (issue 37)
+def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(monkeypatch):
+    import cvxdp.model.curvature as curvature
+
+    calls = []
+    original = curvature.estimate_lipschitz
+
+    def spy(grad, u0, **kwargs):
+        calls.append(u0)
+        return original(grad, u0, **kwargs)
+
+    monkeypatch.setattr(curvature, "estimate_lipschitz", spy)
+    declared = four_agents(lipschitz=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cvxdp.solve(declared, algorithm=cvxdp.LinearizedADMM(rho=5.0, eta=5.0, rounds=2), seed=0)
+    assert calls == []  # eta given and every bound declared: nothing estimated
+    up_front = [w for w in _step_warnings(caught) if "below what the linearized step needs" in str(w)]
+    # ... and the explicit eta is still checked, against the declared bounds
+    assert {w.agent for w in up_front} == {a.name for a in declared}
+    assert all("(declared" in str(w) for w in up_front)
+    # eta="auto" in a non-private run measures (the smaller of bound and estimate), and so does an explicit eta for
+    # an agent that declares no bound (the up-front warning of the issue's four-agent problem)
+    cvxdp.solve(four_agents(lipschitz=True), algorithm=cvxdp.LinearizedADMM(rounds=2), seed=0)
+    assert len(calls) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cvxdp.solve(four_agents(), algorithm=cvxdp.LinearizedADMM(rho=5.0, eta=5.0, rounds=2), seed=0)
+    assert len(calls) == 8
