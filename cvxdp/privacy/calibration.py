@@ -319,4 +319,4 @@ def _calibrated_multiplier(noise: str, e: float, dl: float, st: int, accountant:
     bracket = dp_accounting.ExplicitBracketInterval(lo, hi)
     return float(dp_accounting.calibrate_dp_mechanism(
         accountant_factory(accountant), lambda m: dp_accounting.SelfComposedDpEvent(make_event(noise, m, q), st),
-        e, dl, bracket_interval=bracket, tol=guess * 1e-8))
+        e, dl, bracket_interval=bracket, tol=guess * (1e-6 if q else 1e-8)))
