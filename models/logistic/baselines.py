@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
 from sklearn.linear_model import LogisticRegression
 
-from cvxdp.model import poisson_sample
-from cvxdp.privacy import calibrate_to_total
+import cvxdp
 
 __all__ = ["central_private_anchor", "central_reference", "fit_logreg", "lbfgsb_box", "pooled_baseline",
            "single_agent_baseline"]
@@ -158,8 +158,9 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
 
     Neighbouring relation: add/remove one record of the pooled data (``N`` the public normaliser, fixed).
     Sensitivity of ``g_B``: ``C / (q N)`` in l2. Each step is ``PoissonSampledDpEvent(q, GaussianDpEvent(m))``
-    with ``m = sigma q N / C``, calibrated with :func:`cvxdp.privacy.calibrate_to_total` so that ``steps`` of them
-    meet ``(epsilon, delta)`` under ``accountant``; the released model is the last iterate (post-processing).
+    with ``m = sigma q N / C``, calibrated (``cvxdp.ObjectivePerturbation(..., calibrate="total", sampling_rate=q)``,
+    the federated runs' own calibration) so that ``steps`` of them meet ``(epsilon, delta)`` under ``accountant``;
+    the released model is the last iterate (post-processing).
     The hyperparameters (``steps``, ``q``, ``C``, ``lr``) are fixed in advance, not tuned on the data.
 
     Parameters
@@ -181,17 +182,19 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
         ``steps``, ``method`` ("dp-sgd"), ``time_s``.
     """
     t0 = time.perf_counter()
-    q, n, N = float(sampling_rate), len(pooled.y), int(pooled.total)
-    sens = float(clip_norm) / (q * N)
-    sigma = calibrate_to_total("gaussian", sens, epsilon, delta, steps, accountant, sampling_rate=q)
+    q, C = float(sampling_rate), float(clip_norm)
+    mech = cvxdp.ObjectivePerturbation("gaussian", epsilon=epsilon, delta=delta, calibrate="total", sampling_rate=q,
+                                       clip_norm=C)
+    per_example = pooled.per_example()
+    public = SimpleNamespace(name="central", per_example=per_example.public())  # all the calibration reads
+    plan = mech.noise_plan(public, min_weight=1.0, separable=True, steps=int(steps), accountant=accountant)
     rng = np.random.default_rng(seed)
     lo, hi = pooled.box
     theta = np.zeros(int(np.prod(pooled.shape)))
-    for _ in range(int(steps)):
-        index = poisson_sample(rng, n, q)
-        g = pooled.clipped_sum(theta, index, clip_norm) / (q * N) if index.size else np.zeros_like(theta)
-        theta = np.clip(theta - lr * (g + rng.normal(0.0, sigma, theta.size)), lo, hi)
+    for _ in range(int(steps)):  # the Poisson sample and the noise from one generator, never reseeded
+        g = per_example.gradient(theta, rng, q, C)
+        theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
     test = float(np.mean(pooled.predict(theta, X_test) != y_test)) if len(y_test) else math.nan
     return {"test_error": test, "train_error": float(np.mean(pooled.predict(theta, pooled.X) != pooled.y)),
-            "epsilon": float(epsilon), "delta": float(delta), "noise_multiplier": sigma / sens,
+            "epsilon": float(epsilon), "delta": float(delta), "noise_multiplier": plan.noise_multiplier,
             "sampling_rate": q, "steps": int(steps), "method": "dp-sgd", "time_s": time.perf_counter() - t0}

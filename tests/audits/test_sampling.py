@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cvxdp.model.agent as agent_module
-from cvxdp.audits.sampling import audit_subsampled_update
+from cvxdp.audits.release import audit_subsampled_update
 from cvxdp.errors import InvalidParameterError
 from cvxdp.privacy import make_mechanism
 
