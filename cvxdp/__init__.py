@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 #: public name -> the submodule that defines it (the submodule itself for ``errors``/``schedules``)
 _LAZY: dict[str, str] = {
     "errors": ".errors", "schedules": ".schedules",
-    "Agent": ".model.agent", "Sensitivity": ".model.agent",
+    "Agent": ".model.agent", "Sensitivity": ".model.agent", "PerExample": ".model.agent",
     "ADMM": ".families.consensus.params", "LinearizedADMM": ".families.consensus.params",
     "DVP": ".families.graph.params", "MADMM": ".families.graph.params", "MRADMM": ".families.graph.params",
     "RADMM": ".families.graph.params", "ADMMSharing": ".families.sharing.params",
@@ -41,7 +41,8 @@ _SUBMODULES = frozenset({"errors", "schedules"})
 
 __all__ = [
     "ADMM", "DVP", "MADMM", "MRADMM", "RADMM", "ADMMSharing", "Agent", "CentralResult", "LinearizedADMM",
-    "NoisePlan", "ObjectivePerturbation", "OutputPerturbation", "PenaltyPerturbation", "PrivacyLedger", "Result",
+    "NoisePlan", "ObjectivePerturbation", "OutputPerturbation", "PenaltyPerturbation", "PerExample", "PrivacyLedger",
+    "Result",
     "Sensitivity", "SharingGaussian", "VerticalParty", "errors", "load_result", "schedules", "solve",
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
@@ -55,7 +56,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
-    from .model.agent import Agent, Sensitivity, SmoothObjective, check_declaration
+    from .model.agent import Agent, PerExample, Sensitivity, SmoothObjective, check_declaration
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.vertical import VerticalParty
     from .privacy import (

@@ -54,6 +54,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ('sensitivity', "one of 'exact', 'paper'", 'exact', "ObjL/ObjG, OutL/OutG: exact (the model's declared sensitivity) | paper (Ryu & Kim's preset: not a guarantee, flagged in the ledger)"),
         ('calibrate', "one of 'step', 'total'", 'step', 'ObjL/ObjG, OutL/OutG: step: epsilon/delta per local update | total: per agent over the run'),
         ('noise_source', "one of 'numpy', 'opendp'", 'numpy', 'ObjL/ObjG, OutL/OutG: numpy (seeded, research-grade) | opendp (hardened, not seedable)'),
+        ('sampling_rate', 'a float in (0, 1) or None', 'none', 'ObjL/ObjG, OutL/OutG: Gaussian with calibrate = total: Poisson subsampling rate q of each local gradient (clipped per example to clip_norm), amplification by sampling in the ledger'),
+        ('clip_norm', 'a float in (0, inf) or None', 'none', 'ObjL/ObjG, OutL/OutG: with sampling_rate: the per-example l2 gradient clip C'),
         ('alpha', 'a float in (0, inf), a list of them (one per node) or a {node: value} mapping', '1.0', 'gamma: Gamma-norm noise rate alpha_i(1) (larger: less noise, E||eps|| = d/alpha)'),
         ('growth', 'a float in (0, inf)', '1.0', 'gamma: alpha_i(t) = alpha_i(1) growth^(t-1)'),
     ],
@@ -92,6 +94,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("path", "str", "-", "data file or directory, relative to the case file (`--data DIR` sets it)"),
         ("test_path", "str", "-", "separate test file (libsvm, adult)"),
         ("agents", "int >= 1", "5 (femnist: all writers)", "number of agents (femnist: first N writers)"),
+        ("writers", "list of int >= 0", "none", "femnist only: the writers by index in the shards' file order "
+         "(e.g. [10, ..., 19], a held-out set); exclusive with agents"),
         ("split", "str", "iid (femnist: writer)", "iid | label_skew | dirichlet | writer"),
         ("dirichlet_alpha", "float > 0", "0.5", "concentration of the Dirichlet split"),
         ("classes_per_agent", "int >= 1", "2", "labels per agent (label_skew)"),

@@ -37,4 +37,4 @@ def family_class(algorithm: Algorithm) -> type:
     return FAMILIES[type(algorithm).family]
 
 
-__all__ = ["ALGORITHMS", "FAMILIES", "MECHANISMS", "family_class"]
+__all__ = ["ALGORITHMS", "FAMILIES", "LinearizedADMM", "MECHANISMS", "family_class"]

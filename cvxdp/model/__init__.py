@@ -16,12 +16,14 @@ from .agent import (
     Agent,
     Declaration,
     Layout,
+    PerExample,
     Sensitivity,
     SmoothObjective,
     check_agents,
     check_declarations,
     check_public_initial,
     checked_agents,
+    poisson_sample,
 )
 from .central import (
     CentralResult,
@@ -37,7 +39,7 @@ from .local_solver import DEFAULT_SOLVERS, LocalProx, PartyUpdate, ProxSolver, S
 from .node import EVALUATION_LABEL, Evaluation, Node, Release
 from .vertical import RELATION, VerticalParty, check_labels, check_parties
 
-__all__ = ["Agent", "Declaration", "check_declarations", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout",
+__all__ = ["Agent", "Declaration", "check_declarations", "CentralResult", "Curvature", "DEFAULT_SOLVERS", "EVALUATION_LABEL", "Evaluation", "Layout", "PerExample", "poisson_sample",
            "LocalProx", "Node", "PartyUpdate", "ProxSolver", "RELATION", "Release", "Sensitivity", "SmoothObjective",
            "SolveReport", "SolverFallbackWarning", "VerticalParty", "check_agents", "checked_agents", "check_labels", "check_parties",
            "check_public_initial", "compile_projection", "compiled_metrics", "lipschitz_constants", "set_verdict",

@@ -73,6 +73,58 @@ class Sensitivity:
 
 
 @dataclass(frozen=True)
+class PerExample:
+    """An agent's per-example gradients, for subsampled local updates (``sampling_rate`` of ObjG / OutG).
+
+    The agent's objective must be ``f(u) = (1/N) sum_i l(u; record_i)`` over its ``records`` records with a
+    public normaliser ``N`` fixed across neighbours (add/remove one record). The party draws a Poisson sample
+    ``B`` (each record in independently with probability q, from its own generator) and its local gradient is
+    ``(1/(q N)) sum_{i in B} clip(grad l(u; record_i), C)``, an unbiased estimate of the clipped full gradient;
+    adding or removing one record moves it by at most ``C / (q N)`` in l2 (the mechanism's sensitivity).
+
+    Parameters
+    ----------
+    records : int
+        The agent's number of records (private: it stays on the party, which draws the sample).
+    total : int
+        The public normaliser ``N`` of the loss.
+    clipped_sum : callable
+        ``clipped_sum(u, index, clip) -> flat ndarray``: ``sum_{i in index} clip(grad l(u; record_i), clip)``,
+        every per-example gradient rescaled to l2 norm at most ``clip`` (``u`` flat, like the agent's gradient).
+    relation : str
+        The neighbouring relation the sampling is accounted for: "add_remove" (the only one amplification by
+        Poisson sampling is accounted under here).
+    """
+
+    records: int
+    total: int
+    clipped_sum: Callable[[np.ndarray, np.ndarray, float], np.ndarray]
+    relation: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        check_int(self.records, "records", "PerExample", 1)
+        check_int(self.total, "total", "PerExample", 1)
+        if not callable(self.clipped_sum):
+            raise fail("clipped_sum", "PerExample", "a callable (u, index, clip) -> flat ndarray", self.clipped_sum)
+
+    def public(self) -> dict[str, Any]:
+        """What the coordinator may know (the agent's :class:`Declaration` carries it): ``{"total", "relation"}``."""
+        return {"total": int(self.total), "relation": str(self.relation)}
+
+    def gradient(self, u: np.ndarray, rng: np.random.Generator, q: float, clip: float) -> np.ndarray:
+        """One subsampled, clipped gradient estimate at ``u`` (the sample drawn with :func:`poisson_sample`)."""
+        index = poisson_sample(rng, self.records, q)
+        out = np.asarray(self.clipped_sum(u, index, clip), dtype=float).ravel() if index.size else np.zeros(np.size(u))
+        return out / (q * self.total)
+
+
+def poisson_sample(rng: np.random.Generator, n: int, q: float) -> np.ndarray:
+    """Indexes of a Poisson sample of ``n`` records: each in independently with probability ``q`` (``rng`` is the
+    party's own generator, never reseeded)."""
+    return np.flatnonzero(rng.random(n) < q)
+
+
+@dataclass(frozen=True)
 class Layout:
     """Where each variable and each shared block sits in an agent's flat local vector ``u``."""
 
@@ -205,6 +257,9 @@ class Agent:
         ``["rho_blocks"]``. An explicit rho, and :class:`~cvxdp.LinearizedADMM` (whose noise calibration
         assumes one penalty), use one rho on every coordinate. Every agent holding a key must declare the same
         weights; they must not depend on private data.
+    per_example : PerExample, optional
+        Per-example gradients of a loss that is a normalised sum over records: needed by the subsampled
+        mechanisms (``sampling_rate`` of ObjG / OutG).
     """
 
     def __init__(self, name: str, objective: cp.Expression, constraints: Sequence[cp.Constraint] = (),
@@ -212,7 +267,8 @@ class Agent:
                  sensitivity: Sensitivity | None = None,
                  initial: Mapping[cp.Variable, np.ndarray] | None = None,
                  value: Callable[[np.ndarray], float] | None = None, initial_public: bool = False,
-                 lipschitz: float | None = None, rho_scale: Mapping[str, Any] | None = None) -> None:
+                 lipschitz: float | None = None, rho_scale: Mapping[str, Any] | None = None,
+                 per_example: PerExample | None = None) -> None:
         self.name = name
         self.objective = objective
         self.constraints = list(constraints)
@@ -224,6 +280,7 @@ class Agent:
         self.value = value
         self.lipschitz = lipschitz
         self.rho_scale = rho_scale
+        self.per_example = per_example
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, shared={sorted(self.shared)})"
@@ -318,7 +375,9 @@ class Agent:
 
     def declaration(self) -> Declaration:
         """The agent's public declaration (:class:`Declaration`): what the coordinator may know of it."""
-        facts = {"erm": self.erm} if getattr(self, "erm", None) is not None else {}
+        facts: dict[str, Any] = {"erm": self.erm} if getattr(self, "erm", None) is not None else {}
+        if getattr(self, "per_example", None) is not None:  # public: the normaliser and the relation, not the count
+            facts["per_example"] = self.per_example.public()
         return Declaration(self.name, self.layout.size, self.layout.shared, sensitivity=self.sensitivity,
                            lipschitz=self.lipschitz, rho_scale=self.rho_scale, initial=self.initial is not None,
                            initial_public=self.initial_public is True, **facts)

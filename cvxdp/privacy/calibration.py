@@ -20,7 +20,7 @@ import numpy as np
 from scipy import optimize, special
 
 from ..errors import InvalidParameterError, check_choice, check_float, check_int
-from .accounting import ACCOUNTANTS, accountant_factory, composed_epsilon
+from .accounting import ACCOUNTANTS, accountant_factory, composed_epsilon, sampled_event
 
 NOISES = ("laplace", "gaussian")
 CALIBRATIONS = ("analytic", "classic")
@@ -148,9 +148,15 @@ def gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:
     return float(dp_accounting.get_epsilon_gaussian(s / d, dl))
 
 
-def step_epsilon(noise: str, sensitivity: float, scale: float, delta: float) -> float:
+def step_epsilon(noise: str, sensitivity: float, scale: float, delta: float,
+                 sampling_rate: float | None = None) -> float:
     """The epsilon one call of ``noise`` of ``scale`` gives a query of ``sensitivity``: ``sensitivity / scale`` for
-    Laplace (pure), :func:`gaussian_epsilon` at ``delta`` for Gaussian."""
+    Laplace (pure), :func:`gaussian_epsilon` at ``delta`` for Gaussian. With a ``sampling_rate`` q < 1 (the query
+    runs on a Poisson sample of the records, each in with probability q): the PLD epsilon at ``delta`` of
+    ``PoissonSampledDpEvent(q, event)`` (amplification by sampling, add/remove one record)."""
+    if sampling_rate is not None and float(sampling_rate) < 1.0:
+        event = sampled_event(make_event(noise, scale / sensitivity), sampling_rate)
+        return composed_epsilon(((event, 1),), delta, "pld")
     return sensitivity / scale if noise == "laplace" else gaussian_epsilon(sensitivity, scale, delta)
 
 
@@ -171,11 +177,14 @@ def per_step_scale(noise: str, sensitivity: float, epsilon: float, delta: float 
     return gaussian_sigma_analytic(sensitivity, epsilon, delta)
 
 
-def make_event(noise: str, noise_multiplier: float) -> dp_accounting.DpEvent:
-    """The ``dp_accounting`` event of one call of the Laplace or Gaussian mechanism."""
+def make_event(noise: str, noise_multiplier: float, sampling_rate: float | None = None) -> dp_accounting.DpEvent:
+    """The ``dp_accounting`` event of one call of the Laplace or Gaussian mechanism; with a ``sampling_rate``
+    q < 1, of one call on a Poisson sample (``PoissonSampledDpEvent(q, event)``)."""
     if noise == "laplace":
-        return dp_accounting.LaplaceDpEvent(noise_multiplier=float(noise_multiplier))
-    return dp_accounting.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
+        event: dp_accounting.DpEvent = dp_accounting.LaplaceDpEvent(noise_multiplier=float(noise_multiplier))
+    else:
+        event = dp_accounting.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
+    return sampled_event(event, sampling_rate)
 
 
 def _check_total(owner: str, noise: str, sensitivity: float, delta: float | None, steps: int,
@@ -232,7 +241,7 @@ def total_epsilon(noise: str, scale: float, sensitivity: float, steps: int, delt
 
 
 def calibrate_to_total(noise: str, sensitivity: float, epsilon: float, delta: float | None, steps: int,
-                       accountant: str, calibration: str = "analytic") -> float:
+                       accountant: str, calibration: str = "analytic", sampling_rate: float | None = None) -> float:
     """Per-step noise scale such that ``steps`` adaptive calls meet a total (epsilon, delta).
 
     Parameters
@@ -254,6 +263,9 @@ def calibrate_to_total(noise: str, sensitivity: float, epsilon: float, delta: fl
         same number and a run calibrated to a budget never trips it).
     calibration : {"analytic", "classic"}
         Per-step Gaussian formula for the "basic" accountant.
+    sampling_rate : float, optional
+        Poisson subsampling rate q in (0, 1] of every call (each record in independently with probability q):
+        the calls are ``PoissonSampledDpEvent(q, event)`` (amplification by sampling; "rdp" or "pld" only).
 
     Returns
     -------
@@ -264,26 +276,34 @@ def calibrate_to_total(noise: str, sensitivity: float, epsilon: float, delta: fl
     owner = "calibrate_to_total"
     d, dl, st = _check_total(owner, noise, sensitivity, delta, steps, accountant)
     e = check_float(epsilon, "epsilon", owner, 0.0, math.inf)
+    q = None
+    if sampling_rate is not None:
+        q = check_float(sampling_rate, "sampling_rate", owner, 0.0, 1.0, closed="right")
+        if accountant == "basic" and q < 1.0:
+            raise InvalidParameterError(f"{owner}: basic composition has no amplification by sampling; use "
+                                        "accountant=\"rdp\" or \"pld\" with a sampling_rate below 1.")
+        q = None if q == 1.0 else q
     if accountant == "basic":
         if noise == "laplace":
             return laplace_scale(d, e / st)
         return per_step_scale(noise, d, e / st, dl / st, calibration)
 
-    nm = _calibrated_multiplier(noise, e, dl, st, accountant)
+    nm = _calibrated_multiplier(noise, e, dl, st, accountant, q)
     scale = nm * d
     # scale / d may differ from nm in the last bit: check the plan the engine will actually record.
-    while composed_epsilon(((make_event(noise, scale / d), st),), dl, accountant) > e:
+    while composed_epsilon(((make_event(noise, scale / d, q), st),), dl, accountant) > e:
         scale *= 1.0 + 1e-12
     return float(scale)
 
 
 @functools.lru_cache(maxsize=256)
-def _calibrated_multiplier(noise: str, e: float, dl: float, st: int, accountant: str) -> float:
+def _calibrated_multiplier(noise: str, e: float, dl: float, st: int, accountant: str,
+                           q: float | None = None) -> float:
     """The noise multiplier of :func:`calibrate_to_total` for "rdp"/"pld" (cached: engines ask every round)."""
     owner = "calibrate_to_total"
 
     def epsilon_of(nm: float) -> float:
-        return composed_epsilon(((make_event(noise, nm), st),), dl, accountant)
+        return composed_epsilon(((make_event(noise, nm, q), st),), dl, accountant)
 
     # A starting guess in noise-multiplier space: exact for Gaussian under PLD (T Gaussian calls with
     # multiplier m compose to one with m / sqrt(T)), and the basic split for Laplace (an upper end).
@@ -300,8 +320,8 @@ def _calibrated_multiplier(noise: str, e: float, dl: float, st: int, accountant:
         lo /= 2.0
     bracket = dp_accounting.ExplicitBracketInterval(lo, hi)
     return float(dp_accounting.calibrate_dp_mechanism(
-        accountant_factory(accountant), lambda m: dp_accounting.SelfComposedDpEvent(make_event(noise, m), st),
-        e, dl, bracket_interval=bracket, tol=guess * 1e-8))
+        accountant_factory(accountant), lambda m: dp_accounting.SelfComposedDpEvent(make_event(noise, m, q), st),
+        e, dl, bracket_interval=bracket, tol=guess * (1e-6 if q else 1e-8)))
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,20 @@ class Perturbation(Parameterized):
         by seed**, and the noise scale is raised where needed so that OpenDP's own privacy map certifies
         the per-step claim (a few ulps for Laplace, about 5-20 % more noise for analytic Gaussian). See
         :mod:`cvxdp.privacy.noise`.
+    sampling_rate : float or None
+        Subsampled local updates (Gaussian, ``calibrate="total"``, "rdp" or "pld" accountant): each local
+        gradient is computed on a Poisson sample of the agent's records (each in independently with probability
+        q, drawn from the party's own generator, never reseeded), every per-example gradient clipped to
+        ``clip_norm`` in l2, the sum divided by ``q N`` (N the public normaliser): an unbiased estimate of the
+        clipped gradient. Neighbouring relation: add/remove one record of the agent. Sensitivity: ``C / (q N)``
+        in l2 for the gradient (ObjG), ``C / (q N min(c))`` for the output (OutG). Each local update is one
+        ``PoissonSampledDpEvent(q, GaussianDpEvent(sigma / sensitivity))`` (amplification by sampling), and the
+        noise is calibrated so that rounds x local updates of them meet the total (epsilon, delta) under the
+        run's accountant. The agent must declare its per-example gradients (``cvxdp.PerExample``). The update
+        keeps its linearized form (a noisy clipped-gradient step, projected onto W); what is released and
+        accounted is that step's output. None (default): the full-batch gradient, the declared sensitivity.
+    clip_norm : float or None
+        The per-example l2 clip ``C`` of subsampled updates (required with ``sampling_rate``).
     """
 
     placement: ClassVar[str] = ""
@@ -77,11 +91,16 @@ class Perturbation(Parameterized):
                            "run"),
         "noise_source": param(Options(NOISE_SOURCES), help="numpy (seeded, research-grade) | opendp (hardened, not "
                               "seedable)"),
+        "sampling_rate": param(Interval(0.0, 1.0), NoneValue(), help="Gaussian with calibrate = total: "
+                               "Poisson subsampling rate q of each local gradient (clipped per example to "
+                               "clip_norm), amplification by sampling in the ledger"),
+        "clip_norm": param(POSITIVE, NoneValue(), help="with sampling_rate: the per-example l2 gradient clip C"),
     }
 
     def __init__(self, noise: str, *, epsilon: float, delta: float | None = None,
                  calibration: str = "analytic", sensitivity: str = "exact", calibrate: str = "step",
-                 noise_source: str = "numpy") -> None:
+                 noise_source: str = "numpy", sampling_rate: float | None = None,
+                 clip_norm: float | None = None) -> None:
         self.noise = noise
         self.epsilon = epsilon
         self.delta = delta
@@ -89,6 +108,8 @@ class Perturbation(Parameterized):
         self.sensitivity = sensitivity
         self.calibrate = calibrate
         self.noise_source = noise_source
+        self.sampling_rate = sampling_rate
+        self.clip_norm = clip_norm
 
     @property
     def scope(self) -> str:
@@ -106,6 +127,22 @@ class Perturbation(Parameterized):
             raise InvalidParameterError(
                 f"{owner}: the classic Gaussian calibration is only valid for epsilon < 1 (got "
                 f"epsilon={self.epsilon!r}); use calibration=\"analytic\".")
+        if self.sampling_rate is None:
+            if self.clip_norm is not None:
+                raise fail("clip_norm", owner, "None unless sampling_rate is set (the per-example clip of "
+                           "subsampled updates)", self.clip_norm)
+            return
+        if self.noise != "gaussian" or self.calibrate != "total" or self.sensitivity != "exact":
+            raise InvalidParameterError(
+                f"{owner}: sampling_rate={self.sampling_rate!r} needs Gaussian noise, calibrate=\"total\" and "
+                f"sensitivity=\"exact\" (got noise={self.noise!r}, calibrate={self.calibrate!r}, "
+                f"sensitivity={self.sensitivity!r}): amplification by sampling is accounted over the whole run.")
+        if self.clip_norm is None:
+            raise fail("clip_norm", owner, "a float in (0, inf), the per-example gradient clip, with sampling_rate",
+                       None)
+        if self.noise_source != "numpy":
+            raise fail("noise_source", owner, "'numpy' with sampling_rate (the sample and the noise come from the "
+                       "party's seeded generator)", self.noise_source)
 
     @property
     def q(self) -> int:
@@ -136,8 +173,21 @@ class Perturbation(Parameterized):
         return float(value)
 
     def gradient_sensitivity(self, agent: object) -> float:
-        """The declared gradient sensitivity ``Delta_q`` of ``agent`` (DeclarationError if missing)."""
-        return self._declared(agent, f"l{self.q}")
+        """The declared gradient sensitivity ``Delta_q`` of ``agent`` (DeclarationError if missing); with
+        ``sampling_rate`` q, that of the subsampled clipped gradient, ``clip_norm / (q N)`` (add/remove one record,
+        ``N`` from the agent's :class:`~cvxdp.model.agent.PerExample`)."""
+        if self.sampling_rate is None:
+            return self._declared(agent, f"l{self.q}")
+        pe = getattr(agent, "per_example", None)  # an Agent's PerExample, or a Declaration's public dict of it
+        pe = pe.public() if hasattr(pe, "public") else pe
+        if pe is None:
+            raise DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name} with sampling_rate "
+                                   "needs per-example gradients: cvxdp.Agent(..., per_example=cvxdp.PerExample(...)).")
+        if pe["relation"] != "add_remove":
+            raise DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name} with sampling_rate "
+                                   f"accounts amplification by sampling under add/remove one record; the agent's "
+                                   f"per-example gradients declare relation={pe['relation']!r}.")
+        return float(self.clip_norm) / (float(self.sampling_rate) * int(pe["total"]))
 
     def calibrated_sensitivity(self, agent: object, *, min_weight: float, separable: bool) -> float:
         """The sensitivity the noise of this mechanism is calibrated to, for ``agent``."""
@@ -182,6 +232,19 @@ class Perturbation(Parameterized):
         if self.calibrate == "step":
             scale = per_step_scale(self.noise, delta_s, eps, self.delta, self.calibration)
             claim = (eps, 0.0 if self.noise == "laplace" else float(self.delta))
+        elif self.sampling_rate is not None:
+            if accountant == "basic":
+                raise InvalidParameterError(f"{owner}: sampling_rate needs the \"rdp\" or \"pld\" accountant "
+                                            "(basic composition has no amplification by sampling).")
+            q = float(self.sampling_rate)
+            scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration,
+                                       sampling_rate=q)
+            d_step = float(self.delta) / st
+            claim = (step_epsilon("gaussian", delta_s, scale, d_step, q), d_step)
+            relation = (f"add/remove one record of the agent (Poisson sample of rate {q:g}, per-example gradients "
+                        f"clipped to {float(self.clip_norm):g} in l2, public normaliser N)")
+            return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation, self.noise_source,
+                             sampling_rate=q, clip_norm=float(self.clip_norm))
         else:
             scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration)
             if self.noise == "laplace":

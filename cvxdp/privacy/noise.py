@@ -43,6 +43,13 @@ class NoisePlan:
         are not reproducible by seed. A plan built by a mechanism with ``noise_source="opendp"`` has its
         scale raised until OpenDP's own privacy map certifies ``epsilon`` (see
         :meth:`opendp_epsilon`); a plan built by hand is not re-checked.
+    sampling_rate : float
+        Poisson subsampling rate q in (0, 1] of the perturbed quantity (1: every record, no sampling). Below 1 the
+        party computes each local gradient on a Poisson sample of its records (each in independently with
+        probability q, drawn from its own generator), clips every per-example gradient to ``clip_norm`` and
+        divides the sum by ``q N``; :meth:`dp_event` is then ``PoissonSampledDpEvent(q, event)``.
+    clip_norm : float or None
+        The per-example l2 clip of a subsampled plan (required when ``sampling_rate < 1``, else None).
     """
 
     noise: str
@@ -52,6 +59,8 @@ class NoisePlan:
     delta: float = 0.0
     relation: str = "unspecified"
     noise_source: str = "numpy"
+    sampling_rate: float = 1.0
+    clip_norm: float | None = None
 
     def __post_init__(self) -> None:
         check_choice(self.noise, "noise", "NoisePlan", ("laplace", "gaussian"))
@@ -63,6 +72,14 @@ class NoisePlan:
         if self.noise == "gaussian" and dl == 0.0:
             raise fail("delta", "NoisePlan", "a float in (0, 1) for Gaussian noise", self.delta)
         object.__setattr__(self, "delta", dl)
+        q = check_float(self.sampling_rate, "sampling_rate", "NoisePlan", 0.0, 1.0, closed="right")
+        object.__setattr__(self, "sampling_rate", q)
+        if q < 1.0:
+            if self.clip_norm is None:
+                raise fail("clip_norm", "NoisePlan", "a float in (0, inf) when sampling_rate < 1", None)
+            object.__setattr__(self, "clip_norm", check_float(self.clip_norm, "clip_norm", "NoisePlan", 0.0, math.inf))
+        elif self.clip_norm is not None:
+            raise fail("clip_norm", "NoisePlan", "None when sampling_rate = 1 (no subsampling)", self.clip_norm)
 
     @property
     def noise_multiplier(self) -> float:
@@ -118,11 +135,21 @@ class NoisePlan:
         """
         return opendp_epsilon(self.noise, self.scale, self.sensitivity, n, self.delta)
 
+    @property
+    def sampled(self) -> bool:
+        """Whether the perturbed quantity is computed on a Poisson sample (``sampling_rate < 1``)."""
+        return self.sampling_rate < 1.0
+
     def dp_event(self) -> dp_accounting.DpEvent:
-        """The ``dp_accounting`` event of one draw (ADD_OR_REMOVE_ONE, multiplier scale / sensitivity)."""
+        """The ``dp_accounting`` event of one draw (ADD_OR_REMOVE_ONE, multiplier scale / sensitivity), wrapped in
+        ``PoissonSampledDpEvent(sampling_rate, ...)`` when the plan is subsampled."""
         if self.noise == "laplace":
-            return dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
-        return dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
+            event: dp_accounting.DpEvent = dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
+        else:
+            event = dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
+        if self.sampled:
+            return dp_accounting.PoissonSampledDpEvent(sampling_probability=self.sampling_rate, event=event)
+        return event
 
     def expected_norm(self, n: int) -> float:
         """``E ||xi||_2`` approximated by ``sqrt(E ||xi||^2)`` (variance 2 b^2 or sigma^2 per coordinate)."""
@@ -131,7 +158,10 @@ class NoisePlan:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields."""
-        return asdict(self)
+        d = asdict(self)
+        if not self.sampled:  # plans without sampling keep their former form (checkpoints, fingerprints)
+            d.pop("sampling_rate"), d.pop("clip_norm")
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NoisePlan:

@@ -331,7 +331,8 @@ def _read_leaf(files: list[Path]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def load_femnist(path: str | Path, *, max_users: int | None = None, invert: bool = True) -> FemnistData:
+def load_femnist(path: str | Path, *, max_users: int | None = None, writers: Sequence[int] | None = None,
+                 invert: bool = True) -> FemnistData:
     """Load a LEAF FEMNIST directory (``users``, ``num_samples``, ``user_data[user] = {"x", "y"}``).
 
     Parameters
@@ -341,6 +342,9 @@ def load_femnist(path: str | Path, *, max_users: int | None = None, invert: bool
         shards side by side, named ``*_train_*.json`` and ``*_test_*.json``.
     max_users : int, optional
         Keep only the first ``max_users`` writers (file order).
+    writers : sequence of int, optional
+        Keep these writers, by index in file order (0-based; e.g. ``range(10, 20)``: a held-out set disjoint from
+        the first ten), in the order given; exclusive with ``max_users``.
     invert : bool
         Return ``1 - x`` (LEAF stores background as 1.0; the authors' code inverts it).
 
@@ -352,8 +356,12 @@ def load_femnist(path: str | Path, *, max_users: int | None = None, invert: bool
     Raises
     ------
     cvxdp.errors.ConfigError
-        For a malformed file, or a label outside ``0..61`` (naming the file, the writer and the record index).
+        For a malformed file, a label outside ``0..61`` (naming the file, the writer and the record index), or a
+        writer index outside the files' writers.
     """
+    if writers is not None and max_users is not None:
+        raise ConfigError(f"load_femnist: give max_users or writers, not both (got max_users={max_users!r}, "
+                          f"writers={list(writers)!r}).")
     directory = Path(path)
     if not directory.is_dir():
         raise FileNotFoundError(f"FEMNIST directory {str(directory)!r} does not exist (expected a LEAF json "
@@ -364,6 +372,12 @@ def load_femnist(path: str | Path, *, max_users: int | None = None, invert: bool
                                 "*_train_*.json).")
     train, test = _read_leaf(train_files), _read_leaf(test_files)
     users = list(train)[:max_users] if max_users is not None else list(train)
+    if writers is not None:
+        bad = [int(i) for i in writers if not 0 <= int(i) < len(train)]
+        if bad:
+            raise ConfigError(f"FEMNIST writer index {bad[0]} is out of range: the training files in "
+                              f"{str(directory)!r} hold {len(train)} writers (indexes 0..{len(train) - 1}).")
+        users = [list(train)[int(i)] for i in writers]
     width = next(iter(train.values()))[0].shape[1]
 
     def prep(pair: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

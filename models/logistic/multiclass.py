@@ -317,6 +317,23 @@ class MulticlassLogistic:
         """Flat gradient of ``f_p`` at the flat vector ``u`` (column-major, like ``u``)."""
         return self._evaluate(u)[1].flatten(order="F")  # a copy: the cached array stays intact
 
+    def clipped_sum(self, u: np.ndarray, index: np.ndarray, clip: float) -> np.ndarray:
+        """``sum_{i in index} clip(g_i, clip)`` flat (column-major), ``g_i = x_i (softmax(theta^T x_i) - e_{y_i})^T``
+        the gradient of sample i's cross-entropy (without the ``1/I``), each rescaled to Frobenius norm at most
+        ``clip``: ``||g_i||_F = ||x_i||_2 ||p_i - e_{y_i}||_2``. In float64 whatever the model's ``dtype``."""
+        X = np.asarray(self.X_param.value[index], dtype=float)
+        P = _softmax(X @ self.unflatten(np.asarray(u, dtype=float)))
+        P[np.arange(len(index)), self.y[index]] -= 1.0
+        norms = np.linalg.norm(X, axis=1) * np.linalg.norm(P, axis=1)
+        scale = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+        return (X.T @ (P * scale[:, None])).flatten(order="F")
+
+    def per_example(self) -> cvxdp.PerExample:
+        """The agent's per-example gradients (subsampled mechanisms); add/remove one sample at the public ``I``
+        (under "replace" the relation is declared as such and the subsampled mechanisms refuse it)."""
+        return cvxdp.PerExample(records=len(self.y), total=self.total, clipped_sum=self.clipped_sum,
+                                relation="add_remove" if self.relation == "add_remove" else "replace")
+
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
         return multiclass_sensitivity(self.shape[0], self.classes, self.clip, self.total, self.bound,
@@ -326,7 +343,8 @@ class MulticlassLogistic:
         """The :class:`cvxdp.Agent` (shared key ``"theta"`` = the whole matrix)."""
         # value=: the vectorised numpy objective (same number as CVXPY's, tested) for the per-round metric
         return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.theta},
-                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value)
+                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value,
+                           per_example=self.per_example())
 
 
 def multiclass_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, classes: int, bound: float,

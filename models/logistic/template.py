@@ -7,6 +7,11 @@ dataset            "digits" | "breast_cancer" (bundled), "mnist" | "femnist" | "
 path               file or directory of a file data set, relative to the case file
 test_path          optional separate test file (libsvm, adult); MNIST uses t10k-* beside the training files
 agents             number of agents (FEMNIST: number of writers, one writer = one agent; default all)
+writers            FEMNIST only: the writers by index in the shards' file order (0-based), e.g.
+                   ``writers = [10, 11, ..., 19]``, a held-out set disjoint from the first ten; distinct ints,
+                   each below the number of writers in the files (else an error naming the count); exclusive
+                   with ``agents`` (absent: the first ``agents`` writers). ``total_samples`` is still checked
+                   against the loaded writers' training samples
 split              "iid" | "label_skew" | "dirichlet" (FEMNIST: "writer", its natural split)
 dirichlet_alpha    concentration of the Dirichlet split (smaller = more skew)
 classes_per_agent  labels per agent in the label-skew split
@@ -74,7 +79,7 @@ __all__ = ["DEFAULTS", "LogisticInstance", "build", "load_dataset", "preprocess"
 DATASETS = ("digits", "breast_cancer", "mnist", "femnist", "libsvm", "adult")
 FILE_DATASETS = ("mnist", "femnist", "libsvm", "adult")
 DEFAULTS: dict[str, Any] = {
-    "dataset": "digits", "path": None, "test_path": None, "agents": None, "split": None,
+    "dataset": "digits", "path": None, "test_path": None, "agents": None, "writers": None, "split": None,
     "dirichlet_alpha": 0.5, "classes_per_agent": 2, "test_fraction": 0.25, "max_samples": None,
     "standardize": None, "center": None, "scale": None, "clip": 1.0, "bound": None, "kind": None, "reg": None,
     "data_seed": 0, "baselines": True, "total_samples": None, "relation": None, "dtype": None,
@@ -150,6 +155,7 @@ def _resolve(model: dict) -> dict[str, Any]:
         cfg["split"] = "writer" if femnist else "iid"
     cfg["split"] = _choice(cfg, "split", ("writer",) if femnist else ("iid", "label_skew", "dirichlet"))
     cfg["agents"] = _int(cfg, "agents", 1, optional=True)
+    _resolve_writers(cfg, femnist)
     if cfg["agents"] is None and not femnist:
         cfg["agents"] = 5
     cfg["dirichlet_alpha"] = _float(cfg, "dirichlet_alpha", 0.0)
@@ -191,6 +197,25 @@ def _resolve(model: dict) -> dict[str, Any]:
         if cfg[key] is not None and not isinstance(cfg[key], str):
             raise _bad(key, "a path (str) or absent", cfg[key])
     return cfg
+
+
+def _resolve_writers(cfg: dict[str, Any], femnist: bool) -> None:
+    """``writers``: FEMNIST only, a non-empty list of distinct ints >= 0, exclusive with ``agents``."""
+    v = cfg["writers"]
+    if v is None:
+        return
+    if not femnist:
+        raise _bad("writers", f"absent for dataset = {cfg['dataset']!r} (FEMNIST only: writers by index)", v)
+    if (not isinstance(v, list) or not v or not all(not isinstance(i, bool) and isinstance(i, (int, np.integer))
+                                                    and i >= 0 for i in v)):
+        raise _bad("writers", "a non-empty list of writer indexes (ints >= 0, file order)", v)
+    if len(set(v)) != len(v):
+        dup = next(i for i in v if v.count(i) > 1)
+        raise _bad("writers", f"distinct writer indexes (index {dup} appears twice)", v)
+    if cfg["agents"] is not None:
+        raise _bad("agents", "absent when 'writers' picks the writers (the agents are the listed writers)",
+                   cfg["agents"])
+    cfg["writers"] = [int(i) for i in v]
 
 
 def _resolve_standardize(cfg: dict[str, Any]) -> None:
@@ -241,7 +266,7 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     test_path = None if cfg["test_path"] is None else (base_dir / cfg["test_path"])
     X_test = y_test = names = None
     if cfg["dataset"] == "femnist":
-        fem = D.load_femnist(path, max_users=cfg["agents"])
+        fem = D.load_femnist(path, max_users=cfg["agents"], writers=cfg["writers"])
         parts, names = fem.train, list(fem.users)
         X_test = np.vstack([X for X, _ in fem.test])
         y_test = np.concatenate([y for _, y in fem.test])

@@ -139,10 +139,11 @@ class ConsensusNode(Node):
         else:
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
             timing = self.timing
+            gradient = self._gradient(msg)
 
-            def grad(u: np.ndarray) -> np.ndarray:  # names the round on NaN; timed
+            def grad(u: np.ndarray) -> np.ndarray:  # timed
                 t0 = time.perf_counter()
-                g = self.agent.grad(u, round=msg.round)
+                g = gradient(u)
                 timing["gradient"] += time.perf_counter() - t0
                 return g
 
@@ -177,12 +178,29 @@ class ConsensusNode(Node):
                     f"Agent {self.name!r} refuses round {msg.round}: the coordinator's noise plan is calibrated to a "
                     f"sensitivity of {plan.sensitivity:.6g}, below this agent's own {own:.6g}.", party=self.name,
                     round=msg.round, reason="sensitivity")
-        given = step_epsilon(plan.noise, plan.sensitivity, plan.scale, plan.delta)
+        given = step_epsilon(plan.noise, plan.sensitivity, plan.scale, plan.delta,
+                             plan.sampling_rate if getattr(plan, "sampled", False) else None)
         if plan.epsilon < given * (1.0 - 1e-9):
             raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the plan claims epsilon "
                                     f"{plan.epsilon:.6g} per step but its noise gives {given:.6g}.", party=self.name,
                                     round=msg.round, reason="claim")
         return plan.dp_event(), (plan.epsilon, plan.delta), self.algorithm.local_updates
+
+    def _gradient(self, msg: RoundMessage):
+        """The local gradient of the step: the agent's own (full batch), or, under a subsampled noise plan, a fresh
+        Poisson sample of the agent's records at the plan's rate (from this node's generator) with per-example
+        gradients clipped to the plan's ``clip_norm`` (:meth:`cvxdp.model.PerExample.gradient`): exactly the
+        query the plan's ``PoissonSampledDpEvent`` accounts for."""
+        plan = msg.plan
+        if plan is None or not getattr(plan, "sampled", False):
+            return lambda u: self.agent.grad(u, round=msg.round)
+        pe = self.agent.per_example
+        if pe is None:
+            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the noise plan is subsampled "
+                                    f"(rate {plan.sampling_rate:g}) but the agent declares no per-example gradients.",
+                                    party=self.name, round=msg.round, reason="sampling")
+        rng, q, clip = self.rng, plan.sampling_rate, plan.clip_norm
+        return lambda u: pe.gradient(u, rng, q, clip)
 
     def polished(self, latest: bool) -> tuple[int, np.ndarray] | None:
         """The polished local solution (round, flat u) that the run returns: this round's when ``latest`` (every
