@@ -16,20 +16,6 @@ from cvxdp.model.compiled import constraint_data, prox_data
 from cvxdp_models.toy import make_agents
 
 
-@pytest.fixture
-def count_compiles(monkeypatch):
-    """Count every canonicalization CVXPY performs (``Problem.get_problem_data``, also used by ``solve``)."""
-    calls = {"n": 0}
-    original = cp.Problem.get_problem_data
-
-    def spy(self, *args, **kwargs):
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(cp.Problem, "get_problem_data", spy)
-    return calls
-
-
 def _strictly_convex_agents(seed: int = 0) -> list[cvxdp.Agent]:
     """Two agents with strictly convex objectives (unique prox solutions): an SOC set and an exp-cone objective."""
     rng = np.random.default_rng(seed)

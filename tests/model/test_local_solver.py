@@ -290,20 +290,6 @@ def test_polish_reports_an_infeasible_shared_block_as_none(compiled):
 
 
 # ---------------------------------------------------------------------------------- a box read off its declaration
-@pytest.fixture
-def count_compiles(monkeypatch):
-    """Count every canonicalization CVXPY performs (``Problem.get_problem_data``, also used by ``solve``)."""
-    calls = {"n": 0}
-    original = cp.Problem.get_problem_data
-
-    def spy(self, *args, **kwargs):
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(cp.Problem, "get_problem_data", spy)
-    return calls
-
-
 def _box_agents():
     """Boxes declared every way the closed-form path reads: both sides, slices, arrays, equalities, parameters,
     repeated bounds on a coordinate, a matrix variable, a coordinate left free; and sets that are not boxes."""
