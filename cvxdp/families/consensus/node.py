@@ -138,21 +138,16 @@ class ConsensusNode(Node):
                 self.pending = (msg.round, x)
         else:
             project = lambda v, c: self.projection.project(v, c, round=msg.round)  # noqa: E731
-            timing = self.timing
-            gradient = self._gradient(msg)
-
-            def grad(u: np.ndarray) -> np.ndarray:  # timed
-                t0 = time.perf_counter()
-                g = gradient(u)
-                timing["gradient"] += time.perf_counter() - t0
-                return g
-
+            grad = self._gradient(msg)
+            if self._cvxpy_gradient:  # only CVXPY's Expression.grad can warn: time it (nothing else is timed)
+                grad = self._timed(grad)
             z, norms, reports = linearized_updates(
                 self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
                 placement=msg.placement, grad_point=self._grad_point(msg))
-            timing["solve"] += sum(r.seconds for r in reports)
-            self._warn_slow_gradient()
+            if self._cvxpy_gradient:
+                self.timing["solve"] += sum(r.seconds for r in reports)
+                self._warn_slow_gradient()
         self.z = z
         ez = z[self.sidx].copy()
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
@@ -179,7 +174,7 @@ class ConsensusNode(Node):
                     f"sensitivity of {plan.sensitivity:.6g}, below this agent's own {own:.6g}.", party=self.name,
                     round=msg.round, reason="sensitivity")
         given = step_epsilon(plan.noise, plan.sensitivity, plan.scale, plan.delta,
-                             plan.sampling_rate if getattr(plan, "sampled", False) else None)
+                             plan.sampling_rate if plan.sampled else None)
         if plan.epsilon < given * (1.0 - 1e-9):
             raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the plan claims epsilon "
                                     f"{plan.epsilon:.6g} per step but its noise gives {given:.6g}.", party=self.name,
@@ -192,7 +187,7 @@ class ConsensusNode(Node):
         gradients clipped to the plan's ``clip_norm`` (:meth:`cvxdp.model.PerExample.gradient`): exactly the
         query the plan's ``PoissonSampledDpEvent`` accounts for."""
         plan = msg.plan
-        if plan is None or not getattr(plan, "sampled", False):
+        if plan is None or not plan.sampled:
             return lambda u: self.agent.grad(u, round=msg.round)
         pe = self.agent.per_example
         if pe is None:
@@ -224,6 +219,22 @@ class ConsensusNode(Node):
             lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
             labels={"solver": "+".join(sorted({r.solver for r in reports}))})
 
+    @cached_property
+    def _cvxpy_gradient(self) -> bool:
+        """Whether this agent's gradient is CVXPY's ``Expression.grad`` (no ``gradient=``, no compiled gradient)."""
+        return self.agent.gradient is None and self.agent.compiled_gradient is None
+
+    def _timed(self, gradient):
+        """``gradient`` with its wall time added to ``timing["gradient"]``."""
+        timing = self.timing
+
+        def grad(u: np.ndarray) -> np.ndarray:
+            t0 = time.perf_counter()
+            g = gradient(u)
+            timing["gradient"] += time.perf_counter() - t0
+            return g
+        return grad
+
     def _warn_slow_gradient(self) -> None:
         """Once per run: a :class:`~cvxdp.errors.SlowGradientWarning` when this agent's gradient is CVXPY's
         ``Expression.grad`` (no ``gradient=`` and an atom the compiled gradient does not cover) and has taken more
@@ -231,9 +242,6 @@ class ConsensusNode(Node):
         never warns: a box agent's local solve is a clip, so its gradient always costs more, and nothing faster
         is at hand."""
         t = self.timing
-        agent = self.agent
-        if agent.gradient is not None or agent.compiled_gradient is not None:
-            return
         if t["warned"] or t["gradient"] < SLOW_GRADIENT_SECONDS or t["gradient"] <= t["solve"]:
             return
         t["warned"] = True
