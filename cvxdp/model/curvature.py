@@ -117,7 +117,8 @@ def declared_lipschitz(agent) -> float | None:
 
 
 def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, private: bool,
-                        need: bool = True, prefer_declared: bool = False) -> list[Curvature]:
+                        need: bool = True, prefer_declared: bool = False,
+                        estimate: bool = True) -> list[Curvature]:
     """A :class:`Curvature` per agent: ``L_p``, its source (``"declared"``, ``"estimated"`` or ``"unknown"``) and
     whether the objective is quadratic (:func:`has_constant_hessian`, structural).
 
@@ -126,7 +127,8 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
     at ``starts`` (:func:`estimate_lipschitz`) and takes the smaller of the estimate and a declared bound (the
     source says which one was used): the declared bound is a worst case over neighbouring data sets, the
     estimate this data's curvature. ``prefer_declared=True`` (an explicit eta, which is only checked against
-    ``L_p``) takes a declared bound as it is and estimates only for agents that declare none.
+    ``L_p``) takes a declared bound as it is and estimates only for agents that declare none; ``estimate=False``
+    never estimates (an undeclared bound is ``"unknown"``).
     """
     out: list[Curvature] = []
     for agent, u0 in zip(agents, starts):
@@ -147,6 +149,10 @@ def lipschitz_constants(agents: Sequence, starts: Sequence[np.ndarray], *, priva
             continue
         if prefer_declared and declared is not None:
             out.append(Curvature(declared, "declared", quadratic))
+            continue
+        if not estimate:
+            out.append(Curvature(declared, "declared", quadratic) if declared is not None
+                       else Curvature(None, "unknown", quadratic))
             continue
         try:
             estimate = estimate_lipschitz(lambda u, a=agent: a.grad(u), u0)

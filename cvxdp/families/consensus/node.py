@@ -102,9 +102,13 @@ class ConsensusNode(Node):
         self.lam = np.zeros(self.sidx.size)
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
         # L_p for eta: the declared public bound (private runs), or the smaller of it and an estimate at the start;
-        # an explicit eta is only checked against L_p: a declared bound serves as it is (nothing is estimated)
-        self.curvature = lipschitz_constants([agent], [self.z.copy()], private=private,
-                                             prefer_declared=algorithm.auto_eta is None)[0] if curvature else None
+        # an explicit eta is only checked against L_p: a declared bound serves as it is (nothing is estimated), and
+        # an agent on CVXPY's Expression.grad is not estimated either (the ~51 gradient calls of the estimate cost
+        # ~0.3 s each there; the end-of-run diagnosis still reads the released residuals)
+        explicit = algorithm.auto_eta is None
+        self.curvature = lipschitz_constants([agent], [self.z.copy()], private=private, prefer_declared=explicit,
+                                             estimate=not (explicit and self._cvxpy_gradient))[0] \
+            if curvature else None
         # consensus polishing (exact ADMM): this round's polished point and the last one every agent completed
         # (private local solutions: they leave the node only through :meth:`polished`, at the end of a run)
         self.pending: tuple[int, np.ndarray | None] | None = None

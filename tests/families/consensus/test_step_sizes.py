@@ -399,3 +399,28 @@ def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(
         warnings.simplefilter("ignore")
         cvxdp.solve(four_agents(), algorithm=cvxdp.LinearizedADMM(rho=5.0, eta=5.0, rounds=2), seed=0)
     assert len(calls) == 8
+
+
+def test_an_explicit_eta_never_estimates_on_cvxpys_gradient(monkeypatch):
+    """An agent on CVXPY's Expression.grad (~0.3 s a call on a real model) is not estimated for an explicit eta: the
+    ~51 calls of the power iteration would dominate set-up. Agents on a user's or a compiled gradient still are
+    (~1 ms each), so the up-front check of an explicit eta keeps working for them."""
+    import cvxdp.model.curvature as curvature
+
+    calls = []
+    original = curvature.estimate_lipschitz
+
+    def spy(grad, u0, **kwargs):
+        calls.append(u0)
+        return original(grad, u0, **kwargs)
+
+    monkeypatch.setattr(curvature, "estimate_lipschitz", spy)
+    x, y = cp.Variable(2), cp.Variable(2)
+    on_cvxpy = cvxdp.Agent("nd", cp.norm1(x - 0.5) + cp.sum_squares(x), [x <= 1, x >= -1], shared={"x": x})
+    compiled = cvxdp.Agent("q", cp.sum_squares(y - 0.2), [y <= 1, y >= -1], shared={"x": y})
+    assert on_cvxpy.compiled_gradient is None and compiled.compiled_gradient is not None
+    cvxdp.solve([on_cvxpy, compiled], algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=3), seed=0)
+    assert len(calls) == 1  # the compiled agent only
+    # eta="auto" still needs L_p: both agents are measured
+    cvxdp.solve([on_cvxpy, compiled], algorithm=cvxdp.LinearizedADMM(rounds=1), seed=0)
+    assert len(calls) == 3
