@@ -101,7 +101,8 @@ class SlowGradientWarning(UserWarning):
 
 class StepSizeWarning(UserWarning):
     """A step size (eta, rho) looks wrong for the problem: the run diverges or stagnates, or eta is below an
-    agent's gradient Lipschitz constant. ``agent`` names the agent (None: the whole run); ``suggestion`` is the
+    agent's gradient Lipschitz constant, or the run has not settled (agreeing copies, a moving consensus
+    point). ``agent`` names the agent (None: the whole run); ``suggestion`` is the
     suggested setting, e.g. ``{"eta": 60.0}``."""
 
     def __init__(self, message: str, *, agent: str | None = None, suggestion: dict | None = None) -> None:

@@ -359,6 +359,8 @@ class Algorithm(Parameterized):
     family: ClassVar[str] = ""
     private_ok: ClassVar[bool] = False
     mechanisms: ClassVar[tuple[str, ...]] = ("none",)
+    #: keys an [algorithm] table of a case file may hold besides the declared parameters' (read by the case loader)
+    extra_file_keys: ClassVar[tuple[str, ...]] = ()
     rounds: int
 
     def describe(self) -> dict[str, Any]:

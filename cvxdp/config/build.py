@@ -20,12 +20,9 @@ from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401
 
 #: [privacy] mechanism names (the registry's, and "none")
 MECHANISMS = ("none", *MECHANISM_CLASSES)
-#: keys of [algorithm] tables that are not a declared parameter: the graph's edges; "rounds" is sharing's epochs
-_EXTRA_ALGORITHM_KEYS = {"madmm": {"edges"}, "dvp": {"edges"}, "radmm": {"edges"}, "mradmm": {"edges"},
-                         "sharing": {"rounds"}}
 _CASE_KEYS = {"name", "template", "description"}
 #: every key some registered algorithm reads (a case file may hold several algorithms' keys; each reads its own)
-_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | _EXTRA_ALGORITHM_KEYS.get(name, set())
+_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | set(cls.extra_file_keys)
                        for name, cls in ALGORITHMS.items()}
 _ALGORITHM_KEYS = {"name"}.union(*_OWN_ALGORITHM_KEYS.values())
 _OWN_PRIVACY_KEYS = {name: set(cls.file_keys()) - set(fixed) for name, (cls, fixed) in MECHANISM_CLASSES.items()}

@@ -318,30 +318,27 @@ class _Tape:
         return fwd, bwd
 
     def _index(self, e, kids, shapes):
-        (a,) = kids
-        key, back = e._orig_key, shapes[0]
-        picked = np.zeros(back)[key].shape
-
-        def fwd(vals, u):
-            return np.reshape(vals[a][key], e.shape)
-
-        def bwd(vals, adj, g, i):
-            z = np.zeros(back)
-            z[key] += np.reshape(adj[i], picked)
-            _acc(adj, a, z)
-        return fwd, bwd
+        return self._picked(kids, e._orig_key, shapes[0], e.shape, repeats=False)
 
     def _special_index(self, e, kids, shapes):
+        return self._picked(kids, e.key, shapes[0], e.shape, repeats=True)
+
+    @staticmethod
+    def _picked(kids, key, back, shape, *, repeats: bool):
+        """Indexing: the forward pick and its adjoint, a scatter-add (``np.add.at`` when an index may repeat, as
+        an integer or boolean array index can; a slice cannot)."""
         (a,) = kids
-        key, back = e.key, shapes[0]
         picked = np.zeros(back)[key].shape
 
         def fwd(vals, u):
-            return np.reshape(vals[a][key], e.shape)
+            return np.reshape(vals[a][key], shape)
 
         def bwd(vals, adj, g, i):
             z = np.zeros(back)
-            np.add.at(z, key, np.reshape(adj[i], picked))
+            if repeats:
+                np.add.at(z, key, np.reshape(adj[i], picked))
+            else:
+                z[key] += np.reshape(adj[i], picked)
             _acc(adj, a, z)
         return fwd, bwd
 

@@ -206,8 +206,19 @@ def _check_total(owner: str, noise: str, sensitivity: float, delta: float | None
     return d, dl, st
 
 
+def _sampling_rate(sampling_rate: float | None, accountant: str, owner: str) -> float | None:
+    """A checked Poisson sampling rate below 1, or None (no sampling; 1 is no sampling either)."""
+    if sampling_rate is None:
+        return None
+    q = check_float(sampling_rate, "sampling_rate", owner, 0.0, 1.0, closed="right")
+    if accountant == "basic" and q < 1.0:
+        raise InvalidParameterError(f"{owner}: basic composition has no amplification by sampling; use "
+                                    "accountant=\"rdp\" or \"pld\" with a sampling_rate below 1.")
+    return None if q == 1.0 else q
+
+
 def total_epsilon(noise: str, scale: float, sensitivity: float, steps: int, delta: float | None,
-                  accountant: str) -> tuple[float, float]:
+                  accountant: str, sampling_rate: float | None = None) -> tuple[float, float]:
     """Total (epsilon, delta) of ``steps`` adaptive calls of a mechanism with this noise ``scale``.
 
     Parameters
@@ -224,14 +235,21 @@ def total_epsilon(noise: str, scale: float, sensitivity: float, steps: int, delt
     accountant : {"basic", "rdp", "pld"}
         "basic" splits ``delta`` evenly over the steps (Gaussian) and sums the per-step epsilons
         (paper Thm 4.8); "rdp" and "pld" report the epsilon of the composition at ``delta``.
+    sampling_rate : float, optional
+        Poisson subsampling rate q in (0, 1] of every call, as in :func:`calibrate_to_total` (the calls are
+        ``PoissonSampledDpEvent(q, event)``; "rdp" or "pld" only): the inverse of that calibration.
 
     Returns
     -------
     (float, float)
         Total epsilon (``inf`` when none is certified) and total delta.
     """
-    d, dl, st = _check_total("total_epsilon", noise, sensitivity, delta, steps, accountant)
-    s = check_float(scale, "scale", "total_epsilon", 0.0, math.inf)
+    owner = "total_epsilon"
+    d, dl, st = _check_total(owner, noise, sensitivity, delta, steps, accountant)
+    s = check_float(scale, "scale", owner, 0.0, math.inf)
+    q = _sampling_rate(sampling_rate, accountant, owner)
+    if q is not None:
+        return composed_epsilon(((make_event(noise, s / d, q), st),), dl, accountant), dl
     if accountant == "basic":
         if noise == "laplace":
             return st * d / s, 0.0
@@ -276,13 +294,7 @@ def calibrate_to_total(noise: str, sensitivity: float, epsilon: float, delta: fl
     owner = "calibrate_to_total"
     d, dl, st = _check_total(owner, noise, sensitivity, delta, steps, accountant)
     e = check_float(epsilon, "epsilon", owner, 0.0, math.inf)
-    q = None
-    if sampling_rate is not None:
-        q = check_float(sampling_rate, "sampling_rate", owner, 0.0, 1.0, closed="right")
-        if accountant == "basic" and q < 1.0:
-            raise InvalidParameterError(f"{owner}: basic composition has no amplification by sampling; use "
-                                        "accountant=\"rdp\" or \"pld\" with a sampling_rate below 1.")
-        q = None if q == 1.0 else q
+    q = _sampling_rate(sampling_rate, accountant, owner)
     if accountant == "basic":
         if noise == "laplace":
             return laplace_scale(d, e / st)

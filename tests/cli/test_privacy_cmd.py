@@ -49,7 +49,24 @@ def test_epsilon_mode_defaults_to_pld_and_prints_text():
     assert res.exit_code == 0 and "under pld" in res.output and "per-step scale" in res.output
 
 
+def test_sampling_rate_is_amplified_both_ways():
+    out = last_json(run("--noise", "gaussian", "--epsilon", "1", "--steps", "400", "--delta", "1e-5",
+                        "--sampling-rate", "0.1", "--json"))
+    assert out["sampling_rate"] == 0.1 and 0.99 < out["achieved_epsilon"] <= 1.0
+    assert out["scale"] == pytest.approx(calibrate_to_total("gaussian", 1.0, 1.0, 1e-5, 400, "pld", sampling_rate=0.1))
+    back = last_json(run("--noise", "gaussian", "--scale", str(out["scale"]), "--steps", "400", "--delta", "1e-5",
+                         "--sampling-rate", "0.1", "--json"))
+    assert back["epsilon"]["basic"] is None  # basic composition has no amplification by sampling
+    assert back["epsilon"]["pld"] == pytest.approx(out["achieved_epsilon"], rel=1e-6)
+    full = last_json(run("--noise", "gaussian", "--scale", str(out["scale"]), "--steps", "400", "--delta", "1e-5",
+                         "--json"))
+    assert full["epsilon"]["pld"] > 10 * back["epsilon"]["pld"]
+
+
 @pytest.mark.parametrize("args,match", [
+    (["--noise", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--sampling-rate", "0.1", "--accountant", "basic"],
+     "--accountant rdp or pld"),
+    (["--noise", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--sampling-rate", "1.5"], "--sampling-rate"),
     (["--noise", "laplace"], "exactly one of --scale"),
     (["--noise", "laplace", "--scale", "1", "--epsilon", "1"], "exactly one of --scale"),
     (["--noise", "gaussian", "--scale", "1"], "needs --delta"),

@@ -124,3 +124,17 @@ def test_a_subsampled_run_records_its_events_and_meets_the_budget():
         assert count == 2
     again = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=0.1, eta=1.0, rounds=2), privacy=_mech(), seed=0)
     np.testing.assert_array_equal(res.solution["theta"], again.solution["theta"])  # seeded: same samples and noise
+
+
+def test_total_epsilon_of_a_sampled_calibration_is_its_budget_and_more_without_sampling():
+    from cvxdp.privacy import calibrate_to_total, total_epsilon
+
+    scale = calibrate_to_total("gaussian", 1.0, 1.0, 1e-5, 400, "pld", sampling_rate=0.1)
+    eps, delta = total_epsilon("gaussian", scale, 1.0, 400, 1e-5, "pld", sampling_rate=0.1)
+    assert 0.99 < eps <= 1.0 and delta == 1e-5
+    assert total_epsilon("gaussian", scale, 1.0, 400, 1e-5, "pld")[0] > 10.0  # the same noise on full batches
+    assert total_epsilon("gaussian", scale, 1.0, 400, 1e-5, "pld", sampling_rate=1.0)[0] > 10.0
+    with pytest.raises(InvalidParameterError, match="no amplification by sampling"):
+        total_epsilon("gaussian", scale, 1.0, 400, 1e-5, "basic", sampling_rate=0.1)
+    with pytest.raises(InvalidParameterError, match="'sampling_rate' parameter of total_epsilon"):
+        total_epsilon("gaussian", scale, 1.0, 400, 1e-5, "pld", sampling_rate=0.0)

@@ -74,6 +74,7 @@ class GraphADMM(Algorithm):
     """
 
     family = "graph"
+    extra_file_keys = ("edges",)  # the graph's edges themselves, instead of graph
     private_ok = True
     mechanisms = ("none", "gamma")
     #: "madmm" (M-ADMM, DVP: every iteration exact) or "radmm" (R-ADMM, MR-ADMM: odd exact, even recycled)

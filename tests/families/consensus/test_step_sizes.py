@@ -371,10 +371,12 @@ def test_adaptive_rho_changes_rho_and_admm_still_reaches_the_optimum():
 
 
 # ------------------------------------------------------------------------------------- set-up cost (issue 37)
-def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(monkeypatch):
+@pytest.fixture
+def estimates(monkeypatch) -> list:
+    """The points at which the nodes estimate a Lipschitz constant (one entry per estimate)."""
     import cvxdp.model.curvature as curvature
 
-    calls = []
+    calls: list = []
     original = curvature.estimate_lipschitz
 
     def spy(grad, u0, **kwargs):
@@ -382,6 +384,11 @@ def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(
         return original(grad, u0, **kwargs)
 
     monkeypatch.setattr(curvature, "estimate_lipschitz", spy)
+    return calls
+
+
+def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(estimates):
+    calls = estimates
     declared = four_agents(lipschitz=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -401,20 +408,11 @@ def test_an_explicit_eta_is_checked_against_a_declared_bound_without_estimating(
     assert len(calls) == 8
 
 
-def test_an_explicit_eta_never_estimates_on_cvxpys_gradient(monkeypatch):
+def test_an_explicit_eta_never_estimates_on_cvxpys_gradient(estimates):
     """An agent on CVXPY's Expression.grad (~0.3 s a call on a real model) is not estimated for an explicit eta: the
     ~51 calls of the power iteration would dominate set-up. Agents on a user's or a compiled gradient still are
     (~1 ms each), so the up-front check of an explicit eta keeps working for them."""
-    import cvxdp.model.curvature as curvature
-
-    calls = []
-    original = curvature.estimate_lipschitz
-
-    def spy(grad, u0, **kwargs):
-        calls.append(u0)
-        return original(grad, u0, **kwargs)
-
-    monkeypatch.setattr(curvature, "estimate_lipschitz", spy)
+    calls = estimates
     x, y = cp.Variable(2), cp.Variable(2)
     on_cvxpy = cvxdp.Agent("nd", cp.norm1(x - 0.5) + cp.sum_squares(x), [x <= 1, x >= -1], shared={"x": x})
     compiled = cvxdp.Agent("q", cp.sum_squares(y - 0.2), [y <= 1, y >= -1], shared={"x": y})
@@ -424,3 +422,52 @@ def test_an_explicit_eta_never_estimates_on_cvxpys_gradient(monkeypatch):
     # eta="auto" still needs L_p: both agents are measured
     cvxdp.solve([on_cvxpy, compiled], algorithm=cvxdp.LinearizedADMM(rounds=1), seed=0)
     assert len(calls) == 3
+
+
+# ----------------------------------------------------------------------- a run that has not settled (issue 37)
+def test_agreeing_copies_with_a_moving_consensus_point_warn_that_the_run_has_not_settled():
+    """rho = 1000 pins the copies together (primal residual 8e-5) while the objective creeps: 60 rounds end ~8 %
+    above the central optimum. Before, no warning: the primal residual kept falling, so nothing stagnated."""
+    agents = four_agents(lipschitz=True)
+    ref = cvxdp.solve_central(agents)["objective"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1000.0, eta=80.0, rounds=60), seed=0)
+    assert _rel_gap(result, ref) > 0.01
+    assert result.history["primal_residual"].iloc[-1] < 1e-3  # looks converged
+    found = [w for w in _step_warnings(caught) if "has not settled" in str(w)]
+    assert len(found) == 1 and found[0].suggestion == {"algorithm": "admm", "rounds": 120}
+    assert "cvxdp.ADMM" in str(found[0])
+    assert {r.filename for r in caught if "has not settled" in str(r.message)} == {__file__}
+    # the defaults reach the optimum, and say nothing
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rounds=100), seed=0)
+    assert _rel_gap(result, ref) <= 1e-6
+    assert not _step_warnings(caught)
+
+
+def test_the_settling_rule_reads_both_residuals_and_stays_quiet_where_it_should():
+    import pandas as pd
+
+    from cvxdp.families.consensus.step_sizes import diagnose
+
+    rounds = np.arange(1, 101)
+    agents = pd.DataFrame({"round": rounds, "agent": ["a"] * 100, "residual": np.geomspace(1.0, 1e-6, 100)})
+    primal = np.geomspace(1.0, 1e-6, 100)
+
+    def warned(dual, primal=primal, **kwargs):
+        history = pd.DataFrame({"round": rounds, "primal_residual": primal, "dual_residual": dual,
+                                "rho": [100.0] * 100})
+        args = dict(stop_reason="rounds", algorithm="ladmm", etas=None, constants=None) | kwargs
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return [str(w) for w in diagnose(history, agents, **args) if "has not settled" in str(w)]
+
+    moving = np.r_[np.inf, np.geomspace(5.0, 1.0, 99)]  # the first round has no previous point (inf)
+    assert len(warned(moving)) == 1
+    assert warned(np.r_[np.inf, np.geomspace(5.0, 1e-5, 99)]) == []  # fell below 1 % of its largest value
+    assert warned(moving, primal=np.geomspace(1.0, 0.2, 100)) == []  # within 10x of the primal residual
+    assert warned(moving, private=True) == []  # a private run's residuals sit at the noise floor by design
+    assert warned(moving, stop_reason="converged") == []  # stopped on its tolerances
+    assert "more rounds" in warned(moving, algorithm="admm")[0] and "cvxdp.ADMM" not in warned(moving, algorithm="admm")[0]
