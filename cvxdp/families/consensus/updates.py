@@ -70,8 +70,12 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
     sel = sidx if isinstance(sidx, slice) else slice(None) if whole_range(sidx, n) else sidx
     c = np.full(n, eta)
     c[sel] += rho
-    anchor = np.zeros(n)
-    anchor[sel] = rho * bw + lam
+    if isinstance(sel, slice):  # rho B w + lambda in one new array (a product and a sum commute exactly)
+        anchor = np.multiply(bw, rho, dtype=float)
+        anchor += lam
+    else:
+        anchor = np.zeros(n)
+        anchor[sel] = rho * bw + lam
     total = np.zeros(n)
     norms: list[float] = []
     reports: list[object] = []
@@ -92,4 +96,5 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
             u = noisy
         reports.append(report)
         total += u
-    return total / J, norms, reports
+    total /= J  # in place: the same quotients, one large temporary fewer
+    return total, norms, reports
