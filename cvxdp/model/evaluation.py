@@ -162,7 +162,9 @@ class _Maps:
 
     def values(self, u: np.ndarray) -> np.ndarray:
         """All collected expressions at ``u``, stacked (slot ``k`` at ``[lo:hi]``)."""
-        return self.M @ u + self.m
+        values = self.M @ u
+        values += self.m  # in place: the same sums, one large temporary fewer
+        return values
 
 
 class _Slot(AffineMap):
