@@ -23,7 +23,11 @@ with BLAS pinned to ``--threads`` threads (default 1, for every variant, through
 see the same machine load. A variant's time is the median of its per-round wall times over all blocks
 (cvxdp's are its history's ``wall_time``: the whole round, i.e. broadcast, local steps, metrics,
 aggregation and dual update; set-up before round 1 is reported separately). Speed-ups are ratios of
-medians; ``[lo-hi]`` is the range of the per-block ratios (block i of A over block i of B).
+medians; ``[lo-hi]`` is the range of the per-block ratios (block i of A over block i of B). On a shared
+machine the wall-time ratios swing with the other processes' load, so every variant's CPU time per round
+(``time.process_time``, this process only) is reported and compared too: for the loops around each round, for
+cvxdp between consecutive ``callback`` calls (rounds 2 on; round 1 includes set-up). The load average
+(``os.getloadavg``) before and after the measurement is printed beside the numbers.
 
     python benchmarks/bench_fl.py [--rounds 10] [--authors-rounds 3] [--repeats 5] [--samples 60000]
                                   [--features 784] [--classes 10] [--agents 10] [--local-updates 1]
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 
@@ -59,19 +64,32 @@ def synthetic(samples: int, features: int, classes: int, seed: int) -> tuple[np.
 def _authors_state(parts, classes: int, rounds: int):
     """Features, agents, the global W, local Z_p, duals Lambda_p (all zero, as the authors start) and a timer."""
     d, P = parts[0][0].shape[1], len(parts)
-    return d, P, np.zeros((d, classes)), np.zeros((P, d, classes)), np.zeros((P, d, classes)), np.zeros(rounds)
+    return d, P, np.zeros((d, classes)), np.zeros((P, d, classes)), np.zeros((P, d, classes)), _Timer(rounds)
+
+
+class _Timer:
+    """Wall and CPU seconds of every round: ``start()`` then ``stop(t)``."""
+
+    def __init__(self, rounds: int) -> None:
+        self.wall, self.cpu = np.zeros(rounds), np.zeros(rounds)
+
+    def start(self) -> None:
+        self._w, self._c = time.perf_counter(), time.process_time()
+
+    def stop(self, t: int) -> None:
+        self.wall[t], self.cpu[t] = time.perf_counter() - self._w, time.process_time() - self._c
 
 
 def authors_loop(parts, *, total: int, classes: int, rho: float, eta: float, rounds: int, bound: float,
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 ) -> tuple[np.ndarray, _Timer]:
     """The authors' closed-form round (non-private), structure and operations as published.
 
     Their ``eta`` is a step: the prox weight is ``1/eta``; here the prox weight is ``eta`` as in cvxdp.
-    Returns the final consensus ``W`` (flat, column-major) and the seconds of every round.
+    Returns the final consensus ``W`` (flat, column-major) and the round timer.
     """
     d, P, W, Zs, Lam, times = _authors_state(parts, classes, rounds)
     for t in range(rounds):
-        t0 = time.perf_counter()
+        times.start()
         for j in range(d):  # first block: consensus entry by entry, clipped to the box
             for k in range(classes):
                 m = 0.0
@@ -92,16 +110,16 @@ def authors_loop(parts, *, total: int, classes: int, rho: float, eta: float, rou
                     Zs[p][j][k] = min(max(v, -bound), bound)
         for p in range(P):
             Lam[p] += rho * (W - Zs[p])
-        times[t] = time.perf_counter() - t0
+        times.stop(t)
     return W.ravel(order="F"), times
 
 
 def authors_vectorised_loop(parts, *, total: int, classes: int, rho: float, eta: float, rounds: int, J: int,
-                            bound: float) -> tuple[np.ndarray, np.ndarray]:
+                            bound: float) -> tuple[np.ndarray, _Timer]:
     """The authors' vectorised round (non-private ObjP, CPU numpy), structure and operations as published."""
     d, P, W, Zs, Lam, times = _authors_state(parts, classes, rounds)
     for t in range(rounds):
-        t0 = time.perf_counter()
+        times.start()
         W = np.sum(Zs - Lam / rho, axis=0) / P
         Ys = [(np.arange(classes) == y[..., None]).astype(int) for _, y in parts]
         for p, (X, _) in enumerate(parts):
@@ -114,23 +132,23 @@ def authors_vectorised_loop(parts, *, total: int, classes: int, rho: float, eta:
                 acc += Zs[p]
             Zs[p] = acc / J
         Lam += rho * (W - Zs)
-        times[t] = time.perf_counter() - t0
+        times.stop(t)
     return np.sum(Zs - Lam / rho, axis=0).ravel(order="F") / P, times
 
 
 def numpy_ladmm(models: list[MulticlassLogistic], *, rho: float, eta: float, rounds: int, J: int,
-                bound: float) -> tuple[np.ndarray, np.ndarray]:
+                bound: float) -> tuple[np.ndarray, _Timer]:
     """Global mean, J linearized clip updates per agent (this package's gradient), average, dual update.
 
     Returns the final global vector (``mean(z - lambda/rho)`` after the last round, as ``cvxdp.solve``
-    reports it) and the seconds of every round.
+    reports it) and the round timer.
     """
     P, n = len(models), int(np.prod(models[0].shape))
     z, lam = np.zeros((P, n)), np.zeros((P, n))
     c = eta + rho
-    times = np.zeros(rounds)
+    times = _Timer(rounds)
     for t in range(rounds):
-        t0 = time.perf_counter()
+        times.start()
         w = np.mean(z - lam / rho, axis=0)
         for p, m in enumerate(models):
             u, acc = z[p], np.zeros(n)
@@ -140,7 +158,7 @@ def numpy_ladmm(models: list[MulticlassLogistic], *, rho: float, eta: float, rou
                 acc += u
             z[p] = acc / J
         lam += rho * (w - z)
-        times[t] = time.perf_counter() - t0
+        times.stop(t)
     return np.mean(z - lam / rho, axis=0), times
 
 
@@ -184,17 +202,25 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{args.samples} x {args.features}, {args.classes} classes, {args.agents} agents, J = {args.local_updates}; "
           f"{args.repeats} interleaved blocks of {args.rounds} rounds ({args.authors_rounds} for the loop-based "
           f"authors' code); BLAS threads: {', '.join(f'{a} {n}' for a, n in blas) or 'none found'}")
+    cpu_vec = out["cpu_speedup_vs_authors_vectorised"]
+    print(f"load average (1, 5, 15 min) before {_load(out['load_before'])}, after {_load(out['load_after'])} "
+          f"({os.cpu_count()} CPUs)")
     print(f"{'':20s} {'ms/round':>9s} {'x authors [lo-hi]':>20s} {'x authors-vec [lo-hi]':>24s} "
-          f"{'set-up s':>9s} {'max|w - w_numpy|':>17s}")
+          f"{'CPU ms/round':>13s} {'CPU x authors-vec [lo-hi]':>26s} {'set-up s':>9s} {'max|w - w_numpy|':>17s}")
     for k, v in out["s_per_round"].items():
         a = vs_authors.get(k)
         a_txt = f"{a[0]:6.2f} [{a[1]:.1f}-{a[2]:.1f}]" if a else "n/a"
-        b = vs_vec[k]
+        b, c = vs_vec[k], cpu_vec[k]
         print(f"{k:20s} {v * 1e3:9.1f} {a_txt:>20s} {f'{b[0]:6.2f} [{b[1]:.1f}-{b[2]:.1f}]':>24s} "
+              f"{out['cpu_s_per_round'][k] * 1e3:13.1f} {f'{c[0]:6.2f} [{c[1]:.2f}-{c[2]:.2f}]':>26s} "
               f"{out['setup_s'].get(k, float('nan')):9.1f} {out['max_abs_diff_vs_numpy'].get(k, float('nan')):17.2e}")
     print("acceptance (issue 12, item 7): cvxdp >= 5x the authors' own (loop-based) round: "
           + ", ".join(f"{k} {vs_authors[k][0]:.1f}x" for k in ("cvxdp float64", "cvxdp float32") if k in vs_authors))
     return out
+
+
+def _load(avg: tuple[float, float, float]) -> str:
+    return " / ".join(f"{x:.2f}" for x in avg)
 
 
 def _run(args: argparse.Namespace) -> dict:
@@ -219,31 +245,41 @@ def _run(args: argparse.Namespace) -> dict:
         loops = {"authors": lambda: authors_loop(parts, total=args.samples, classes=args.classes,
                                                  rounds=args.authors_rounds, **kw), **loops}
     times: dict[str, list[np.ndarray]] = {k: [] for k in (*loops, *engines)}
+    cpu: dict[str, list[np.ndarray]] = {k: [] for k in (*loops, *engines)}
     setup: dict[str, list[float]] = {k: [] for k in engines}
     solutions: dict[str, np.ndarray] = {}
+    load_before = os.getloadavg()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the bench's eta is the authors'; the engine may warn about it
         for _ in range(args.repeats):  # interleaved blocks: every variant sees the same machine load
             for label, loop in loops.items():
-                solutions[label], t = loop()
-                times[label].append(t)
+                solutions[label], timer = loop()
+                times[label].append(timer.wall)
+                cpu[label].append(timer.cpu)
             for label, agents in engines.items():
+                marks: list[float] = []  # CPU clock at the end of every round
                 t0 = time.perf_counter()
-                result = cvxdp.solve(agents, algorithm=algo, privacy=None, accountant="basic", seed=args.seed)
+                result = cvxdp.solve(agents, algorithm=algo, privacy=None, accountant="basic", seed=args.seed,
+                                     callback=lambda t, row, marks=marks: marks.append(time.process_time()))
                 wall = result.history["wall_time"].to_numpy()  # seconds of each round
                 times[label].append(wall)
+                cpu[label].append(np.diff(marks))  # rounds 2 on (round 1's start is inside set-up)
                 setup[label].append(time.perf_counter() - t0 - float(wall.sum()))
                 solutions[label] = np.asarray(result.solution["theta"]).ravel(order="F")
+    load_after = os.getloadavg()
     per_round = {k: float(np.median(np.concatenate(v))) for k, v in times.items()}
+    cpu_per_round = {k: float(np.median(np.concatenate(v))) for k, v in cpu.items()}
     ref = solutions["numpy"]
     # the loop-based authors' code runs fewer rounds: its iterate is not comparable
     diffs = {k: float(np.max(np.abs(v - ref))) for k, v in solutions.items() if k != "authors"}
     return {"samples": args.samples, "features": args.features, "classes": args.classes, "agents": args.agents,
             "local_updates": args.local_updates, "rounds": args.rounds, "repeats": args.repeats,
-            "build_s": build_s, "s_per_round": per_round,
+            "build_s": build_s, "s_per_round": per_round, "cpu_s_per_round": cpu_per_round,
+            "load_before": load_before, "load_after": load_after,
             "setup_s": {k: float(np.median(v)) for k, v in setup.items()},
             "speedup_vs_authors": _ratios(times, "authors") if "authors" in times else {},
             "speedup_vs_authors_vectorised": _ratios(times, "authors-vectorised"),
+            "cpu_speedup_vs_authors_vectorised": _ratios(cpu, "authors-vectorised"),
             "max_abs_diff_vs_numpy": diffs}
 
 

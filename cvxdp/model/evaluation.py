@@ -162,7 +162,9 @@ class _Maps:
 
     def values(self, u: np.ndarray) -> np.ndarray:
         """All collected expressions at ``u``, stacked (slot ``k`` at ``[lo:hi]``)."""
-        return self.M @ u + self.m
+        values = self.M @ u
+        values += self.m  # in place: the same sums, one large temporary fewer
+        return values
 
 
 class _Slot(AffineMap):
@@ -218,12 +220,20 @@ def _positions(slots: list[_Slot]) -> np.ndarray:
     return np.concatenate([np.arange(s.lo, s.hi) for s in slots]) if slots else np.zeros(0, dtype=int)
 
 
+def _selector(idx: np.ndarray) -> np.ndarray | slice:
+    """``idx`` as a slice when it is one run of consecutive positions (a view instead of a gather; same values)."""
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size and np.array_equal(idx, np.arange(idx[0], idx[-1] + 1)):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 class _Violation:
     """``max`` over every planned constraint, vectorized: one sparse product, then a few array operations."""
 
     def __init__(self, plan: _Plan, pad: int) -> None:
         self.abs_idx = _positions(plan.absolute)
         self.pos_idx = _positions(plan.positive)
+        self._abs, self._pos = _selector(self.abs_idx), _selector(self.pos_idx)
         self.other = plan.other
         width = max((xi.shape[1] for *_, xi in plan.cones), default=0)
         ts, xs = [], []
@@ -236,9 +246,9 @@ class _Violation:
     def __call__(self, u: np.ndarray, v: np.ndarray) -> float:
         worst = 0.0
         if self.abs_idx.size:
-            worst = max(worst, float(np.abs(v[self.abs_idx]).max()))
+            worst = max(worst, float(np.abs(v[self._abs]).max()))
         if self.pos_idx.size:
-            worst = max(worst, float(v[self.pos_idx].max()))
+            worst = max(worst, float(v[self._pos].max()))
         if self.t_idx is not None:
             t, X = v[self.t_idx], v[self.x_idx]
             norms = np.sqrt(np.einsum("ij,ij->i", X, X))

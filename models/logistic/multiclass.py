@@ -43,8 +43,8 @@ import cvxdp
 from . import relation as rel
 from .data import clip_rows
 
-__all__ = ["MulticlassLogistic", "multiclass_agents", "multiclass_sensitivity", "one_hot", "softmax_cost",
-           "softmax_gradient", "value_and_gradient"]
+__all__ = ["MulticlassLogistic", "block_rows_of", "label_positions", "multiclass_agents", "multiclass_sensitivity",
+           "one_hot", "softmax_cost", "softmax_gradient", "value_and_gradient"]
 
 
 
@@ -90,8 +90,21 @@ def _exp_floor(dtype: np.dtype) -> float:
     return -600.0 if dtype == np.float64 else -80.0  # float32 subnormals start near exp(-87.3)
 
 
+def block_rows_of(X: np.ndarray) -> int:
+    """Rows per block of :func:`value_and_gradient`'s fused pass: about :data:`BLOCK_BYTES` of ``X``."""
+    return max(64, BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
+
+
+def label_positions(y: np.ndarray, classes: int, rows: int) -> np.ndarray:
+    """Flat position of each row's label in its block's ``(rows, classes)`` buffer: ``(i mod rows) classes + y_i``
+    (what :func:`value_and_gradient` would compute block by block; a model computes it once)."""
+    y = np.asarray(y)
+    return (np.arange(len(y)) % rows) * classes + y
+
+
 def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: int,
-                       block_rows: int | None = None, row_l1_bound: float | None = None) -> tuple[float, np.ndarray]:
+                       block_rows: int | None = None, row_l1_bound: float | None = None,
+                       positions: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """``softmax_cost`` and ``softmax_gradient`` at ``theta`` in one blocked pass over ``X``.
 
     For each block of rows: logits ``Z = X_b theta`` (in ``X``'s precision), the row-wise log-sum-exp (the
@@ -115,6 +128,9 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
         Rows per block (default: about :data:`BLOCK_BYTES` of ``X``).
     row_l1_bound : float, optional
         A bound on ``max_i ||x_i||_1`` (None: always shift).
+    positions : ndarray of int, shape (n,), optional
+        ``label_positions(y, K, rows)`` for the rows per block used here (computed once by the caller; None:
+        computed block by block). Same numbers either way.
 
     Returns
     -------
@@ -123,7 +139,7 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
     n, d = X.shape
     t = np.asarray(theta, dtype=X.dtype)
     K = t.shape[1]
-    rows = block_rows or max(64, BLOCK_BYTES // max(1, d * X.itemsize))
+    rows = block_rows or block_rows_of(X)
     shift = row_l1_bound is None or float(np.max(np.abs(theta))) * row_l1_bound > _shift_free_bound(X.dtype, K)
     floor = _exp_floor(X.dtype)
     G = np.zeros(t.shape)
@@ -132,7 +148,9 @@ def value_and_gradient(theta: np.ndarray, X: np.ndarray, y: np.ndarray, total: i
     for start in range(0, n, rows):
         Xb = X[start:start + rows]
         Z = buf[:len(Xb)]
-        labels = np.arange(len(Xb)) * K + y[start:start + len(Xb)]  # the labels' positions in the flat block
+        # the labels' positions in the flat block
+        labels = np.arange(len(Xb)) * K + y[start:start + len(Xb)] if positions is None \
+            else positions[start:start + len(Xb)]
         np.matmul(Xb, t, out=Z)
         picked_sum += float(Z.take(labels).sum(dtype=np.float64))
         if shift:
@@ -252,6 +270,9 @@ class MulticlassLogistic:
         # break the declared clip always take the shift (and break the sensitivity: multiclass_agents clips)
         clipped = bool(np.all(np.einsum("ij,ij->i", X64, X64) <= (clip * (1 + 1e-9)) ** 2))
         self.row_l1_bound = math.sqrt(d) * float(clip) if clipped else None
+        # the fused pass's blocks and the labels' positions in them: computed once, not every call
+        self._rows = block_rows_of(self.X)
+        self._positions = label_positions(self.y, classes, self._rows)
         self.shape = (d, classes)
         self.theta = cp.Variable(self.shape, name="theta")
         self.X_param = cp.Parameter((n, d), value=X64, name=f"X_{name}")
@@ -305,8 +326,9 @@ class MulticlassLogistic:
         over the data (:func:`value_and_gradient`) serves both."""
         u = np.asarray(u, dtype=float)
         if self._last is None or not np.array_equal(u, self._last_u):
-            self._last_u, self._last = u.copy(), value_and_gradient(self.unflatten(u), self.X, self.y, self.total,
-                                                                 row_l1_bound=self.row_l1_bound)
+            self._last_u, self._last = u.copy(), value_and_gradient(
+                self.unflatten(u), self.X, self.y, self.total, block_rows=self._rows, row_l1_bound=self.row_l1_bound,
+                positions=self._positions)
         return self._last
 
     def value(self, u: np.ndarray) -> float:

@@ -151,3 +151,23 @@ def test_graph_nodes_and_sharing_parties_evaluate_without_tree_walks(monkeypatch
         assert prox.violation(f) == pytest.approx(violation, rel=1e-12, abs=1e-14)
     for u, value in zip(points, expected_party):
         assert party.regularizer_value(u[:2]) == pytest.approx(value, rel=1e-12)
+
+
+def test_consecutive_positions_are_read_through_a_slice_with_the_same_violation():
+    """Runs of consecutive stacked positions are read as views; the violation is the gathered one's, bit for bit."""
+    from cvxdp.model.evaluation import _selector
+
+    assert _selector(np.arange(3, 9)) == slice(3, 9)
+    for idx in (np.array([0, 2, 3]), np.array([4, 3]), np.zeros(0, dtype=int)):
+        assert _selector(idx) is idx
+    x = cp.Variable(6)
+    agent = cvxdp.Agent("box", cp.sum_squares(x), [x <= 1.0, x >= -2.0, x[:2] == 0.5], shared={"x": x})
+    metrics = Metrics(agent)
+    v = metrics._violation
+    assert isinstance(v._pos, slice) and isinstance(v._abs, slice)
+    rng = np.random.default_rng(3)
+    for u in (3 * rng.normal(size=6), np.array([0.5, 0.5, 0.0, 0.2, -1.0, 0.9])):
+        values = metrics._maps.values(u)
+        gathered = max(0.0, float(np.abs(values[v.abs_idx]).max()), float(values[v.pos_idx].max()))
+        assert metrics.violation(u) == gathered
+        assert metrics.violation(u) == pytest.approx(agent.violation(u), rel=1e-12, abs=1e-15)

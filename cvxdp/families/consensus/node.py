@@ -35,7 +35,7 @@ from ...model import (
 )
 from ...privacy import step_epsilon
 from .params import ConsensusAlgorithm
-from .updates import dual_update, linearized_updates, smallest_weight
+from .updates import dual_update, linearized_updates, smallest_weight, whole_range
 
 #: a run's gradient time (at one agent) must reach this many seconds before it is compared with its solve time
 SLOW_GRADIENT_SECONDS = 0.5
@@ -100,6 +100,8 @@ class ConsensusNode(Node):
             n = agent.layout.size
             self.z, _ = self.projection.project(np.zeros(n), np.ones(n), round=0)
         self.lam = np.zeros(self.sidx.size)
+        # the local step's selection of the shared coordinates: all of them in order is a slice (no gather)
+        self._sel = slice(None) if whole_range(self.sidx, agent.layout.size) else self.sidx
         self._last: tuple[list[float], list, float] = ([], [], 0.0)  # the last step's diagnostics (private)
         # L_p for eta: the declared public bound (private runs), or the smaller of it and an estimate at the start;
         # an explicit eta is only checked against L_p: a declared bound serves as it is (nothing is estimated), and
@@ -146,14 +148,14 @@ class ConsensusNode(Node):
             if self._cvxpy_gradient:  # only CVXPY's Expression.grad can warn: time it (nothing else is timed)
                 grad = self._timed(grad)
             z, norms, reports = linearized_updates(
-                self.z, grad=grad, project=project, sidx=self.sidx, bw=msg.bw, lam=self.lam,
+                self.z, grad=grad, project=project, sidx=self._sel, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
                 placement=msg.placement, grad_point=self._grad_point(msg))
             if self._cvxpy_gradient:
                 self.timing["solve"] += sum(r.seconds for r in reports)
                 self._warn_slow_gradient()
         self.z = z
-        ez = z[self.sidx].copy()
+        ez = z[self.sidx]  # integer indexing: a new array
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         self._last = (norms, reports, time.perf_counter() - start)
         if msg.polish is None:

@@ -7,14 +7,27 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 
+def whole_range(idx: np.ndarray, size: int) -> bool:
+    """Whether ``idx`` is ``0, 1, ..., size - 1`` in order (every coordinate, each once): then ``x[idx]`` and a
+    scatter over ``idx`` are plain whole-array operations with the same numbers and no gather."""
+    # size strictly increasing integers from 0 to size - 1 are exactly 0, 1, ..., size - 1
+    return bool(idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1
+                                                    and np.all(idx[1:] > idx[:-1]))))
+
+
 def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
                   size: int, rho: float | np.ndarray) -> np.ndarray:
     """``w_k = mean over holders p of ((E_p z_p)_k - lambda_{p,k}/rho_k)`` for every global coordinate k
-    (``rho``: a scalar, or one value per global coordinate)."""
+    (``rho``: a scalar, or one value per global coordinate). An agent holding every coordinate in order adds its
+    terms with one whole-array addition (the same sums, in the same agent order, as the scatter)."""
     total = np.zeros(size)
     count = np.zeros(size)
     per_coordinate = np.ndim(rho) > 0
     for ez, lam, idx in zip(shared, duals, gidx):
+        if whole_range(idx, size):
+            total += ez - lam / rho
+            count += 1.0
+            continue
         np.add.at(total, idx, ez - lam / (rho[idx] if per_coordinate else rho))
         np.add.at(count, idx, 1.0)
     return total / np.maximum(count, 1.0)
@@ -27,15 +40,19 @@ def smallest_weight(eta: float, rho: float, has_local: bool) -> float:
 
 
 def dual_update(lam: np.ndarray, rho: float, bw: np.ndarray, ez: np.ndarray) -> np.ndarray:
-    """``lambda_p + rho (B_p w - E_p z_p)`` (server and agents run it identically)."""
-    return lam + rho * (bw - ez)
+    """``lambda_p + rho (B_p w - E_p z_p)`` (server and agents run it identically; computed in one new array with
+    the same operations, so the same numbers)."""
+    out = np.subtract(bw, ez)
+    out *= rho  # rho (bw - ez): products and sums commute exactly in floating point
+    out += lam
+    return out
 
 
 Projector = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, object]]
 
 
 def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray], project: Projector,
-                       sidx: np.ndarray, bw: np.ndarray, lam: np.ndarray, rho: float, eta: float, J: int,
+                       sidx: np.ndarray | slice, bw: np.ndarray, lam: np.ndarray, rho: float, eta: float, J: int,
                        perturb: Callable[[np.ndarray], np.ndarray] | None, placement: str | None,
                        grad_point: Projector | None = None,
                        ) -> tuple[np.ndarray, list[float], list[object]]:
@@ -49,10 +66,16 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
     is a noisy output outside ``W`` (OutPert); the proximal term still uses ``u`` itself.
     """
     n = u.size
+    # every coordinate shared (``sidx`` all of them in order, or the caller's ``slice(None)``): no gather or scatter
+    sel = sidx if isinstance(sidx, slice) else slice(None) if whole_range(sidx, n) else sidx
     c = np.full(n, eta)
-    c[sidx] += rho
-    anchor = np.zeros(n)
-    anchor[sidx] = rho * bw + lam
+    c[sel] += rho
+    if isinstance(sel, slice):  # rho B w + lambda in one new array (a product and a sum commute exactly)
+        anchor = np.multiply(bw, rho, dtype=float)
+        anchor += lam
+    else:
+        anchor = np.zeros(n)
+        anchor[sel] = rho * bw + lam
     total = np.zeros(n)
     norms: list[float] = []
     reports: list[object] = []
@@ -62,11 +85,16 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
             noisy = perturb(g)
             norms.append(float(np.linalg.norm(noisy - g)))
             g = noisy
-        u, report = project((eta * u + anchor - g) / c, c)
+        v = eta * u  # (eta u + anchor - g) / c, operation by operation in one new array
+        v += anchor
+        v -= g
+        v /= c
+        u, report = project(v, c)
         if perturb is not None and placement == "output":
             noisy = perturb(u)
             norms.append(float(np.linalg.norm(noisy - u)))
             u = noisy
         reports.append(report)
         total += u
-    return total / J, norms, reports
+    total /= J  # in place: the same quotients, one large temporary fewer
+    return total, norms, reports

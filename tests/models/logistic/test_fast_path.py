@@ -34,6 +34,24 @@ def test_fused_pass_matches_the_two_products(rows):
     np.testing.assert_allclose(grad, softmax_gradient(theta, X, mc.one_hot(y, 5), 700), rtol=1e-11, atol=1e-15)
 
 
+@pytest.mark.parametrize("rows", [1, 7, 64, 299, 300, 1000])
+def test_precomputed_label_positions_give_the_same_bits(rows):
+    """The model computes the labels' positions in the blocks once; the pass returns the same numbers as when it
+    computes them block by block (and the model's value and gradient are those of the plain call)."""
+    X, y = _data()
+    theta = np.random.default_rng(9).uniform(-2, 2, (12, 5))
+    positions = mc.label_positions(y, 5, rows)
+    assert positions.min() >= 0 and positions.max() < rows * 5
+    for Xd in (X, X.astype(np.float32)):
+        v0, g0 = value_and_gradient(theta, Xd, y, 700, block_rows=rows)
+        v1, g1 = value_and_gradient(theta, Xd, y, 700, block_rows=rows, positions=positions)
+        assert v1 == v0 and np.array_equal(g1, g0)
+    m = MulticlassLogistic(X, y, classes=5, total=700, bound=1.0, name="a", clip=1.0)
+    u = theta.ravel(order="F")
+    v, g = value_and_gradient(theta, m.X, m.y, 700, row_l1_bound=m.row_l1_bound)
+    assert m.value(u) == v and np.array_equal(m.gradient(u), g.ravel(order="F"))
+
+
 @pytest.mark.parametrize("scale", [0.5, 3.0, 50.0, 500.0])  # logits below and above the shift-free bound
 def test_unshifted_softmax_matches_the_shifted_one(scale):
     """With a bound on the rows' l1 norms, small logits skip the max shift; large ones still take it."""
