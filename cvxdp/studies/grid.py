@@ -549,13 +549,12 @@ class TotalStudy:
                 return rounds, js
         return self.schedule[-1][1], self.schedule[-1][2]
 
-    def cells(self, baseline: tuple[int, int] | None = None) -> list[TotalCell]:
-        """Every cell, per data set: the non-private baseline (first seed; ``baseline`` = its (rounds, local
-        updates), None: exact ADMM for ``anchor_rounds``), then each method x total epsilon x seed."""
-        rounds0, js0 = baseline or (self.anchor_rounds, 1)
+    def cells(self) -> list[TotalCell]:
+        """Every cell, per data set: the non-private baseline (first seed, ``anchor_rounds`` rounds), then each
+        method x total epsilon x seed."""
         out = []
         for ds in [name for name, _ in self.datasets] or [""]:
-            out += [TotalCell("none", None, self.seeds[0], rounds0, js0, ds)] if self.baseline else []
+            out += [TotalCell("none", None, self.seeds[0], self.anchor_rounds, 1, ds)] if self.baseline else []
             for eps in self.epsilons:
                 rounds, js = self.schedule_for(eps)
                 out += [TotalCell(m, eps, s, rounds, js, ds) for m in self.mechanisms for s in self.seeds]
@@ -778,14 +777,12 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     family = "power" if case.template == "power" else "fl"
     exact = family == "power"  # the non-private line: exact ADMM (power), else the case's own algorithm
     bases = {name: _dataset_case(case, model) for name, model in study.datasets} or {"": case}
-    baseline = None if exact else (int(case.algorithm.get("rounds", study.anchor_rounds)),
-                                   int(case.algorithm.get("local_updates", 1)))
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": case.to_dict(),
                                                           "schedule": study.schedule,
                                                           "datasets": study.datasets}), indent=2))
     rows, histories, ledgers = [], [], {}
     collected: dict[tuple, list] = {}
-    cells = study.cells(baseline)
+    cells = study.cells()
     bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
     contexts: dict[str, tuple] = {}  # per data set: (context, instance or None), made on its first cell
     for cell in bar:
@@ -1062,7 +1059,7 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
                     for e in sorted(table["total_epsilon"].unique()) for m in metrics
                     for w, text in [column_winner(table, m, e)]], ""]
     baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if family == \
-        "power" else "The non-private line: the case's own algorithm, rounds and J, without noise."
+        "power" else f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
     lines += ["![utility vs total epsilon](utility_vs_total_epsilon.png)", "", "## Details", "",
               ("Definitions: `balance_deviation` = sum over buses of the squared P and Q mismatches at the TRUE loads "
                "(p.u.^2); `cost_error` = |generation cost - the central optimum's cost| ($/h, for the cost "
