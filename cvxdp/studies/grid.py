@@ -18,7 +18,18 @@ Equal-total-epsilon studies (issue 39) live here too: a study file with ``[study
   Laplace, ``InG`` Gaussian) at the template's declared adjacency and then run exact ADMM, which is
   post-processing: the whole run spends the one release (the power template's loads; a template without a
   ``perturbed_inputs`` hook has no anchor);
-* the non-private line is exact ADMM on the true data.
+* the one-shot releases (``anchors = ["OutG-once"]``, also ObjL/ObjG/OutL-once; any template) are ONE release of
+  a per-round mechanism: one round (T = 1) of ``one_shot_local_updates`` local updates (J = 1 by default: noise
+  drawn once, after one update from the public start, where the stated sensitivity holds), the whole budget, the
+  coordinator's global update of the copies as the model; the ledger holds one entry per party;
+* the non-private line is exact ADMM on the true data (power), else the case's algorithm without noise.
+
+``mechanisms`` may hold variants: ``{ name = "ObjG-q0.1", mechanism = "ObjG", privacy = { sampling_rate = 0.1,
+clip_norm = 1.0 } }`` (its own [privacy] entries). ``datasets = [{ name = "writers 0-9", model = {...} }, ...]``
+runs every cell on each data set (the ``model`` entries replace the case's; ``writers`` replaces ``agents``); the
+cell keys, ``results.csv`` and ``table.csv`` name the data set, and the report's winner row and verdict name a
+winner only when the same method wins the column on every data set ("no ranking: X wins on A (...), Y wins on B
+(...)" otherwise).
 
 Every private cell runs for each seed; the report's first table is method x total epsilon (mean +- standard error
 over seeds), with the winner per column and the anchors' rows. Utility is measured on the TRUE data (for the power

@@ -205,3 +205,17 @@ def test_the_verdict_compares_per_data_set_and_ranks_only_what_holds_on_both():
     lines = verdict(table, "fl")
     assert "- total eps = 1, test_error, every data set: **OutG-once** wins on every data set" in lines
     assert lines[-1].startswith("**No per-round mechanism beat the one-shot baseline")
+
+
+def test_the_shipped_femnist_study_declares_two_writer_sets_the_variants_and_the_one_shot_anchor():
+    study = load_total_study(CASES / "study_femnist_total.toml")
+    assert [name for name, _ in study.datasets] == ["writers 0-9", "writers 10-19"]
+    assert study.datasets[1][1] == {"writers": list(range(10, 20)), "total_samples": 1263}
+    assert study.mechanisms == ["ObjG", "OutG", "ObjG-q0.1", "OutG-q0.1"]
+    assert study.variants["OutG-q0.1"] == ("OutG", {"sampling_rate": 0.1, "clip_norm": 1.0})
+    assert study.anchors == ["OutG-once"] and study.one_shot_local_updates == 1
+    assert study.epsilons == [1.0, 8.0] and study.seeds == [0, 1, 2] and study.overrides["run"]["accountant"] == "pld"
+    assert len(study.cells()) == 2 * (1 + 2 * (4 + 1) * 3)
+    base = load_case(study.case_path)
+    held_out = _dataset_case(base, study.datasets[1][1])
+    assert "agents" not in held_out.model and held_out.model["writers"][0] == 10
