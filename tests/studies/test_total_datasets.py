@@ -65,6 +65,10 @@ def test_every_cell_runs_on_every_data_set_and_its_key_names_it(tmp_path):
     # without datasets the keys are the ones older study directories hold (they resume)
     plain = load_total_study(_study(tmp_path, body=""))
     assert plain.cells()[1].key == "ObjG_total1_T8_J1_seed0"
+    # a public J for the one-shot releases: one round of J composed updates
+    three = load_total_study(_study(tmp_path, body="one_shot_local_updates = 3"))
+    assert [c.key for c in three.cells() if c.method == "OutG-once"] == ["OutG-once_total1_T1_J3_seed0",
+                                                                         "OutG-once_total1_T1_J3_seed1"]
 
 
 def test_a_data_set_replaces_model_entries_and_writers_replace_agents(tmp_path):
