@@ -851,13 +851,11 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     table = summarise(results, family)
     table.to_csv(out / "table.csv", index=False)
     baselines = _total_baselines(results, family)
-    shown = table
-    if table["dataset"].nunique() > 1:  # one line per method and data set
-        shown = table.assign(method=[f"{m} [{d}]" for m, d in zip(table["method"], table["dataset"])])
     anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
     figure = utility_vs_total_epsilon(
-        shown, METRICS[family], out / "utility_vs_total_epsilon.png", family=family,
-        baseline=next(iter(baselines.values()), {}),
+        table, METRICS[family], out / "utility_vs_total_epsilon.png", family=family,
+        baseline=next(iter(baselines.values()), {}), baselines=baselines,
+        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
         title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
               f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
     (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
