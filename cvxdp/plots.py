@@ -320,32 +320,55 @@ def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
 
 
 
+def _total_style(method: str) -> dict:
+    """A line of the equal-total figure: the colour, line style and marker of the method's mechanism (``ObjG-q0.1``
+    and ``OutG-once`` those of ObjG and OutG; a sampled variant hollow, a one-shot release dotted)."""
+    base, _, variant = method.partition("-")
+    style = _style(base if base in STYLE else method, markersize=5)
+    if variant == "once":
+        style["linestyle"] = ":"
+    elif variant:
+        style["markerfacecolor"] = "none"
+    return style
+
+
 def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path, *, title: str,
-                             baseline: dict[str, float] | None = None, family: str = "power") -> Path:
+                             baseline: dict[str, float] | None = None, family: str = "power",
+                             baseline_label: str = "non-private (exact ADMM)",
+                             baselines: dict[str, dict[str, float]] | None = None) -> Path:
     """Final ``metrics`` vs each agent's whole-run epsilon: mean over seeds with standard-error bars, one panel per
-    metric (log-log), every method (per-round mechanisms and one-shot anchors) one line, and the non-private value
-    as a horizontal line (``baseline``: metric -> value).
+    metric (log-log) -- one row of panels per data set when the table has a ``dataset`` column with several --,
+    every method (per-round mechanisms and one-shot anchors) one line, and the non-private value as a horizontal
+    line (``baseline``: metric -> value; ``baselines``: data set -> that, for a table of several data sets).
 
     ``table`` has columns ``method``, ``total_epsilon`` and, per metric, ``<metric>_mean`` and ``<metric>_se``."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.6 * len(metrics), 3.6), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        for method, grp in table.groupby("method", sort=False):
-            grp = grp.sort_values("total_epsilon")
-            style = _style(method, markersize=5)
-            ax.errorbar(grp["total_epsilon"], grp[f"{metric}_mean"], yerr=grp[f"{metric}_se"].fillna(0.0),
-                        label=method, capsize=3, **style)
-        if baseline and baseline.get(metric) is not None and np.isfinite(baseline[metric]) and baseline[metric] > 0:
-            ax.axhline(baseline[metric], label="non-private (exact ADMM)", **{**_style("none"), "marker": None})
-        ax.set_xscale("log")
-        eps = sorted(table["total_epsilon"].unique())
-        ax.set_xticks(eps, [f"{e:g}" for e in eps])
-        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-        values = table[f"{metric}_mean"].to_numpy(dtype=float)
-        if np.all(values[np.isfinite(values)] > 0):
-            ax.set_yscale("log")
-        ax.set_xlabel("total epsilon per agent, whole run (PLD)")
-        ax.set_ylabel(axis_label(metric, family), fontsize=8)
-        ax.grid(True, which="both", alpha=0.3)
+    sets = list(dict.fromkeys(table["dataset"])) if "dataset" in table and table["dataset"].nunique() > 1 else [None]
+    fig, axes = plt.subplots(len(sets), len(metrics), figsize=(4.6 * len(metrics), 3.6 * len(sets)), squeeze=False,
+                             sharey="col")
+    eps = sorted(table["total_epsilon"].unique())
+    for row, ds in zip(axes, sets):
+        sub = table if ds is None else table[table["dataset"] == ds]
+        line = baseline if ds is None else (baselines or {}).get(ds, {})
+        for ax, metric in zip(row, metrics):
+            for method, grp in sub.groupby("method", sort=False):
+                grp = grp.sort_values("total_epsilon")
+                ax.errorbar(grp["total_epsilon"], grp[f"{metric}_mean"], yerr=grp[f"{metric}_se"].fillna(0.0),
+                            label=method, capsize=3, **_total_style(str(method)))
+            if line and line.get(metric) is not None and np.isfinite(line[metric]) and line[metric] > 0:
+                ax.axhline(line[metric], label=baseline_label, **{**_style("none"), "marker": None})
+            ax.set_xscale("log")
+            ax.set_xticks(eps, [f"{e:g}" for e in eps])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            values = table[f"{metric}_mean"].to_numpy(dtype=float)
+            if np.all(values[np.isfinite(values)] > 0):
+                ax.set_yscale("log")
+            ax.set_xlabel("total epsilon per agent, whole run (PLD)")
+            ax.set_ylabel(axis_label(metric, family), fontsize=8)
+            if ds is not None:
+                ax.set_title(f"data set: {ds}", fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+    if len(sets) > 1:
+        fig.subplots_adjust(hspace=0.45)
     fig.suptitle(title, fontsize=9)
     _legend(fig, axes)
     return _save(fig, path)

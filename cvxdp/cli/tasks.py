@@ -314,10 +314,10 @@ def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
     elif test_data is not None:
         raise click.UsageError("--test-data applies to sharing and graph studies only.")
     elif is_total_study(study_file):  # [study] kind = "total": equal whole-run epsilon (cvxdp.studies.total)
-        if rounds is not None or data is not None:
-            raise click.UsageError("--rounds and --data do not apply to an equal-total study (its schedule sets the "
-                                   "rounds per total epsilon).")
-        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run)
+        if rounds is not None:
+            raise click.UsageError("--rounds does not apply to an equal-total study (its schedule sets the rounds per "
+                                   "total epsilon).")
+        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run, data=data)
     else:
         info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
     return info

@@ -176,12 +176,20 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("description", "str", '""', "one line"),
         ("epsilons", "list of float > 0", "[0.5, 1, 4]", "each agent's whole-run epsilon"),
         ("delta", "float in (0, 1)", "1e-5", "each agent's whole-run delta"),
-        ("mechanisms", "list of str", "[ObjG, OutG]", "per-round mechanisms, calibrate = total (PLD)"),
-        ("anchors", "list of str", "[InL, InG]", "one-shot input perturbation (Laplace, Gaussian) + exact ADMM"),
+        ("mechanisms", "list of str or table", "[ObjG, OutG]", "per-round mechanisms, calibrate = total (PLD); a "
+         "table { name, mechanism, privacy = { ... } } is a variant with its own [privacy] entries (e.g. "
+         "sampling_rate, clip_norm)"),
+        ("anchors", "list of str", "[InL, InG]", "one-shot baselines: InL / InG (input perturbation + exact ADMM, "
+         "templates with the hook) or ObjL/ObjG/OutL/OutG-once (one release of the mechanism: T = 1, noise drawn "
+         "once with J = 1)"),
+        ("one_shot_local_updates", "int >= 1", "1", "J of the -once anchors (J > 1: J noisy local updates, composed)"),
+        ("datasets", "list of tables", "none", "{ name, model = { ... } }: every cell runs on each data set "
+         "([model] entries replaced; writers replaces agents); a winner is stated only when it wins on every one"),
         ("seeds", "list of int >= 0", "[0, 1, 2]", "seeds per cell (mean +- standard error)"),
         ("schedule", "list of [float, int, int]", "[[inf, 100, 1]]", "public rule: [max_epsilon, rounds, "
          "local_updates] rows; an epsilon takes the first row with max_epsilon >= it"),
-        ("anchor_rounds", "int >= 1", "100", "rounds of the anchors' and the non-private exact ADMM"),
+        ("anchor_rounds", "int >= 1", "100", "rounds of InL/InG and of the non-private line (exact ADMM for power, "
+         "else the case's algorithm without noise)"),
         ("baseline", "bool", "true", "add the non-private exact-ADMM run"),
     ],
     "[study] graph (kind = graph)": [
