@@ -41,6 +41,11 @@ class ModelInstance:
         One-shot input perturbation (issue 39): inside the ``with`` block the agents read their private data
         perturbed once by a :class:`cvxdp.privacy.InputPerturbation`; it yields each agent's release
         (:class:`cvxdp.privacy.InputRelease`) and restores the true data on exit. The power template has it.
+    central_private : callable(epsilon, delta, seed) -> dict, optional
+        A centralized private anchor (issue 39): the model a trusted curator holding every party's data could
+        release at the same total ``(epsilon, delta)`` and neighbouring relation. Returns the template's metrics
+        (e.g. ``train_cost``, ``test_error``), ``event`` (the dp-accounting event of one step), ``steps`` and
+        ``solution``. The logistic template's multiclass models have it (DP-SGD on the pooled data).
     """
 
     agents: list[Agent]
@@ -50,6 +55,7 @@ class ModelInstance:
     ac_check: Callable[[Any], dict[str, Any]] | None = None
     settings: dict[str, Any] | None = None
     perturbed_inputs: Callable[..., Any] | None = None
+    central_private: Callable[..., dict[str, Any]] | None = None
 
 
 #: name -> module holding its ``build`` and ``settings`` (imported on first use)

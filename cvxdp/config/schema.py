@@ -181,7 +181,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "sampling_rate, clip_norm)"),
         ("anchors", "list of str", "[InL, InG]", "one-shot baselines: InL / InG (input perturbation + exact ADMM, "
          "templates with the hook) or ObjL/ObjG/OutL/OutG-once (one release of the mechanism: T = 1, noise drawn "
-         "once with J = 1)"),
+         "once with J = 1), or central (a centralized private model on the pooled data at the same budget: the "
+         "logistic template's DP-SGD; what distribution costs)"),
         ("one_shot_local_updates", "int >= 1", "1", "J of the -once anchors (J > 1: J noisy local updates, composed)"),
         ("datasets", "list of tables", "none", "{ name, model = { ... } }: every cell runs on each data set "
          "([model] entries replaced; writers replaces agents); a winner is stated only when it wins on every one"),

@@ -75,7 +75,7 @@ from ..config.build import (
 from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds, utility_vs_total_epsilon
 from ..privacy import PAPER_PRESET, InputPerturbation, PrivacyLedger
-from ..run import jsonable, locks_output
+from ..run import Result, jsonable, locks_output
 from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 
@@ -498,6 +498,9 @@ ANCHORS = {"InL": "laplace", "InG": "gaussian"}
 #: the one-shot releases of a per-round mechanism (noise drawn once: T = 1, J = ``one_shot_local_updates``, the
 #: whole budget, calibrate = "total"): anchor name -> mechanism
 ONE_SHOT = {f"{m}-once": m for m in ("ObjL", "ObjG", "OutL", "OutG")}
+#: the centralized private anchor: a trusted curator's model on the pooled data at the same total budget
+#: (the template's ``ModelInstance.central_private``; the logistic template: DP-SGD)
+CENTRAL = "central"
 #: the table's metrics per template family, the first one decides the winner
 METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
 #: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
@@ -570,7 +573,8 @@ class TotalStudy:
                 rounds, js = self.schedule_for(eps)
                 out += [TotalCell(m, eps, s, rounds, js, ds) for m in self.mechanisms for s in self.seeds]
                 for a in self.anchors:
-                    t, j = (1, self.one_shot_local_updates) if a in ONE_SHOT else (self.anchor_rounds, 1)
+                    t, j = (1, self.one_shot_local_updates) if a in ONE_SHOT else \
+                        ((1, 1) if a == CENTRAL else (self.anchor_rounds, 1))
                     out += [TotalCell(a, eps, s, t, j, ds) for s in self.seeds]
         return out
 
@@ -664,9 +668,10 @@ def load_total_study(path: str | Path) -> TotalStudy:
                                                   kind="total")
     variants = _total_methods(table.get("mechanisms", ["ObjG", "OutG"]), path)
     anchors = table.get("anchors", list(ANCHORS))
-    if not isinstance(anchors, list) or any(a not in ANCHORS and a not in ONE_SHOT for a in anchors):
+    if not isinstance(anchors, list) or any(a not in ANCHORS and a not in ONE_SHOT and a != CENTRAL
+                                            for a in anchors):
         raise ConfigError(f"{path}: the 'anchors' entry of [study] must be a list of names from "
-                          f"{', '.join([*ANCHORS, *ONE_SHOT])}. Got {anchors!r} instead.")
+                          f"{', '.join([*ANCHORS, *ONE_SHOT, CENTRAL])}. Got {anchors!r} instead.")
     if not variants and not anchors:
         raise ConfigError(f"{path}: an equal-total study needs at least one mechanism or anchor.")
     delta = table.get("delta", 1e-5)
@@ -707,6 +712,10 @@ def _total_case(study: TotalStudy, base: Any, cell: TotalCell, exact_baseline: b
     exact ADMM (input-perturbation anchors; the baseline when ``exact_baseline``), or the case's own algorithm
     without noise (the baseline otherwise)."""
     run = {**study.overrides["run"], "seed": cell.seed}
+    if cell.method == CENTRAL:  # no federated run: the case fingerprints the data and the model
+        case = base.with_overrides(run=run)
+        case.privacy = {"mechanism": "none"}
+        return case
     if cell.method in ANCHORS or (cell.method == "none" and exact_baseline):
         case = base.with_overrides(run=run)
         case.algorithm = {"name": "admm", "rounds": cell.rounds}
@@ -742,6 +751,23 @@ def _anchor_run(case: Any, instance: Any, mechanism: InputPerturbation, seed: in
     summary.update(result.summary())
     summary["objective"] = summary.get("zone_objective", summary.get("objective"))  # the true data's objective
     summary["mechanism"], summary["epsilon"] = mechanism.name, mechanism.epsilon
+    return result, summary
+
+
+def _central_run(instance: Any, epsilon: float, delta: float, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The template's centralized private anchor (``ModelInstance.central_private``) as a study cell: a one-row
+    history of its metrics and a ledger of its one pooled release (its ``steps`` composed events)."""
+    out = instance.central_private(epsilon, delta, seed)
+    metrics = {k: float(v) for k, v in out.items() if k in METRICS["fl"] or k == "train_error"}
+    ledger = PrivacyLedger([CENTRAL], target_delta=delta)
+    ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(epsilon, delta))
+    history = pd.DataFrame([{"round": 1, **metrics}])
+    config = {"central_private": {k: out[k] for k in ("method", "noise_multiplier", "sampling_rate", "steps")
+                                  if k in out}, "seed": seed}
+    result = Result(history=history, agent_history=pd.DataFrame([{"round": 1, "agent": CENTRAL}]),
+                    solution={"theta": np.asarray(out["solution"], dtype=float)}, local={}, privacy=ledger.summary(),
+                    config=config, stop_reason="rounds", ledger=ledger)
+    summary = {**metrics, **result.summary(), "mechanism": out.get("method", CENTRAL), "epsilon": epsilon}
     return result, summary
 
 
@@ -801,6 +827,13 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         base = bases[cell.dataset]
         if cell.dataset not in contexts:
             context, instance = settings_context(base)
+            if CENTRAL in study.anchors:
+                instance = instance or build_instance(base)
+                if getattr(instance, "central_private", None) is None:
+                    raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] settings) "
+                                      "has no centralized private anchor (ModelInstance.central_private; the "
+                                      "logistic template's multiclass models have one); remove 'central' from "
+                                      "anchors in [study].")
             if any(a in ANCHORS for a in study.anchors):
                 instance = instance or build_instance(base)
                 if instance.perturbed_inputs is None:
@@ -814,6 +847,8 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         if cell.method in ANCHORS:
             mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
             config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
+        if cell.method == CENTRAL:
+            config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta}
 
         def compute(cell_dir: Path, case=case, cell=cell, base=base) -> tuple:
             context, instance = contexts[cell.dataset]
@@ -821,6 +856,8 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
                 instance = build_instance(base)
                 contexts[cell.dataset] = (context, instance)
             with collecting_warnings(collected):
+                if cell.method == CENTRAL:
+                    return _central_run(instance, cell.epsilon, study.delta, cell.seed)
                 if cell.method in ANCHORS:
                     return _anchor_run(case, instance, InputPerturbation(ANCHORS[cell.method], cell.epsilon,
                                                                          study.delta), cell.seed)
@@ -829,7 +866,7 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
 
         result, summary = runner.run(cell.key, config, compute, context=context)
         priv = summary.get("privacy") or {}
-        kind = "anchor" if cell.method in ANCHORS or cell.method in ONE_SHOT else \
+        kind = "central" if cell.method == CENTRAL else "anchor" if cell.method in ANCHORS or cell.method in ONE_SHOT else \
             ("non-private" if cell.method == "none" else "per-round")
         cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
                 "kind": kind, "total_epsilon": cell.epsilon, "delta": None if cell.epsilon is None else study.delta,
@@ -943,11 +980,15 @@ def column_winner(table: pd.DataFrame, metric: str, epsilon: float, kinds: tuple
 
 
 def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """``metric`` as method (rows: per-round mechanisms, then the anchors; one row per data set when the table
-    holds several) x total epsilon (columns), each ``mean +- se``, with a last row naming the winner (lowest mean)
-    of each column -- only when the same method wins it on every data set (:func:`column_winner`)."""
+    """``metric`` as method (rows: per-round mechanisms, then the one-shot anchors, then the centralized private
+    anchor; one row per data set when the table holds several) x total epsilon (columns), each ``mean +- se``, with a
+    last row naming the federated winner (lowest mean of the per-round and one-shot methods; the centralized anchor
+    is the reference of what distribution costs) of each column -- only when the same method wins it on every data
+    set (:func:`column_winner`)."""
     eps = sorted(table["total_epsilon"].unique())
-    order = list(dict.fromkeys(table.sort_values("kind", key=lambda k: k == "anchor", kind="stable")["method"]))
+    rank = {"per-round": 0, "anchor": 1, "central": 2}
+    order = list(dict.fromkeys(table.sort_values("kind", key=lambda k: k.map(rank).fillna(0),
+                                                 kind="stable")["method"]))
     sets = _datasets(table)
     rows = []
     for method in order:
@@ -958,12 +999,13 @@ def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
             if not len(sub):
                 continue
             sub = sub.set_index("total_epsilon")
-            kind = "one-shot anchor" if sub["kind"].iloc[0] == "anchor" else "per round"
+            kind = {"anchor": "one-shot anchor", "central": "central anchor, pooled data"}.get(sub["kind"].iloc[0],
+                                                                                              "per round")
             rows.append({"method": f"{method} ({kind})", **({"data set": ds} if len(sets) > 1 else {}), **{
                 f"eps={e:g}": _pm(sub.loc[e, f"{metric}_mean"], sub.loc[e, f"{metric}_se"]) if e in sub.index
                 else "n/a" for e in eps}})
     rows.append({"method": "**winner**", **({"data set": "every one"} if len(sets) > 1 else {}),
-                 **{f"eps={e:g}": column_winner(table, metric, e)[1] for e in eps}})
+                 **{f"eps={e:g}": column_winner(table, metric, e, ("per-round", "anchor"))[1] for e in eps}})
     return pd.DataFrame(rows)
 
 
@@ -972,8 +1014,9 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
     standard errors shown; per data set when there are several, and a winner only when it wins on every one), and
     one sentence when iteration never beats the one-shot baseline."""
     lines, beaten = [], []
+    cost = distribution_cost(table, family)
     if not len(table[table["kind"] == "per-round"]) or not len(table[table["kind"] == "anchor"]):
-        return []
+        return cost
     sets = _datasets(table)
     for eps in sorted(table["total_epsilon"].unique()):
         for ds in sets:
@@ -1007,6 +1050,36 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
     elif lines:
         lines.append(f"A per-round mechanism had the lower mean only for: {', '.join(beaten)} (compare the standard "
                      "errors before calling it a win).")
+    return lines + cost
+
+
+def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
+    """Per total epsilon, data set and metric: the best federated method (per-round or one-shot) against the
+    centralized private anchor on the pooled data (what distribution costs; empty without that anchor)."""
+    central = table[table["kind"] == "central"]
+    if not len(central):
+        return []
+    federated = table[table["kind"].isin(("per-round", "anchor"))]
+    sets, lines = _datasets(table), []
+    for eps in sorted(central["total_epsilon"].unique()):
+        for ds in sets:
+            fed_ds = federated[federated["dataset"] == ds] if len(sets) > 1 else federated
+            cen_ds = central[central["dataset"] == ds] if len(sets) > 1 else central
+            parts = []
+            for m in METRICS[family]:
+                fed = fed_ds[fed_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                cen = cen_ds[cen_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                if not len(fed) or not len(cen):
+                    continue
+                a, c = fed.loc[fed[f"{m}_mean"].idxmin()], cen.iloc[0]
+                gap = a[f"{m}_mean"] - c[f"{m}_mean"]
+                parts.append(f"{m}: {a['method']} {_pm(a[f'{m}_mean'], a[f'{m}_se'])} vs central "
+                             f"{_pm(c[f'{m}_mean'], c[f'{m}_se'])} (federated {'higher' if gap > 0 else 'lower or equal'}"
+                             f" by {abs(gap):.3g})")
+            if parts:
+                where = f" on {ds}" if len(sets) > 1 else ""
+                lines.append(f"- total eps = {eps:g}{where}, what distribution costs (best federated vs the "
+                             "centralized private anchor on the pooled data): " + "; ".join(parts))
     return lines
 
 
@@ -1098,6 +1171,6 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
     return lines
 
 
-__all__ = ["ANCHORS", "ONE_SHOT", "Cell", "Study", "TotalCell", "TotalStudy", "column_winner", "is_total_study",
+__all__ = ["ANCHORS", "CENTRAL", "ONE_SHOT", "Cell", "Study", "TotalCell", "TotalStudy", "column_winner", "is_total_study",
            "lead_lines", "load_study", "load_total_study", "load_total_table", "method_table", "run_study",
            "run_total_study", "summarise", "verdict"]

@@ -178,8 +178,9 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     Returns
     -------
     dict
-        ``test_error``, ``train_error``, ``epsilon``, ``delta``, ``noise_multiplier``, ``sampling_rate``,
-        ``steps``, ``method`` ("dp-sgd"), ``time_s``.
+        ``test_error``, ``train_error``, ``train_cost`` (the pooled objective, ``sum_p f_p``), ``epsilon``,
+        ``delta``, ``noise_multiplier``, ``sampling_rate``, ``steps``, ``method`` ("dp-sgd"), ``time_s``, ``event``
+        (the dp-accounting event of one step, composed ``steps`` times) and ``solution`` (the released flat theta).
     """
     t0 = time.perf_counter()
     q, C = float(sampling_rate), float(clip_norm)
@@ -196,5 +197,6 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
         theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
     test = float(np.mean(pooled.predict(theta, X_test) != y_test)) if len(y_test) else math.nan
     return {"test_error": test, "train_error": float(np.mean(pooled.predict(theta, pooled.X) != pooled.y)),
-            "epsilon": float(epsilon), "delta": float(delta), "noise_multiplier": plan.noise_multiplier,
-            "sampling_rate": q, "steps": int(steps), "method": "dp-sgd", "time_s": time.perf_counter() - t0}
+            "train_cost": float(pooled.value(theta)), "epsilon": float(epsilon), "delta": float(delta),
+            "noise_multiplier": plan.noise_multiplier, "sampling_rate": q, "steps": int(steps), "method": "dp-sgd",
+            "time_s": time.perf_counter() - t0, "event": plan.dp_event(), "solution": theta}

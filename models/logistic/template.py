@@ -70,7 +70,7 @@ from cvxdp.errors import ConfigError
 
 from ..base import ModelInstance
 from . import data as D
-from .baselines import central_reference, pooled_baseline, single_agent_baseline
+from .baselines import central_private_anchor, central_reference, pooled_baseline, single_agent_baseline
 from .binary import BinaryLogistic, binary_agents
 from .multiclass import DTYPES, MulticlassLogistic, multiclass_agents
 
@@ -516,6 +516,11 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
             "samples_per_agent": [int(len(y)) for _, y in parts],
             "sensitivity": {"l1": sens.l1, "l2": sens.l2, "relation": sens.relation}}
     info["parameter_shape"] = list(pooled.shape)
+    def central_private(epsilon: float, delta: float, seed: int | None = None) -> dict[str, Any]:
+        """DP-SGD on the pooled data at the total ``(epsilon, delta)`` (:func:`central_private_anchor`)."""
+        return central_private_anchor(pooled, X_test, y_test, epsilon=epsilon, delta=delta, seed=seed)
+
+    anchor = central_private if isinstance(pooled, MulticlassLogistic) and not refusals else None
     return LogisticInstance(agents=agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),
                             models=list(models), pooled=pooled, test_data=(X_test, y_test),
-                            evaluate_solution=evaluate_solution)
+                            evaluate_solution=evaluate_solution, central_private=anchor)

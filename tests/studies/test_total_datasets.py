@@ -217,9 +217,46 @@ def test_the_shipped_femnist_study_declares_two_writer_sets_the_variants_and_the
     assert study.datasets[1][1] == {"writers": list(range(10, 20)), "total_samples": 1263}
     assert study.mechanisms == ["ObjG", "OutG", "ObjG-q0.1", "OutG-q0.1"]
     assert study.variants["OutG-q0.1"] == ("OutG", {"sampling_rate": 0.1, "clip_norm": 1.0})
-    assert study.anchors == ["OutG-once"] and study.one_shot_local_updates == 1
+    assert study.anchors == ["OutG-once", "central"] and study.one_shot_local_updates == 1
     assert study.epsilons == [1.0, 8.0] and study.seeds == [0, 1, 2] and study.overrides["run"]["accountant"] == "pld"
-    assert len(study.cells()) == 2 * (1 + 2 * (4 + 1) * 3)
+    assert len(study.cells()) == 2 * (1 + 2 * (4 + 2) * 3)
     base = load_case(study.case_path)
     held_out = _dataset_case(base, study.datasets[1][1])
     assert "agents" not in held_out.model and held_out.model["writers"][0] == 10
+
+
+# ------------------------------------------------------------------ the centralized private anchor (issue 39)
+def _central_study(tmp_path: Path, case: str = "digits_fl.toml") -> Path:
+    path = _study(tmp_path, body="")
+    text = path.read_text().replace('anchors = ["OutG-once"]', 'anchors = ["central"]').replace("seeds = [0, 1]",
+                                                                                                 "seeds = [0]")
+    path.write_text(text.replace("digits_fl.toml", case))
+    return path
+
+
+def test_the_central_anchor_is_a_row_with_its_own_ledger_and_the_report_says_what_distribution_costs(tmp_path):
+    out = tmp_path / "out"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        info = run_total_study(_central_study(tmp_path), out, progress=False)
+    assert info["runs"] == info["computed"] == 3  # the non-private line, ObjG, the central anchor
+    results = pd.read_csv(out / "results.csv").set_index("method")
+    assert results.loc["central", "kind"] == "central"
+    assert 0.0 < results.loc["central", "test_error"] < 0.9 and results.loc["central", "train_cost"] > 0
+    ledger = json.loads((out / "ledger.json").read_text())["central_total1_T1_J1_seed0"]
+    assert list(ledger["per_agent"]) == ["central"] and 0.99 < ledger["worst"]["pld"] <= 1.0 + 1e-9
+    report = (out / "report.md").read_text()
+    assert "central (central anchor, pooled data)" in report
+    assert "what distribution costs (best federated vs the centralized private anchor on the pooled data)" in report
+    table = load_total_table(out)
+    # the winner row ranks the federated methods; the central anchor is the reference beside them
+    assert column_winner(table, "test_error", 1.0, ("per-round", "anchor"))[0] == "ObjG"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = run_total_study(_central_study(tmp_path), out, progress=False)
+    assert again["computed"] == 0 and again["reused"] == 3
+
+
+def test_a_template_without_a_central_anchor_is_refused_by_name(tmp_path):
+    with pytest.raises(ConfigError, match="no centralized private anchor"):
+        run_total_study(_central_study(tmp_path, case="toy.toml"), tmp_path / "out", progress=False)
