@@ -120,6 +120,12 @@ class Backend(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
 
+    @property
+    def placement(self) -> str | None:
+        """A one-line note on where the nodes of the current run live when it is worth saying (the progress line
+        shows it), e.g. why a Ray backend runs them serially; None otherwise."""
+        return None
+
 
 class SerialBackend(Backend):
     """Runs the nodes in order in the calling process (the embedded default)."""
