@@ -39,7 +39,7 @@ from ..errors import (
     check_int,
     fail,
 )
-from .backends import Backend, NodeSpec, SerialBackend, balanced_blocks, method_name
+from .backends import Backend, NodeSpec, SerialBackend, balanced_groups, method_name
 
 log = logging.getLogger(__name__)
 
@@ -219,9 +219,10 @@ class RayBackend(Backend):
         new local instance (or the Ray this process already initialised).
     nodes_per_actor : int, optional
         Nodes per actor (contiguous blocks, in node order). Default: one actor per CPU of the cluster (at most
-        one per node), the nodes split into contiguous blocks of about equal work (each node's public
-        :attr:`~cvxdp.run.backends.NodeSpec.work`, the agent's number of variables; equal counts when the work is
-        equal).
+        one per node), the nodes split into groups of about equal work (each node's public
+        :attr:`~cvxdp.run.backends.NodeSpec.work`, the agent's number of variables;
+        :func:`~cvxdp.run.backends.balanced_groups`: not contiguous; contiguous blocks of equal counts when the
+        work is equal).
     keep_actors : bool, default False
         Keep the actors (emptied of their nodes) when a run ends and reuse them for the next run on this
         backend instance, which then skips the start of the worker processes (seconds each; useful for many
@@ -313,15 +314,15 @@ class RayBackend(Backend):
         self._started_ray = True
 
     def _layout(self, n: int, work: Sequence[float] | None = None) -> list[list[int]]:
-        """Contiguous blocks of node positions, one per actor: ``nodes_per_actor`` each, or one block per CPU
-        balanced by the nodes' public ``work`` estimates (:func:`~cvxdp.run.backends.balanced_blocks`)."""
+        """Node positions, one list per actor: contiguous blocks of ``nodes_per_actor``, or one group per CPU
+        balanced by the nodes' public ``work`` estimates (:func:`~cvxdp.run.backends.balanced_groups`)."""
         if n == 0:
             return []
         if self.nodes_per_actor is not None:
             size = self.nodes_per_actor
             return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
         cpus = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-        return balanced_blocks([1.0] * n if work is None else list(work), cpus)
+        return balanced_groups([1.0] * n if work is None else list(work), cpus)
 
     def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
         self.close()
