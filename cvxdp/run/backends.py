@@ -91,7 +91,7 @@ def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
     return blocks
 
 
-def balanced_groups(work: Sequence[float], k: int, *, refine_up_to: int = 300) -> list[list[int]]:
+def balanced_groups(work: Sequence[float], k: int, *, refine_up_to: int = 100) -> list[list[int]]:
     """Split node positions ``0..n-1`` into ``min(k, n)`` non-empty groups (each in node order, the groups ordered
     by their first node) whose largest total ``work`` is small: the heaviest node first to the lightest group
     (LPT), then moves and swaps of single nodes between the heaviest group and another while they lower the
@@ -112,7 +112,7 @@ def balanced_groups(work: Sequence[float], k: int, *, refine_up_to: int = 300) -
         groups[j].append(i)
         heapq.heappush(heap, (load + w[i], j))
     loads = [sum(w[i] for i in g) for g in groups]
-    for _ in range(10 * n if n <= refine_up_to else 0):  # each step lowers the heaviest pair: it ends
+    for _ in range(2 * n if n <= refine_up_to else 0):  # each step lowers the heaviest pair
         h = max(range(k), key=lambda j: (loads[j], -j))
         best: tuple[float, int, int, int | None] | None = None
         for g in range(k):
