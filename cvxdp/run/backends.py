@@ -9,6 +9,7 @@ generator lives inside its node.
 
 from __future__ import annotations
 
+import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ class NodeSpec:
     work : float, default 1.0
         A public estimate of the node's work per round, relative to the other nodes (the families give the
         agent's number of variables: a shape, not data). A backend that places several nodes per worker
-        balances the workers by it (:func:`balanced_blocks`); it never changes the numbers.
+        balances the workers by it (:func:`balanced_groups`); it never changes the numbers.
     """
 
     name: str
@@ -90,6 +91,53 @@ def balanced_blocks(work: Sequence[float], k: int) -> list[list[int]]:
     return blocks
 
 
+def balanced_groups(work: Sequence[float], k: int, *, refine_up_to: int = 100) -> list[list[int]]:
+    """Split node positions ``0..n-1`` into ``min(k, n)`` non-empty groups (each in node order, the groups ordered
+    by their first node) whose largest total ``work`` is small: the heaviest node first to the lightest group
+    (LPT), then moves and swaps of single nodes between the heaviest group and another while they lower the
+    heavier of the two (for up to ``refine_up_to`` nodes; LPT alone is within 4/3 of the optimum). Not contiguous:
+    on case2869pegase's 16 zones the best contiguous split by variables puts 19,395 and 18,880 on two workers,
+    these groups 19,154 and 19,121 (the best split: 19,138 and 19,137). Equal work gives :func:`balanced_blocks` (contiguous, equal counts)."""
+    n = len(work)
+    if n == 0:
+        return []
+    k = min(k, n)
+    if len(set(work)) == 1:
+        return balanced_blocks(work, k)
+    w = [float(x) for x in work]
+    heap = [(0.0, j) for j in range(k)]  # (load, group): the lightest group first, ties to the lower index
+    groups: list[list[int]] = [[] for _ in range(k)]
+    for i in sorted(range(n), key=lambda i: (-w[i], i)):
+        load, j = heapq.heappop(heap)
+        groups[j].append(i)
+        heapq.heappush(heap, (load + w[i], j))
+    loads = [sum(w[i] for i in g) for g in groups]
+    for _ in range(2 * n if n <= refine_up_to else 0):  # each step lowers the heaviest pair
+        h = max(range(k), key=lambda j: (loads[j], -j))
+        best: tuple[float, int, int, int | None] | None = None
+        for g in range(k):
+            if g == h:
+                continue
+            for a in groups[h]:
+                for b in [None, *groups[g]]:  # move a, or swap a for a lighter b
+                    d = w[a] - (0.0 if b is None else w[b])
+                    if d <= 0:
+                        continue
+                    top = max(loads[h] - d, loads[g] + d)
+                    if top < loads[h] * (1 - 1e-12) and (best is None or top < best[0]):
+                        best = (top, g, a, b)
+        if best is None:
+            break
+        _, g, a, b = best
+        groups[h].remove(a)
+        groups[g].append(a)
+        if b is not None:
+            groups[g].remove(b)
+            groups[h].append(b)
+        loads[h], loads[g] = sum(w[i] for i in groups[h]), sum(w[i] for i in groups[g])
+    return sorted((sorted(g) for g in groups), key=lambda g: g[0])
+
+
 def method_name(method: Callable[..., Any]) -> str:
     """The name a backend calls on each node: ``method`` must be a method of :class:`cvxdp.model.Node` or of a
     node class (a function defined in a class), e.g. ``Node.step``."""
@@ -119,6 +167,12 @@ class Backend(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
+
+    @property
+    def placement(self) -> str | None:
+        """A one-line note on where the nodes of the current run live when it is worth saying (the progress line
+        shows it), e.g. why a Ray backend runs them serially; None otherwise."""
+        return None
 
 
 class SerialBackend(Backend):

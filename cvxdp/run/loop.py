@@ -166,8 +166,9 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
         private = family.privacy is not None
         guard = BudgetGuard(family.budget, family.guard_accountant) if private and family.budget is not None \
             else None
-        bar = tqdm(total=family.rounds, initial=loop.t, disable=not progress, desc=f"cvxdp {family.algorithm.name}",
-                   unit=family.unit, leave=False)
+        where = f" ({backend.placement})" if backend.placement else ""  # e.g. a Ray backend running serially
+        bar = tqdm(total=family.rounds, initial=loop.t, disable=not progress,
+                   desc=f"cvxdp {family.algorithm.name}{where}", unit=family.unit, leave=False)
         while loop.t < family.rounds and loop.stop_reason is None:
             t = loop.t + 1
             start = time.perf_counter()

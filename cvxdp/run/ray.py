@@ -14,19 +14,40 @@ Before anything starts, the backend checks what would otherwise fail late or han
 answer within ``connect_timeout`` seconds (Ray itself retries an address where nothing listens forever), and every
 agent must pickle (an agent holding, e.g., a lock or an open file is refused naming the agent and the attribute,
 before any actor starts).
+
+Below a work threshold the backend runs the nodes serially in the driver instead (``min_variables``: the nodes'
+public work estimates, their numbers of variables, summed): Ray's transport costs a few milliseconds per round,
+more than two workers save on small agents. It says so in a log line and in the progress line; the numbers are
+the same either way.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import BackendError, OptionalDependencyError, check_float, check_int, fail
-from .backends import Backend, NodeSpec, balanced_blocks, method_name
+from ..errors import (
+    BackendError,
+    InvalidParameterError,
+    OptionalDependencyError,
+    check_float,
+    check_int,
+    fail,
+)
+from .backends import Backend, NodeSpec, SerialBackend, balanced_groups, method_name
+
+log = logging.getLogger(__name__)
+
+#: Default of :class:`RayBackend`'s ``min_variables`` (the environment variable ``CVXDP_RAY_MIN_VARIABLES``
+#: overrides it). Measured (docs/measured.md): Ray's transport costs ~5 ms per round and power zones take
+#: ~15-20 us per variable and round serially, so two actors save more than that from about a thousand variables.
+MIN_VARIABLES = 1_000
+MIN_VARIABLES_ENV = "CVXDP_RAY_MIN_VARIABLES"
 
 try:  # Ray's own (vendored) cloudpickle: present wherever Ray is
     from ray import cloudpickle
@@ -198,9 +219,10 @@ class RayBackend(Backend):
         new local instance (or the Ray this process already initialised).
     nodes_per_actor : int, optional
         Nodes per actor (contiguous blocks, in node order). Default: one actor per CPU of the cluster (at most
-        one per node), the nodes split into contiguous blocks of about equal work (each node's public
-        :attr:`~cvxdp.run.backends.NodeSpec.work`, the agent's number of variables; equal counts when the work is
-        equal).
+        one per node), the nodes split into groups of about equal work (each node's public
+        :attr:`~cvxdp.run.backends.NodeSpec.work`, the agent's number of variables;
+        :func:`~cvxdp.run.backends.balanced_groups`: not contiguous; contiguous blocks of equal counts when the
+        work is equal).
     keep_actors : bool, default False
         Keep the actors (emptied of their nodes) when a run ends and reuse them for the next run on this
         backend instance, which then skips the start of the worker processes (seconds each; useful for many
@@ -208,6 +230,13 @@ class RayBackend(Backend):
     connect_timeout : float, default 10.0
         Seconds to wait for the head at ``address`` to accept a connection before raising
         :class:`~cvxdp.errors.BackendError` naming the address (Ray alone would retry forever).
+    min_variables : int, optional
+        Run serially in this process (no actor; Ray not started or joined) when the nodes' numbers of variables
+        (their public :attr:`~cvxdp.run.backends.NodeSpec.work` estimates) sum to less than this: Ray's
+        transport (~5 ms per round) would cost more than the actors save. A log line (logger ``cvxdp.run.ray``,
+        level INFO) and the progress line say so; the numbers are the same either way. ``0`` always uses Ray.
+        Default: the environment variable ``CVXDP_RAY_MIN_VARIABLES`` if set, else :data:`MIN_VARIABLES`
+        (1,000). Only a simulation (agents given) runs serially; a federation's nodes always go to actors.
 
     Notes
     -----
@@ -218,7 +247,7 @@ class RayBackend(Backend):
 
     def __init__(self, *, num_cpus: int | None = None, address: str | None = None,
                  nodes_per_actor: int | None = None, keep_actors: bool = False,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, min_variables: int | None = None) -> None:
         self.num_cpus = None if num_cpus is None else check_int(num_cpus, "num_cpus", "RayBackend", 1)
         if address is not None and (not isinstance(address, str) or not address):
             raise fail("address", "RayBackend", "None or a non-empty str (a Ray cluster address)", address)
@@ -229,6 +258,17 @@ class RayBackend(Backend):
             raise fail("keep_actors", "RayBackend", "a bool", keep_actors)
         self.keep_actors = keep_actors
         self.connect_timeout = check_float(connect_timeout, "connect_timeout", "RayBackend", 0.0)
+        if min_variables is None:
+            env = os.environ.get(MIN_VARIABLES_ENV)
+            try:
+                min_variables = MIN_VARIABLES if env is None else int(env)
+                if min_variables < 0:
+                    raise ValueError(env)
+            except ValueError:
+                raise InvalidParameterError(f"The environment variable {MIN_VARIABLES_ENV} (the default of "
+                                            f"RayBackend's min_variables) must be an int >= 0. Got {env!r} "
+                                            "instead.") from None
+        self.min_variables = check_int(min_variables, "min_variables", "RayBackend", 0)
         self._ray = _import_ray()
         self.actors: list[Any] = []
         self._idle: list[Any] = []  # kept actors (keep_actors=True) between runs
@@ -236,6 +276,22 @@ class RayBackend(Backend):
         self.blocks: list[list[int]] = []
         self.names: list[str] = []
         self._started_ray = False
+        self._serial: SerialBackend | None = None  # this run's nodes, when the run is too small for Ray
+        self._placement: str | None = None
+
+    @property
+    def placement(self) -> str | None:
+        """``"serial: N variables < ray min_variables M"`` while this run's nodes run serially, else None."""
+        return self._placement
+
+    def _too_small(self, specs: Sequence[NodeSpec]) -> str | None:
+        """Why Ray would not pay for these nodes (the log line), or None."""
+        total = sum(float(s.work) for s in specs)
+        if total >= self.min_variables:
+            return None
+        return (f"ray: {len(specs)} nodes, {total:,.0f} variables in all < min_variables={self.min_variables:,}: "
+                "running serial (Ray's overhead, ~5 ms per round, would dominate; RayBackend(min_variables=0) "
+                "forces Ray)")
 
     # ------------------------------------------------------------------ lifecycle
     def _ensure_ray(self) -> None:
@@ -258,18 +314,27 @@ class RayBackend(Backend):
         self._started_ray = True
 
     def _layout(self, n: int, work: Sequence[float] | None = None) -> list[list[int]]:
-        """Contiguous blocks of node positions, one per actor: ``nodes_per_actor`` each, or one block per CPU
-        balanced by the nodes' public ``work`` estimates (:func:`~cvxdp.run.backends.balanced_blocks`)."""
+        """Node positions, one list per actor: contiguous blocks of ``nodes_per_actor``, or one group per CPU
+        balanced by the nodes' public ``work`` estimates (:func:`~cvxdp.run.backends.balanced_groups`)."""
         if n == 0:
             return []
         if self.nodes_per_actor is not None:
             size = self.nodes_per_actor
             return [list(range(i, min(i + size, n))) for i in range(0, n, size)]
         cpus = max(1, int(self._ray.cluster_resources().get("CPU", 1)))
-        return balanced_blocks([1.0] * n if work is None else list(work), cpus)
+        return balanced_groups([1.0] * n if work is None else list(work), cpus)
 
     def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
         self.close()
+        why = self._too_small(specs) if agents is not None else None
+        if why is not None:  # the same nodes and seeds as on actors: the same numbers, without Ray's transport
+            log.info(why)
+            total = sum(float(s.work) for s in specs)
+            self._placement = f"serial: {total:,.0f} variables < ray min_variables {self.min_variables:,}"
+            self.names = [s.name for s in specs]
+            self._serial = SerialBackend()
+            self._serial.start(specs, agents, seeds)
+            return
         ray = self._ray
         if not ray.is_initialized():  # kept actors died with a Ray shut down in between
             self._idle = []
@@ -291,6 +356,8 @@ class RayBackend(Backend):
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
              round: int | None = None) -> list[Any]:
+        if self._serial is not None:
+            return self._serial.call(method, args, round=round)
         method = method_name(method)
         if not self.actors:
             raise BackendError(f"RayBackend.call({method!r}) before start() (or after close()).", method=method,
@@ -344,6 +411,9 @@ class RayBackend(Backend):
     def close(self) -> None:
         """End the run: kill its actors (keep them, emptied, with ``keep_actors``); shut down a Ray this
         backend started (not with ``keep_actors``: then :meth:`shutdown` does)."""
+        if self._serial is not None:
+            self._serial.close()
+        self._serial, self._placement = None, None
         if self.keep_actors and not self._broken and self._ray.is_initialized():
             for actor in self.actors:
                 actor.reset.remote()

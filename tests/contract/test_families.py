@@ -49,7 +49,8 @@ def _backend(name: str) -> Any:
         pytest.importorskip("ray")
         if "ray" not in _WARM:
             try:
-                _WARM["ray"] = cvxdp.run.get_backend("ray", keep_actors=True)
+                # min_variables=0: on actors however small the case (the contract is about Ray's transport)
+                _WARM["ray"] = cvxdp.run.get_backend("ray", keep_actors=True, min_variables=0)
             except CvxdpError as exc:
                 if "not available" in str(exc):
                     pytest.skip(f"the Ray backend is not available here: {exc}")

@@ -25,7 +25,7 @@ from cvxdp.errors import (
 )
 
 ray = pytest.importorskip("ray")
-from cvxdp.run.ray import RayBackend  # noqa: E402 - after the importorskip
+from cvxdp.run.ray import MIN_VARIABLES, MIN_VARIABLES_ENV, RayBackend  # noqa: E402 - after the importorskip
 
 pytestmark = pytest.mark.ray
 
@@ -35,13 +35,21 @@ TIMING = {"wall_time", "solver_time", "compute_time"}  # measured, not computed:
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    """One local Ray instance (2 CPUs) for the module; every RayBackend below reuses it."""
+    """One local Ray instance (2 CPUs) for the module; every RayBackend below reuses it. The toy agents are far
+    below RayBackend's default ``min_variables``: the module's backends (CLI runs in subprocesses too) use Ray
+    whatever their size (``CVXDP_RAY_MIN_VARIABLES=0``) unless a test says otherwise."""
     import logging
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the helpers below travel by value
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
              log_to_driver=False)
+    before = os.environ.get(MIN_VARIABLES_ENV)
+    os.environ[MIN_VARIABLES_ENV] = "0"
     yield
+    if before is None:
+        os.environ.pop(MIN_VARIABLES_ENV, None)
+    else:
+        os.environ[MIN_VARIABLES_ENV] = before
     ray.shutdown()
 
 
@@ -177,6 +185,48 @@ def test_node_exceptions_keep_their_class_and_message(warm):
         assert type(remote.value) is type(serial.value)
         assert str(remote.value) == str(serial.value)
     assert "in round 1" in str(remote.value) or "empty" in str(remote.value)
+
+
+def test_small_runs_go_serial_and_say_why_threshold_zero_forces_ray(caplog, capsys):
+    agents = toy(3)
+    total = sum(a.layout.size for a in agents)  # the public work estimates the families give (21 here)
+    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=3), seed=4, evaluate=True)
+    serial = cvxdp.solve(agents, **kwargs)
+    for threshold, expect_ray in ((1_000, False), (total + 1, False), (total, True), (0, True)):
+        backend = RayBackend(min_variables=threshold)
+        seen = []  # during the run: how many actors, and the note the progress line shows
+        caplog.clear()
+        with caplog.at_level("INFO", logger="cvxdp.run.ray"):
+            result = cvxdp.solve(agents, backend=backend, progress=True,
+                                 callback=lambda t, row, b=backend, out=seen: out.append((b.workers, b.placement)),
+                                 **kwargs)
+        assert_same_run(serial, result)
+        notes = [r.getMessage() for r in caplog.records if r.name == "cvxdp.run.ray"]
+        bar = capsys.readouterr().err
+        if expect_ray:
+            assert seen == [(2, None)] * 3 and notes == [], threshold
+            assert "variables <" not in bar
+        else:
+            assert seen == [(0, f"serial: {total} variables < ray min_variables {threshold:,}")] * 3
+            assert notes == [f"ray: 3 nodes, {total} variables in all < min_variables={threshold:,}: running serial (Ray's "
+                             "overhead, ~5 ms per round, would dominate; RayBackend(min_variables=0) forces Ray)"]
+            assert f"serial: {total} variables < ray min_variables {threshold:,}" in bar  # the progress line
+        assert backend.placement is None and backend.actors == []  # closed
+
+
+def test_min_variables_default_and_environment(monkeypatch):
+    monkeypatch.delenv(MIN_VARIABLES_ENV)
+    assert RayBackend().min_variables == MIN_VARIABLES == 1_000
+    monkeypatch.setenv(MIN_VARIABLES_ENV, "50000")
+    assert RayBackend().min_variables == 50_000
+    assert RayBackend(min_variables=7).min_variables == 7  # the parameter wins
+    monkeypatch.setenv(MIN_VARIABLES_ENV, "many")
+    with pytest.raises(InvalidParameterError, match="CVXDP_RAY_MIN_VARIABLES .* must be an int >= 0. Got 'many'"):
+        RayBackend()
+    with pytest.raises(InvalidParameterError, match="'min_variables' parameter of RayBackend"):
+        RayBackend(min_variables=-1)
+    with pytest.raises(InvalidParameterError, match="'min_variables' parameter of RayBackend"):
+        RayBackend(min_variables=2.5)
 
 
 def test_ray_backend_parameters_are_checked():

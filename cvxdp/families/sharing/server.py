@@ -135,8 +135,9 @@ class SharingFamily(Family):
 
     def nodes(self) -> list[NodeSpec]:
         sensitivity = self.privacy.sensitivity if self.privacy is not None else None
-        return [NodeSpec(p.name, SharingNode, (self.rho, self.lam, self.solvers, plan, sensitivity))
-                for p, plan in zip(self.agents, self.plans)]
+        # work: the party's number of variables (a shape, public), as in the other families (backends balance by it)
+        return [NodeSpec(p.name, SharingNode, (self.rho, self.lam, self.solvers, plan, sensitivity),
+                         work=float(p.n_features)) for p, plan in zip(self.agents, self.plans)]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> SharingState:
         n = len(self.labels)

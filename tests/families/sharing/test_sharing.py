@@ -403,3 +403,19 @@ def test_checkpoint_resume_equals_uninterrupted_run(bc, tmp_path):
     assert np.array_equal(resumed.local["party1"], full.local["party1"])
     assert np.allclose(resumed.history["objective"], full.history["objective"], rtol=0, atol=0)
     assert resumed.ledger.steps("party1") == 8
+
+
+def test_nodes_declare_their_number_of_features_as_work(bc):
+    # backends balance workers by NodeSpec.work and RayBackend runs serially below min_variables of it: a party's
+    # work is its number of variables, a public shape, as in the consensus and graph families
+    from cvxdp.run import SerialBackend
+
+    class Spy(SerialBackend):
+        def start(self, specs, agents, seeds):
+            self.work = [s.work for s in specs]
+            super().start(specs, agents, seeds)
+
+    parties, spy = parties_of(bc), Spy()
+    cvxdp.solve(parties, algorithm=cvxdp.ADMMSharing(rho=0.25 / bc.n_samples, lam=1e-3, epochs=1), backend=spy,
+                seed=0)
+    assert spy.work == [float(p.n_features) for p in parties] == [15.0, 15.0]  # not NodeSpec's default 1.0
