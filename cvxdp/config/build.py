@@ -28,7 +28,7 @@ _ALGORITHM_KEYS = {"name"}.union(*_OWN_ALGORITHM_KEYS.values())
 _OWN_PRIVACY_KEYS = {name: set(cls.file_keys()) - set(fixed) for name, (cls, fixed) in MECHANISM_CLASSES.items()}
 _PRIVACY_KEYS = {"mechanism"}.union(*_OWN_PRIVACY_KEYS.values())
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
-_RUN_KEYS |= {"ray_cpus", "ray_address"}  # backend = "ray"
+_RUN_KEYS |= {"ray_cpus", "ray_address", "ray_min_variables"}  # backend = "ray"
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
              "run": _RUN_KEYS}
 
@@ -131,7 +131,8 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
 
 
 def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend:
-    """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address``.
+    """Build the backend of a [run] table: ``backend`` (serial | ray), with ``ray_cpus`` / ``ray_address`` /
+    ``ray_min_variables``.
 
     ``keep_actors`` (Ray only) keeps the Ray instance and its actors from one run to the next on the returned
     backend (:class:`StudyBackends`); its ``shutdown()`` ends them."""
@@ -139,7 +140,8 @@ def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend
     if name not in BACKENDS:
         raise ConfigError(f"The 'backend' entry of [run] must be one of {', '.join(map(repr, BACKENDS))}. "
                           f"Got {name!r} instead.")
-    keys = {"ray_cpus": "num_cpus", "ray_address": "address"}  # the file's key -> RayBackend's parameter
+    # the file's key -> RayBackend's parameter
+    keys = {"ray_cpus": "num_cpus", "ray_address": "address", "ray_min_variables": "min_variables"}
     given = sorted(key for key in keys if table.get(key) is not None)
     if name != "ray":
         if given:
@@ -174,7 +176,7 @@ class StudyBackends:
         """The backend of a cell's [run] table (a new serial backend, or the study's kept Ray backend)."""
         if table.get("backend", "serial") != "ray":
             return make_backend(table)
-        key = (table.get("ray_cpus"), table.get("ray_address"))
+        key = (table.get("ray_cpus"), table.get("ray_address"), table.get("ray_min_variables"))
         if key not in self._kept:
             self._kept[key] = make_backend(table, keep_actors=True)
         return self._kept[key]

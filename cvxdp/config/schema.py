@@ -67,6 +67,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "numbers)"),
         ("ray_cpus", "int >= 1", "all CPUs", "backend = ray: CPUs of the local Ray instance it starts"),
         ("ray_address", "str", "none (local Ray)", "backend = ray: address of an existing Ray cluster to join"),
+        ("ray_min_variables", "int >= 0", "1000 (CVXDP_RAY_MIN_VARIABLES)", "backend = ray: below this many "
+         "variables in all (public shapes) the run stays serial and says why; 0 always uses Ray"),
         ("budget_epsilon", "float > 0", "none", "stop before a round that would exceed this total epsilon"),
         ("budget_delta", "float >= 0", "0", "the delta of that stopping budget"),
         ("target_delta", "float in (0, 1)", "derived", "delta at which RDP/PLD totals are reported"),

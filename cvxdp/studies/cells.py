@@ -58,7 +58,7 @@ def cell_config(case: Any) -> dict[str, Any]:
 
 
 #: [run] entries that only say where the nodes run (not part of a cell's identity)
-PLACEMENT_KEYS = frozenset({"backend", "ray_cpus", "ray_address"})
+PLACEMENT_KEYS = frozenset({"backend", "ray_cpus", "ray_address", "ray_min_variables"})
 
 
 class CellRunner:

@@ -315,6 +315,13 @@ def test_case_file_run_backend_ray(tmp_path):
     with pytest.raises(ConfigError, match=r"\[run\]: The 'ray_address' key must be") as error:
         make_backend({"backend": "ray", "ray_address": ""})
     assert "'address'" not in str(error.value)
+    # the auto-serial threshold: a [run] key too (issue 37)
+    assert make_backend({"backend": "ray", "ray_min_variables": 0}).min_variables == 0
+    assert make_backend({"backend": "ray", "ray_min_variables": 50_000}).min_variables == 50_000
+    with pytest.raises(ConfigError, match=r"\[run\]: The 'ray_min_variables' key must be an int"):
+        make_backend({"backend": "ray", "ray_min_variables": -1})
+    with pytest.raises(ConfigError, match=r"ray_min_variables apply to backend = \"ray\""):
+        make_backend({"ray_min_variables": 0})
 
 
 
