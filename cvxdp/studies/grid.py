@@ -1050,7 +1050,7 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
     elif lines:
         lines.append(f"A per-round mechanism had the lower mean only for: {', '.join(beaten)} (compare the standard "
                      "errors before calling it a win).")
-    return lines + cost
+    return lines + ([""] + cost if lines and cost else cost)
 
 
 def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
