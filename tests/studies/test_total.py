@@ -4,7 +4,6 @@ table with its winner row and anchors, reloading and resuming, and the main-job 
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -57,24 +56,16 @@ def test_the_schedule_is_read_from_the_declared_budget_only(tmp_path):
     ('anchors = ["InX"]', "'anchors'"),
     ('delta = 2.0', "'delta'"),
 ])
-def test_bad_entries_are_refused_by_name(tmp_path, body, match):
-    path = _study(tmp_path)
-    text = path.read_text()
-    key = body.split(" =")[0]
-    text = "\n".join(line for line in text.splitlines() if not line.startswith(key + " ")) + "\n" + body + "\n"
-    path.write_text(text)
+def test_bad_entries_are_refused_by_name(tmp_path, body, match, with_entry):
     with pytest.raises(ConfigError, match=match):
-        load_total_study(path)
+        load_total_study(with_entry(_study(tmp_path), body))
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
+def finished(tmp_path_factory, run_quietly):
     tmp = tmp_path_factory.mktemp("total")
     out = tmp / "out"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few rounds: the runs' convergence warnings are expected
-        info = run_total_study(_study(tmp), out, progress=False)
-    return tmp, out, info
+    return tmp, out, run_quietly(_study(tmp), out)
 
 
 def test_the_study_writes_a_reloadable_table_with_mean_and_standard_error(finished):

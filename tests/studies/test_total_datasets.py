@@ -90,23 +90,16 @@ def test_a_data_set_replaces_model_entries_and_writers_replace_agents(tmp_path):
     ('anchors = ["OutX-once"]', "'anchors'"),
     ('one_shot_local_updates = 0', "'one_shot_local_updates'"),
 ])
-def test_bad_entries_are_refused_by_name(tmp_path, body, match):
-    path = _study(tmp_path, body="")
-    key = body.split(" =")[0]
-    text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith(key + " "))
-    path.write_text(text.replace("[run]", body + "\n\n[run]"))
+def test_bad_entries_are_refused_by_name(tmp_path, body, match, with_entry):
     with pytest.raises(ConfigError, match=match):
-        load_total_study(path)
+        load_total_study(with_entry(_study(tmp_path, body=""), body))
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
+def finished(tmp_path_factory, run_quietly):
     tmp = tmp_path_factory.mktemp("digits_total")
     out = tmp / "out"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # few rounds: the runs' convergence warnings are expected
-        info = run_total_study(_study(tmp), out, progress=False)
-    return tmp, out, info
+    return tmp, out, run_quietly(_study(tmp), out)
 
 
 def test_both_data_sets_run_and_the_table_names_them(finished):
