@@ -196,7 +196,8 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
     :func:`cvxdp.model.local_solver.declared_box`) -- a clip for a box, else a live Clarabel solve
     with weight 1 on the shared coordinates and 0 elsewhere, with the local step's fallback chain.
     """
-    if local is not None and len(local) == agent.layout.size:  # cheap test first: the agent's own local part
+    box = declared_box(agent)  # a declared box is a clip: nothing to compile, nothing to evaluate through CVXPY
+    if box is None and local is not None and len(local) == agent.layout.size:  # cheap test first: own local part
         u = np.array(local, dtype=float)
         u[idx] = target
         if agent.violation(u) <= 1e-9:
@@ -205,7 +206,6 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
     weight[idx], point[idx] = 1.0, target  # an agent's shared blocks never overlap (Agent.check)
     saved = [v.value for v in agent.layout.variables]  # a CVXPY fallback writes the variables' values
     try:
-        box = declared_box(agent)  # a declared box is a clip: nothing to compile
         projection = BoxProjection(*box) if box is not None else projection_onto(agent, feasible_set_data(agent))
         projected, _ = projection.project(point, weight)
     except (NotCompilable, SolverFailedError):
