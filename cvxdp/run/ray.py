@@ -284,14 +284,11 @@ class RayBackend(Backend):
         """``"serial: N variables < ray min_variables M"`` while this run's nodes run serially, else None."""
         return self._placement
 
-    def _too_small(self, specs: Sequence[NodeSpec]) -> str | None:
-        """Why Ray would not pay for these nodes (the log line), or None."""
+    def _too_small(self, specs: Sequence[NodeSpec]) -> float | None:
+        """The nodes' public number of variables in all when Ray would not pay for them (below
+        ``min_variables``), else None."""
         total = sum(float(s.work) for s in specs)
-        if total >= self.min_variables:
-            return None
-        return (f"ray: {len(specs)} nodes, {total:,.0f} variables in all < min_variables={self.min_variables:,}: "
-                "running serial (Ray's overhead, ~5 ms per round, would dominate; RayBackend(min_variables=0) "
-                "forces Ray)")
+        return total if total < self.min_variables else None
 
     # ------------------------------------------------------------------ lifecycle
     def _ensure_ray(self) -> None:
@@ -326,10 +323,11 @@ class RayBackend(Backend):
 
     def start(self, specs: Sequence[NodeSpec], agents: Sequence[Any] | None, seeds: Sequence[Any] | None) -> None:
         self.close()
-        why = self._too_small(specs) if agents is not None else None
-        if why is not None:  # the same nodes and seeds as on actors: the same numbers, without Ray's transport
-            log.info(why)
-            total = sum(float(s.work) for s in specs)
+        total = self._too_small(specs) if agents is not None else None
+        if total is not None:  # the same nodes and seeds as on actors: the same numbers, without Ray's transport
+            log.info(f"ray: {len(specs)} nodes, {total:,.0f} variables in all < min_variables={self.min_variables:,}: "
+                     "running serial (Ray's overhead, ~5 ms per round, would dominate; RayBackend(min_variables=0) "
+                     "forces Ray)")
             self._placement = f"serial: {total:,.0f} variables < ray min_variables {self.min_variables:,}"
             self.names = [s.name for s in specs]
             self._serial = SerialBackend()

@@ -827,19 +827,17 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         base = bases[cell.dataset]
         if cell.dataset not in contexts:
             context, instance = settings_context(base)
-            if CENTRAL in study.anchors:
-                instance = instance or build_instance(base)
-                if getattr(instance, "central_private", None) is None:
-                    raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] settings) "
-                                      "has no centralized private anchor (ModelInstance.central_private; the "
-                                      "logistic template's multiclass models have one); remove 'central' from "
-                                      "anchors in [study].")
-            if any(a in ANCHORS for a in study.anchors):
-                instance = instance or build_instance(base)
-                if instance.perturbed_inputs is None:
-                    raise ConfigError(f"{study.path}: the {base.template!r} template has no one-shot input "
-                                      "perturbation (ModelInstance.perturbed_inputs); remove InL and InG from anchors "
-                                      f"in [study] (the one-shot releases {', '.join(ONE_SHOT)} need no hook).")
+            for needed, hook, what in (
+                    (CENTRAL in study.anchors, "central_private", "centralized private anchor (the logistic "
+                     "template's multiclass models have one); remove 'central' from anchors in [study]"),
+                    (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
+                     f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
+                     "no hook)")):
+                if needed:  # the anchors' template hooks, checked before any run
+                    instance = instance or build_instance(base)
+                    if getattr(instance, hook) is None:
+                        raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
+                                          f"settings) has no {what} (ModelInstance.{hook}).")
             contexts[cell.dataset] = (context, instance)
         context = contexts[cell.dataset][0]
         case = _total_case(study, base, cell, exact)

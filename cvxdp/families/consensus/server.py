@@ -27,7 +27,7 @@ from .step_sizes import (
     next_rho,
     release_noise_std,
 )
-from .updates import dual_update, global_update, smallest_weight
+from .updates import dual_update, global_update, selectors, smallest_weight
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
@@ -175,6 +175,7 @@ class ConsensusFamily(Family):
         self.gidx = [np.concatenate([self.offsets[k] + np.arange(len(a.layout.shared[k]))
                                      for k in sorted(a.layout.shared)]) for a in agents]
         self.all_gidx = np.concatenate(self.gidx) if self.gidx else np.zeros(0, dtype=int)  # B of the whole run
+        self.gsel = selectors(self.gidx, self.n_global)  # slice(None) for an agent holding every coordinate
         # per-block penalties: exact ADMM with rho="auto" and public weights declared by the agents
         self.algorithm = algorithm = algorithm.resolved(privacy.epsilon if privacy is not None else None)
         blocks = algorithm.auto_blocks
@@ -249,7 +250,7 @@ class ConsensusFamily(Family):
         etas = self.etas(t, state)  # one eta per agent
         eta = max(etas)
         rho_g = self.penalty(rho, state)
-        w = global_update(state.ez, state.lam, self.gidx, self.n_global, rho_g)
+        w = global_update(state.ez, state.lam, self.gsel, self.n_global, rho_g)
         plans: list[Any] = [None] * len(self.agents)
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
@@ -352,7 +353,7 @@ class ConsensusFamily(Family):
     # ---------------------------------------------------------------- the end
     def solution(self, state: ConsensusState) -> dict[str, np.ndarray]:
         rho = state.rho_prev if state.rho_prev is not None else self.rho_schedule(1)
-        w = global_update(state.ez, state.lam, self.gidx, self.n_global, self.penalty(rho, state))
+        w = global_update(state.ez, state.lam, self.gsel, self.n_global, self.penalty(rho, state))
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
 
     def _polished(self, state: ConsensusState, backend: Backend) -> dict[str, Any] | None:

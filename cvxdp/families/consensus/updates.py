@@ -15,16 +15,23 @@ def whole_range(idx: np.ndarray, size: int) -> bool:
                                                     and np.all(idx[1:] > idx[:-1]))))
 
 
-def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
+def selectors(gidx: Sequence[np.ndarray], size: int) -> list[np.ndarray | slice]:
+    """Each agent's global indices, as ``slice(None)`` when it holds every coordinate in order
+    (:func:`whole_range`): decided once per run, then read by :func:`global_update` every round."""
+    return [slice(None) if whole_range(idx, size) else idx for idx in gidx]
+
+
+def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice],
                   size: int, rho: float | np.ndarray) -> np.ndarray:
     """``w_k = mean over holders p of ((E_p z_p)_k - lambda_{p,k}/rho_k)`` for every global coordinate k
-    (``rho``: a scalar, or one value per global coordinate). An agent holding every coordinate in order adds its
-    terms with one whole-array addition (the same sums, in the same agent order, as the scatter)."""
+    (``rho``: a scalar, or one value per global coordinate). An agent whose indices are ``slice(None)``
+    (:func:`selectors`: every coordinate in order) adds its terms with one whole-array addition (the same sums,
+    in the same agent order, as the scatter)."""
     total = np.zeros(size)
     count = np.zeros(size)
     per_coordinate = np.ndim(rho) > 0
     for ez, lam, idx in zip(shared, duals, gidx):
-        if whole_range(idx, size):
+        if isinstance(idx, slice):
             total += ez - lam / rho
             count += 1.0
             continue
@@ -66,8 +73,7 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
     is a noisy output outside ``W`` (OutPert); the proximal term still uses ``u`` itself.
     """
     n = u.size
-    # every coordinate shared (``sidx`` all of them in order, or the caller's ``slice(None)``): no gather or scatter
-    sel = sidx if isinstance(sidx, slice) else slice(None) if whole_range(sidx, n) else sidx
+    sel = sidx  # ``slice(None)`` when every coordinate is shared (the node decides once: no gather or scatter)
     c = np.full(n, eta)
     c[sel] += rho
     if isinstance(sel, slice):  # rho B w + lambda in one new array (a product and a sum commute exactly)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cvxdp.families.consensus.updates import dual_update, global_update, linearized_updates, whole_range
+from cvxdp.families.consensus.updates import (
+    dual_update,
+    global_update,
+    linearized_updates,
+    selectors,
+    whole_range,
+)
 
 
 @pytest.mark.parametrize(("idx", "size", "expected"), [
@@ -32,7 +38,7 @@ def test_global_update_equals_the_scatter(per_coordinate):
     shared = [rng.normal(size=g.size) * 1e3 for g in gidx]
     duals = [rng.normal(size=g.size) for g in gidx]
     rho = rng.uniform(0.1, 3.0, size) if per_coordinate else 0.37
-    assert np.array_equal(global_update(shared, duals, gidx, size, rho),
+    assert np.array_equal(global_update(shared, duals, selectors(gidx, size), size, rho),
                           _scatter_global(shared, duals, gidx, size, rho))
 
 
