@@ -361,6 +361,8 @@ class Algorithm(Parameterized):
     mechanisms: ClassVar[tuple[str, ...]] = ("none",)
     #: keys an [algorithm] table of a case file may hold besides the declared parameters' (read by the case loader)
     extra_file_keys: ClassVar[tuple[str, ...]] = ()
+    #: case-file keys read as another parameter's key (e.g. the CLI's ``rounds`` as ADMMSharing's ``epochs``)
+    file_aliases: ClassVar[dict[str, str]] = {}
     rounds: int
 
     def describe(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401
 MECHANISMS = ("none", *MECHANISM_CLASSES)
 _CASE_KEYS = {"name", "template", "description"}
 #: every key some registered algorithm reads (a case file may hold several algorithms' keys; each reads its own)
-_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | set(cls.extra_file_keys)
+_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | set(cls.extra_file_keys) | set(cls.file_aliases)
                        for name, cls in ALGORITHMS.items()}
 _ALGORITHM_KEYS = {"name"}.union(*_OWN_ALGORITHM_KEYS.values())
 _OWN_PRIVACY_KEYS = {name: set(cls.file_keys()) - set(fixed) for name, (cls, fixed) in MECHANISM_CLASSES.items()}
@@ -124,8 +124,10 @@ def make_algorithm(table: dict[str, Any]) -> Algorithm:
     if name not in ALGORITHMS:
         raise ConfigError("The 'name' entry of [algorithm] must be one of " + ", ".join(map(repr, ALGORITHMS))
                           + f". Got {name!r} instead.")
-    if name == "sharing" and "rounds" in params:  # the CLI's --rounds is the number of epochs here
-        params["epochs"] = params.pop("rounds")
+    # e.g. the CLI's --rounds as ADMMSharing's epochs; it overrides the case file's epochs
+    for alias, key in ALGORITHMS[name].file_aliases.items():
+        if alias in params:
+            params[key] = params.pop(alias)
     others = _ALGORITHM_KEYS - _OWN_ALGORITHM_KEYS[name] - {"name"}
     return ALGORITHMS[name].from_config(params, "[algorithm]", ignore=others)
 

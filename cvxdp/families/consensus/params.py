@@ -3,8 +3,9 @@
 Each parameter is declared once (:class:`cvxdp.params.Param`); validation, messages, ``repr``, the JSON form and the
 case-file schema derive from the tables. An algorithm's behaviour is in its class: the consensus family reads
 :attr:`ConsensusAlgorithm.exact`, :meth:`~ConsensusAlgorithm.relaxation_at`, :attr:`~ConsensusAlgorithm.polish`,
-:attr:`~ConsensusAlgorithm.auto_blocks` and :meth:`~ConsensusAlgorithm.resolved` and never asks which algorithm it
-runs. Constructors only store; :meth:`~ConsensusAlgorithm.resolved` returns a copy with the run's schedules (the
+:attr:`~ConsensusAlgorithm.auto_blocks`, :meth:`~ConsensusAlgorithm.resolved` and the advice its warnings give
+(:meth:`~ConsensusAlgorithm.unsettled_advice`, :meth:`~ConsensusAlgorithm.stalled_advice`) and never asks which
+algorithm it runs. Constructors only store; :meth:`~ConsensusAlgorithm.resolved` returns a copy with the run's schedules (the
 user's object is never changed).
 """
 
@@ -79,6 +80,22 @@ class ConsensusAlgorithm(Algorithm):
         """Whether a round polishes, given the copies' mismatch of the round before and of round 1 (only ADMM
         polishes)."""
         return False
+
+    def unsettled_advice(self, rounds: int) -> tuple[str, dict[str, Any]]:
+        """What to try after a run of ``rounds`` rounds that has not settled (copies that agree on a point that
+        still moves: :func:`cvxdp.families.consensus.step_sizes.unsettled`): the hint's text and the suggested
+        settings."""
+        return ("more rounds, or rho='auto' (residual balancing) or a smaller rho",
+                {"rounds": 2 * rounds, "rho": "auto"})
+
+    def stalled_advice(self, agent: str | None, small_eta: float | None, lipschitz: float | None,
+                       needed: float | None) -> tuple[str, dict[str, Any]]:
+        """What to try after a run that diverged or stagnated (:func:`cvxdp.families.consensus.step_sizes.diagnose`).
+
+        ``agent`` has the largest final residual; ``small_eta`` is its eta when that is below what its curvature
+        bound ``lipschitz`` covers (else None), and ``needed`` the eta that bound calls for (None: unknown).
+        Returns the hint's text and the suggested settings."""
+        return "pass rho='auto' (the default, adaptive), or a larger or smaller rho (try 10x either way)", {"rho": "auto"}
 
     def resolved(self, epsilon: float | None = None) -> ConsensusAlgorithm:
         """A validated copy holding the run's schedules (``rho_schedule``, ``eta_schedule``); a
@@ -173,6 +190,22 @@ class LinearizedADMM(ConsensusAlgorithm):
         sched = self.schedule("eta")
         return sched if isinstance(sched, AutoEta) else None
 
+
+    def unsettled_advice(self, rounds: int) -> tuple[str, dict[str, Any]]:
+        """An exact prox step settles where the linearized one creeps: suggest exact ADMM with twice the rounds."""
+        return ("exact ADMM (cvxdp.ADMM), more rounds, or a smaller rho if you set one (rho='auto' only raises it)",
+                {"algorithm": "admm", "rounds": 2 * rounds})
+
+    def stalled_advice(self, agent: str | None, small_eta: float | None, lipschitz: float | None,
+                       needed: float | None) -> tuple[str, dict[str, Any]]:
+        """An eta below the agent's curvature bound is the likely cause: suggest twice it (at least ``needed``)."""
+        if agent is None or small_eta is None:
+            return super().stalled_advice(agent, small_eta, lipschitz, needed)
+        known = lipschitz is not None and math.isfinite(lipschitz)
+        text = f" (its gradient Lipschitz constant is ~{lipschitz:.4g})" if known else ""
+        hint = (f"eta for agent {agent!r} is {small_eta:.4g}{text}; pass eta='auto' (the default), a larger eta "
+                "(e.g. 2x), or declare lipschitz= on the agent")
+        return hint, {"eta": max(2 * small_eta, needed) if known and needed is not None else 2 * small_eta}
 
 class ADMM(ConsensusAlgorithm):
     """Exact ADMM: each agent solves ``argmin_{u in W} f(u) - <lambda, E u> + rho/2 ||B w - E u||^2``.

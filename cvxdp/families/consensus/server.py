@@ -387,6 +387,6 @@ class ConsensusFamily(Family):
             result.config["eta_per_agent"] = described
         # divergence / stagnation, read from released residuals only; the warning names the agent
         # stacklevel 5: diagnose <- finish <- run_loop <- solve <- the caller of cvxdp.solve
-        diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm.name,
+        diagnose(result.history, result.agent_history, stop_reason=result.stop_reason, algorithm=self.algorithm,
                  etas=self.etas(self.algorithm.rounds, state), constants=self.eta_plan.constants,
                  private=self.privacy is not None, stacklevel=5)

@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,6 +34,9 @@ import pandas as pd
 from ...errors import DeclarationError, StepSizeWarning
 from ...model import Curvature
 from ...schedules import AdaptiveRho, Constant
+
+if TYPE_CHECKING:
+    from .params import ConsensusAlgorithm
 
 #: eta_p = ETA_FACTOR * L_p for a general objective (the majorization condition eta_p >= L_p)
 ETA_FACTOR = 1.0
@@ -188,7 +191,7 @@ def _trend(values: np.ndarray) -> tuple[float, float]:
     return float(np.min(values[:k])), float(np.min(values[k:]))
 
 
-def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason: str, algorithm: str,
+def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason: str, algorithm: ConsensusAlgorithm,
              etas: Sequence[float] | None, constants: Sequence[Curvature] | None,
              tol: float = 1e-6, min_rounds: int = 40, private: bool = False,
              stacklevel: int = 3) -> list[StepSizeWarning]:
@@ -234,15 +237,9 @@ def diagnose(history: pd.DataFrame, agent_history: pd.DataFrame, *, stop_reason:
     curvature = Curvature(*constants[p]) if constants is not None and worst is not None else None
     L = curvature.value if curvature is not None else None
     covered = curvature.covers(etas[p]) if curvature is not None and etas is not None else None
-    eta_small = not covered
-    if algorithm == "ladmm" and worst is not None and etas is not None and eta_small:
-        known = f" (its gradient Lipschitz constant is ~{L:.4g})" if L is not None and math.isfinite(L) else ""
-        hint = (f"eta for agent {worst!r} is {etas[p]:.4g}{known}; pass eta='auto' (the default), a larger eta "
-                "(e.g. 2x), or declare lipschitz= on the agent")
-        suggestion = {"eta": 2 * etas[p] if not known else max(2 * etas[p], eta_factor(curvature) * L)}
-    else:
-        hint = "pass rho='auto' (the default, adaptive), or a larger or smaller rho (try 10x either way)"
-        suggestion = {"rho": "auto"}
+    small_eta = etas[p] if worst is not None and etas is not None and not covered else None
+    needed = eta_factor(curvature) * L if L is not None and math.isfinite(L) else None
+    hint, suggestion = algorithm.stalled_advice(worst, small_eta, L, needed)
     msg = (f"The run {kind}: primal residual {final:.3g} after {len(res)} rounds (largest at {who}). {hint}.")
     w = StepSizeWarning(msg, agent=worst, suggestion=suggestion)
     warnings.warn(w, stacklevel=stacklevel)
@@ -257,7 +254,7 @@ UNSETTLED_RATIO = 10.0
 UNSETTLED_SHARE = 1e-2
 
 
-def unsettled(history: pd.DataFrame, *, algorithm: str, stacklevel: int = 3) -> StepSizeWarning | None:
+def unsettled(history: pd.DataFrame, *, algorithm: ConsensusAlgorithm, stacklevel: int = 3) -> StepSizeWarning | None:
     """Warn when a run that used all its rounds ended with agreeing copies and a moving consensus point.
 
     Read from released values only: the primal residual ``||B w - E z||`` (how far the released copies are from
@@ -278,13 +275,7 @@ def unsettled(history: pd.DataFrame, *, algorithm: str, stacklevel: int = 3) -> 
         return None
     rounds = len(history)
     rho = float(history["rho"].iloc[-1]) if "rho" in history else math.nan
-    if algorithm == "ladmm":
-        hint = ("exact ADMM (cvxdp.ADMM), more rounds, or a smaller rho if you set one (rho='auto' only raises "
-                "it)")
-        suggestion: dict[str, Any] = {"algorithm": "admm", "rounds": 2 * rounds}
-    else:
-        hint = "more rounds, or rho='auto' (residual balancing) or a smaller rho"
-        suggestion = {"rounds": 2 * rounds, "rho": "auto"}
+    hint, suggestion = algorithm.unsettled_advice(rounds)
     w = StepSizeWarning(
         f"The run has not settled: after {rounds} rounds the copies agree (primal residual {primal:.3g}) but the "
         f"consensus point still moves (dual residual {final:.3g}, {final / max(primal, 1e-300):.3g}x the primal "

@@ -378,7 +378,7 @@ class ADMMSharing(Algorithm):
     name = "sharing"
     private_ok = True
     family = "sharing"
-    extra_file_keys = ("rounds",)  # the CLI's and a case file's rounds: the number of epochs here
+    file_aliases: ClassVar[dict[str, str]] = {"rounds": "epochs"}  # the CLI's and a case file's rounds: epochs here
     mechanisms = ("none", "OutG")
     parameters: ClassVar[dict[str, Param]] = {
         "rho": param(POSITIVE, help="penalty of the augmented Lagrangian (about the loss curvature: 0.25/N to 1/N)"),

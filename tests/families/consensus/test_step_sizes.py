@@ -237,7 +237,7 @@ def test_a_private_run_at_its_noise_floor_is_not_called_stagnant_but_divergence_
 
     flat = pd.DataFrame({"round": range(1, 101), "primal_residual": [1.0] * 100})
     agents = pd.DataFrame({"round": list(range(1, 101)), "agent": ["a"] * 100, "residual": [1.0] * 100})
-    kwargs = dict(stop_reason="rounds", algorithm="ladmm", etas=[1.0], constants=[(None, "none")])
+    kwargs = dict(stop_reason="rounds", algorithm=cvxdp.LinearizedADMM(), etas=[1.0], constants=[(None, "none")])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert len(diagnose(flat, agents, **kwargs)) == 1
@@ -459,7 +459,7 @@ def test_the_settling_rule_reads_both_residuals_and_stays_quiet_where_it_should(
     def warned(dual, primal=primal, **kwargs):
         history = pd.DataFrame({"round": rounds, "primal_residual": primal, "dual_residual": dual,
                                 "rho": [100.0] * 100})
-        args = dict(stop_reason="rounds", algorithm="ladmm", etas=None, constants=None) | kwargs
+        args = dict(stop_reason="rounds", algorithm=cvxdp.LinearizedADMM(), etas=None, constants=None) | kwargs
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return [str(w) for w in diagnose(history, agents, **args) if "has not settled" in str(w)]
@@ -470,4 +470,4 @@ def test_the_settling_rule_reads_both_residuals_and_stays_quiet_where_it_should(
     assert warned(moving, primal=np.geomspace(1.0, 0.2, 100)) == []  # within 10x of the primal residual
     assert warned(moving, private=True) == []  # a private run's residuals sit at the noise floor by design
     assert warned(moving, stop_reason="converged") == []  # stopped on its tolerances
-    assert "more rounds" in warned(moving, algorithm="admm")[0] and "cvxdp.ADMM" not in warned(moving, algorithm="admm")[0]
+    assert "more rounds" in warned(moving, algorithm=cvxdp.ADMM())[0] and "cvxdp.ADMM" not in warned(moving, algorithm=cvxdp.ADMM())[0]

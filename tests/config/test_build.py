@@ -1,0 +1,32 @@
+"""Building algorithms from [algorithm] tables (cvxdp.config.build)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cvxdp.config.build import make_algorithm
+from cvxdp.errors import ConfigError
+from cvxdp.families import ALGORITHMS
+
+
+def test_an_alias_is_read_as_the_parameter_it_names():
+    assert make_algorithm({"name": "sharing", "rounds": 3}).epochs == 3
+    assert make_algorithm({"name": "sharing", "epochs": 4}).epochs == 4
+    # another algorithm's table keeps its own rounds
+    assert make_algorithm({"name": "ladmm", "rounds": 3}).rounds == 3
+
+
+def test_the_alias_overrides_the_parameter_it_names():
+    # `cvxdp run --case sharing.toml --rounds 3` over a file's `epochs = 60`
+    assert make_algorithm({"name": "sharing", "epochs": 60, "rounds": 3}).epochs == 3
+
+
+def test_an_unknown_key_is_still_refused():
+    with pytest.raises(ConfigError, match="unknown key"):
+        make_algorithm({"name": "sharing", "epoch": 4})
+
+
+def test_every_alias_names_a_declared_parameter():
+    for cls in ALGORITHMS.values():
+        for key in cls.file_aliases.values():
+            assert key in cls.file_keys(), (cls.__name__, key)
