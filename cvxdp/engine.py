@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import check_choice, check_float, check_int, fail
-from .families import LinearizedADMM, family_class
+from .families import Algorithm, LinearizedADMM, family_class
 from .model import DEFAULT_SOLVERS, Agent, checked_agents
-from .params import Algorithm
 from .run import Backend, Result, SerialBackend, checkpoint_path, get_backend, root_seed_sequence, run_loop
 
 ACCOUNTANTS = ("basic", "rdp", "pld")

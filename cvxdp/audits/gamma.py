@@ -15,7 +15,9 @@ import numpy as np
 
 from ..engine import solve
 from ..errors import check_choice, check_float, check_int
-from ..families.graph.mechanism import (
+from ..families.graph import (
+    MADMM,
+    MRADMM,
     ERMConstants,
     PenaltyPerturbation,
     attach_erm_constants,
@@ -23,7 +25,6 @@ from ..families.graph.mechanism import (
     madmm_step_epsilon,
     sample_gamma_norm,
 )
-from ..families.graph.params import MADMM, MRADMM
 from ..model import Agent, SmoothObjective
 from .release import _two_statistics, empirical_epsilon
 

@@ -12,8 +12,7 @@ import numpy as np
 
 from ..engine import solve
 from ..errors import InvalidParameterError, check_choice, check_float, check_int, fail
-from ..families.sharing.params import ADMMSharing, SharingGaussian
-from ..families.sharing.server import as_mechanism, party_plan
+from ..families.sharing import ADMMSharing, SharingGaussian, as_mechanism, party_plan
 from ..model import PartyUpdate, VerticalParty
 from .release import BROKEN, _run_seeds, _two_statistics, empirical_epsilon, transcript_statistic
 

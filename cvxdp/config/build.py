@@ -11,9 +11,8 @@ from typing import Any
 
 from ..engine import solve
 from ..errors import ConfigError, CvxdpError
-from ..families import ALGORITHMS
+from ..families import ALGORITHMS, Algorithm
 from ..families import MECHANISMS as MECHANISM_CLASSES
-from ..params import Algorithm, schema_rows
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend
 from ..templates import build_model, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
@@ -208,29 +207,6 @@ def make_privacy(table: dict[str, Any]) -> Any:
                           + f". Got {name!r} instead.")
     cls, fixed = MECHANISM_CLASSES[name]
     return cls.from_config({**fixed, **params}, "[privacy]")
-
-
-def algorithm_schema() -> list[tuple[str, str, str, str]]:
-    """The [algorithm] rows of the case-file schema, derived from the algorithms' declared parameters
-    (:data:`cvxdp.config.schema.SCHEMA` holds them as text, so that ``--help`` loads nothing; a test checks they
-    are equal)."""
-    rows = [("name", "str", "ladmm", " | ".join(ALGORITHMS))]
-    rows += schema_rows(ALGORITHMS)
-    rows.append(("edges", "list of [str, str]", "none", "madmm, dvp, radmm, mradmm: the graph's edges themselves "
-                 "(instead of graph)"))
-    return rows
-
-
-def privacy_schema() -> list[tuple[str, str, str, str]]:
-    """The [privacy] rows of the case-file schema, derived from the mechanisms' declared parameters."""
-    rows = [("mechanism", "str", "none", "none | " + " | ".join(MECHANISM_CLASSES)
-             + " (each algorithm accepts its own: cvxdp run --help)")]
-    by_class = {}
-    for name, (cls, _) in MECHANISM_CLASSES.items():
-        by_class.setdefault(cls, []).append(name)
-    classes = {"/".join(names): cls for cls, names in by_class.items()}
-    rows += [r for r in schema_rows(classes) if r[0] != "noise"]
-    return rows
 
 
 def build_instance(case: Case):

@@ -17,7 +17,7 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("name", "str", "file stem", "run and output names"),
         ("description", "str", '""', "one line shown by `cvxdp cases`"),
     ],
-    # [algorithm] and [privacy]: generated from the declared parameters (cvxdp.config.build.algorithm_schema /
+    # [algorithm] and [privacy]: generated from the declared parameters (cvxdp.families.algorithm_schema /
     # privacy_schema; tests/config/test_schema.py checks they are equal), kept as text so --help loads nothing
     "[algorithm]": [
         ('name', 'str', 'ladmm', 'ladmm | admm | madmm | dvp | radmm | mradmm | sharing'),

@@ -22,11 +22,9 @@ import numpy as np
 
 from ..config.build import make_algorithm, make_privacy
 from ..errors import BackendError, CvxdpError
-from ..families import family_class
-from ..families.graph.mechanism import ERMConstants
+from ..families import ERMConstants, family_class
 from ..model import Declaration
-from ..run import Backend, NodeSpec, Result, checkpoint_path, run_loop
-from ..run.backends import method_name
+from ..run import Backend, NodeSpec, Result, checkpoint_path, method_name, run_loop
 from .party import FEASIBILITY_NOTE, Party, PartyFile  # Party, PartyFile: only for the in-process channel
 from .wire import answer, dumps, unpack
 

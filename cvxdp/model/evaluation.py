@@ -19,6 +19,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import cvxpy as cp
 import numpy as np
@@ -35,8 +36,10 @@ from cvxpy.cvxcore.python import canonInterface
 from cvxpy.lin_ops import lin_op as lo
 from cvxpy.reductions.eval_params import replace_params_with_consts
 
-from .agent import Agent, Layout
 from .compiled import cached, data_key
+
+if TYPE_CHECKING:  # annotations only
+    from .agent import Agent, Layout
 
 
 class AffineMap:

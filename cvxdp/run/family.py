@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..model import Evaluation, Release
-
 if TYPE_CHECKING:
+    from ..model import Evaluation, Release
     from ..privacy import PrivacyLedger
     from .backends import Backend, NodeSpec
     from .results import Result

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,10 +29,12 @@ from tqdm.auto import tqdm
 from ..errors import CvxdpError, PartyRefusedError, check_int
 from ..model import EVALUATION_LABEL, Evaluation, Node, Release, solution_violation
 from ..privacy import BudgetGuard, PrivacyLedger
-from .backends import Backend
 from .family import Family, RoundPlan, ordered
 from .results import Result
 from .storage import OutputLock, fingerprint, load_checkpoint, save_checkpoint
+
+if TYPE_CHECKING:  # annotations only
+    from .backends import Backend
 
 
 @dataclass

@@ -13,6 +13,7 @@ from cvxdp.config.schema import SCHEMA, keys, schema_markdown
 from cvxdp.studies import graph as study_graph
 from cvxdp.studies import grid as study
 from cvxdp.studies import sharing as study_sharing
+from cvxdp.studies import total as study_total
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_FILES_PAGE = ROOT / "docs" / "case-files.md"
@@ -30,7 +31,7 @@ def code_keys() -> dict[str, set[str]]:
             "[study] grid (default kind)": study._STUDY_KEYS, "[study] graph (kind = graph)": study_graph._STUDY_KEYS,
             "[[setting]] (graph studies)": study_graph._SETTING_KEYS,
             "[[comparison]] (graph studies)": study_graph._COMPARISON_KEYS,
-            "[study] sharing (kind = sharing)": study_sharing._KEYS, "[study] total (kind = total)": study._TOTAL_KEYS}
+            "[study] sharing (kind = sharing)": study_sharing._KEYS, "[study] total (kind = total)": study_total._TOTAL_KEYS}
 
 
 @pytest.mark.parametrize("table", list(SCHEMA))
@@ -92,7 +93,7 @@ def test_run_help_lists_every_case_key():
 
 def test_algorithm_and_privacy_rows_are_the_declared_parameters():
     """The [algorithm] and [privacy] schema is text (so --help loads nothing) generated from the classes' tables."""
-    from cvxdp.config.build import algorithm_schema, privacy_schema
+    from cvxdp.families import algorithm_schema, privacy_schema
 
     assert SCHEMA["[algorithm]"] == algorithm_schema()
     assert SCHEMA["[privacy]"] == privacy_schema()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cvxdp.studies.grid import run_total_study
+from cvxdp.studies.total import run_total_study
 
 
 def _run_quietly(path: Path, out: Path, **kwargs) -> dict:

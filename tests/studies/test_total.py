@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("pandapower")
 
 from cvxdp.errors import ConfigError  # noqa: E402
-from cvxdp.studies.grid import (  # noqa: E402
+from cvxdp.studies.grid import load_study  # noqa: E402
+from cvxdp.studies.total import (  # noqa: E402
     lead_lines,
-    load_study,
     load_total_study,
     load_total_table,
     method_table,

@@ -16,7 +16,7 @@ from cvxdp.audits.release import audit_local_update
 from cvxdp.config.build import load_case, run_case
 from cvxdp.errors import ConfigError
 from cvxdp.privacy import make_mechanism
-from cvxdp.studies.grid import (
+from cvxdp.studies.total import (
     _dataset_case,
     _total_case,
     column_winner,

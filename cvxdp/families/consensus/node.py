@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,8 +34,10 @@ from ...model import (
     set_verdict,
 )
 from ...privacy import step_epsilon
-from .params import ConsensusAlgorithm
 from .updates import dual_update, linearized_updates, smallest_weight, whole_range
+
+if TYPE_CHECKING:  # annotations only
+    from .params import ConsensusAlgorithm
 
 #: a run's gradient time (at one agent) must reach this many seconds before it is compared with its solve time
 SLOW_GRADIENT_SECONDS = 0.5

@@ -4,8 +4,16 @@
 perturbation and the papers' bounds (26)/(32)), ``node.py`` (the party), ``server.py`` (the coordinator).
 """
 
-from .mechanism import PenaltyPerturbation
+from .mechanism import (
+    ERMConstants,
+    PenaltyPerturbation,
+    attach_erm_constants,
+    inexact_solve_note,
+    madmm_step_epsilon,
+    sample_gamma_norm,
+)
 from .params import DVP, MADMM, MRADMM, RADMM
 from .server import GraphFamily
 
-__all__ = ["DVP", "GraphFamily", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM"]
+__all__ = ["DVP", "ERMConstants", "GraphFamily", "MADMM", "MRADMM", "PenaltyPerturbation", "RADMM", "attach_erm_constants",
+           "inexact_solve_note", "madmm_step_epsilon", "sample_gamma_norm"]

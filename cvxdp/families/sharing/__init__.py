@@ -5,6 +5,6 @@
 """
 
 from .params import ADMMSharing, SharingGaussian
-from .server import SharingFamily
+from .server import SharingFamily, as_mechanism, party_plan
 
-__all__ = ["ADMMSharing", "SharingFamily", "SharingGaussian"]
+__all__ = ["ADMMSharing", "SharingFamily", "SharingGaussian", "as_mechanism", "party_plan"]

@@ -1,0 +1,747 @@
+"""Equal-total-epsilon studies (``[study] kind = "total"``, issue 39): methods compared at the same whole-run privacy.
+
+A study file with ``[study] kind = "total"`` (named by a grid study's ``total`` key, or run on its own). Its axis is each agent's **total** privacy over the whole run:
+
+* the per-round mechanisms (ObjL, ObjG, OutL, OutG) are calibrated with ``calibrate = "total"`` (PLD) to it, with
+  the rounds T and local updates J of the study's public ``schedule`` (below);
+* the one-shot anchors perturb each agent's private data once (:class:`cvxdp.privacy.InputPerturbation`, ``InL``
+  Laplace, ``InG`` Gaussian) at the template's declared adjacency and then run exact ADMM, which is
+  post-processing: the whole run spends the one release (the power template's loads; a template without a
+  ``perturbed_inputs`` hook has no anchor);
+* the one-shot releases (``anchors = ["OutG-once"]``, also ObjL/ObjG/OutL-once; any template) are ONE release of
+  a per-round mechanism: one round (T = 1) of ``one_shot_local_updates`` local updates (J = 1 by default: noise
+  drawn once, after one update from the public start, where the stated sensitivity holds), the whole budget, the
+  coordinator's global update of the copies as the model; the ledger holds one entry per party;
+* the non-private line is exact ADMM on the true data (power), else the case's algorithm without noise.
+
+``mechanisms`` may hold variants: ``{ name = "ObjG-q0.1", mechanism = "ObjG", privacy = { sampling_rate = 0.1,
+clip_norm = 1.0 } }`` (its own [privacy] entries). ``datasets = [{ name = "writers 0-9", model = {...} }, ...]``
+runs every cell on each data set (the ``model`` entries replace the case's; ``writers`` replaces ``agents``); the
+cell keys, ``results.csv`` and ``table.csv`` name the data set, and the report's winner row and verdict name a
+winner only when the same method wins the column on every data set ("no ranking: X wins on A (...), Y wins on B
+(...)" otherwise).
+
+Every private cell runs for each seed; the report's first table is method x total epsilon (mean +- standard error
+over seeds), with the winner per column and the anchors' rows. Utility is measured on the TRUE data (for the power
+template: the balance deviation at the true loads and the dispatch-cost error against the central optimum).
+
+How T and J are chosen (public information only): ``schedule`` is a list of ``[max_epsilon, rounds,
+local_updates]`` rows, sorted by ``max_epsilon``; a total epsilon takes the first row whose ``max_epsilon`` is at
+least it (the last row past the end). It is part of the study file, fixed before any run and read from nothing but
+the declared budget, so the choice costs no privacy. (A choice made by comparing runs on the private data would
+have to be charged to the budget: this study does not do that.)
+
+Layout of ``--out DIR``: ``runs/<cell>/`` (resumable cells, :mod:`.cells`), ``results.csv`` (one row per cell),
+``table.csv`` (method x total epsilon: mean and standard error of each metric), ``histories.csv``,
+``ledger.json``, ``utility_vs_total_epsilon.png``, ``report.md``. :func:`load_total_table` reloads the table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ..config.build import (
+    MECHANISMS,
+    build_instance,
+    load_case,
+    load_toml,
+    read_study_file,
+    run_case,
+    settings_context,
+)
+from ..errors import ConfigError
+from ..plots import utility_vs_total_epsilon
+from ..privacy import InputPerturbation, PrivacyLedger
+from ..run import Result, jsonable, locks_output
+from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
+from .tables import markdown_table
+
+_TOTAL_KEYS = {"kind", "name", "description", "case", "mechanisms", "anchors", "epsilons", "delta", "seeds", "schedule",
+               "anchor_rounds", "baseline", "datasets", "one_shot_local_updates"}
+#: the one-shot anchors: name -> noise of the input perturbation
+ANCHORS = {"InL": "laplace", "InG": "gaussian"}
+#: the one-shot releases of a per-round mechanism (noise drawn once: T = 1, J = ``one_shot_local_updates``, the
+#: whole budget, calibrate = "total"): anchor name -> mechanism
+ONE_SHOT = {f"{m}-once": m for m in ("ObjL", "ObjG", "OutL", "OutG")}
+#: the centralized private anchor: a trusted curator's model on the pooled data at the same total budget
+#: (the template's ``ModelInstance.central_private``; the logistic template: DP-SGD)
+CENTRAL = "central"
+#: the table's metrics per template family, the first one decides the winner
+METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
+#: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
+_STUDY_SET = ("mechanism", "epsilon", "delta", "calibrate")
+
+
+def _slug(name: str) -> str:
+    """A data set's name as part of a cell key (a directory name)."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+
+
+@dataclass(frozen=True)
+class TotalCell:
+    """One run of an equal-total study: a method (a per-round mechanism, an anchor or ``"none"``) at a total
+    epsilon (None: non-private) for one seed, with its rounds and local updates, on one data set (``""``: the
+    case's own data, the study declares no ``datasets``)."""
+
+    method: str
+    epsilon: float | None
+    seed: int
+    rounds: int
+    local_updates: int
+    dataset: str = ""
+
+    @property
+    def key(self) -> str:
+        eps = "none" if self.epsilon is None else f"{self.epsilon:g}"
+        head = f"{_slug(self.dataset)}__" if self.dataset else ""
+        return f"{head}{self.method}_total{eps}_T{self.rounds}_J{self.local_updates}_seed{self.seed}"
+
+
+@dataclass
+class TotalStudy:
+    """A loaded ``kind = "total"`` study file (see the module docstring)."""
+
+    path: Path
+    name: str
+    case_path: Path
+    mechanisms: list[str]
+    anchors: list[str]
+    epsilons: list[float]
+    delta: float
+    seeds: list[int]
+    schedule: list[tuple[float, int, int]]
+    anchor_rounds: int
+    baseline: bool
+    overrides: dict[str, dict]
+    #: per-round method name -> (mechanism, its own [privacy] entries), e.g. "ObjG-q0.1" -> ("ObjG", {...})
+    variants: dict[str, tuple[str, dict]] = field(default_factory=dict)
+    #: (name, [model] overrides of the case) per data set; empty: the case's own data only
+    datasets: list[tuple[str, dict]] = field(default_factory=list)
+    #: the public J of the one-shot anchors (ObjG-once, ...)
+    one_shot_local_updates: int = 1
+
+    def schedule_for(self, epsilon: float) -> tuple[int, int]:
+        """``(rounds, local_updates)`` of a total ``epsilon``: the first schedule row whose ``max_epsilon`` is at
+        least it, else the last row (public: reads only the declared budget)."""
+        for max_eps, rounds, js in self.schedule:
+            if epsilon <= max_eps:
+                return rounds, js
+        return self.schedule[-1][1], self.schedule[-1][2]
+
+    def cells(self) -> list[TotalCell]:
+        """Every cell, per data set: the non-private baseline (first seed, ``anchor_rounds`` rounds), then each
+        method x total epsilon x seed."""
+        out = []
+        for ds in [name for name, _ in self.datasets] or [""]:
+            out += [TotalCell("none", None, self.seeds[0], self.anchor_rounds, 1, ds)] if self.baseline else []
+            for eps in self.epsilons:
+                rounds, js = self.schedule_for(eps)
+                out += [TotalCell(m, eps, s, rounds, js, ds) for m in self.mechanisms for s in self.seeds]
+                for a in self.anchors:
+                    t, j = (1, self.one_shot_local_updates) if a in ONE_SHOT else \
+                        ((1, 1) if a == CENTRAL else (self.anchor_rounds, 1))
+                    out += [TotalCell(a, eps, s, t, j, ds) for s in self.seeds]
+        return out
+
+
+def is_total_study(path: str | Path) -> bool:
+    """Whether ``path`` is a study file with ``[study] kind = "total"``."""
+    raw = load_toml(path)
+    return isinstance(raw.get("study"), dict) and raw["study"].get("kind") == "total"
+
+
+def _total_numbers(table: dict, key: str, path: Path, kind: type, default: Any = None) -> list:
+    values = table.get(key, default)
+    ok = isinstance(values, list) and values and all(
+        not isinstance(v, bool) and isinstance(v, (int, float) if kind is float else int) and math.isfinite(v)
+        and (v > 0 if kind is float else v >= 0) for v in values)
+    if not ok:
+        what = "positive numbers" if kind is float else "non-negative ints"
+        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list of {what}. "
+                          f"Got {values!r} instead.")
+    return [kind(v) for v in values]
+
+
+def _total_schedule(value: object, path: Path) -> list[tuple[float, int, int]]:
+    rows = value if value is not None else [[math.inf, 100, 1]]
+    expected = "a non-empty list of [max_epsilon > 0, rounds >= 1, local_updates >= 1] rows"
+    if not isinstance(rows, list) or not rows:
+        raise ConfigError(f"{path}: the 'schedule' entry of [study] must be {expected}. Got {value!r} instead.")
+    out = []
+    for row in rows:
+        if not (isinstance(row, list) and len(row) == 3 and not any(isinstance(v, bool) for v in row)
+                and isinstance(row[0], (int, float)) and row[0] > 0 and isinstance(row[1], int) and row[1] >= 1
+                and isinstance(row[2], int) and row[2] >= 1):
+            raise ConfigError(f"{path}: the 'schedule' entry of [study] must be {expected}. Got the row {row!r}.")
+        out.append((float(row[0]), int(row[1]), int(row[2])))
+    if [r[0] for r in out] != sorted(r[0] for r in out):
+        raise ConfigError(f"{path}: the rows of the 'schedule' entry of [study] must be sorted by max_epsilon. "
+                          f"Got {[r[0] for r in out]} instead.")
+    return out
+
+
+def _total_methods(value: object, path: Path) -> dict[str, tuple[str, dict]]:
+    """``mechanisms``: names (ObjG, ...) or tables ``{ name, mechanism, privacy }`` (a variant with its own
+    [privacy] entries, e.g. ``sampling_rate``) -> name -> (mechanism, privacy entries)."""
+    expected = ("a list of names from ObjL, ObjG, OutL, OutG, or of tables { name = \"ObjG-q0.1\", mechanism = "
+                "\"ObjG\", privacy = { sampling_rate = 0.1, clip_norm = 1.0 } } with distinct names")
+    if not isinstance(value, list):
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got {value!r} instead.")
+    out: dict[str, tuple[str, dict]] = {}
+    for item in value:
+        if isinstance(item, str):
+            name, mech, priv = item, item, {}
+        elif isinstance(item, dict) and {"name", "mechanism"} <= set(item) <= {"name", "mechanism", "privacy"}:
+            name, mech, priv = item["name"], item["mechanism"], item.get("privacy", {})
+        else:
+            raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got the entry {item!r}.")
+        if mech not in MECHANISMS or mech == "none" or not isinstance(name, str) or not name or name in out \
+                or name in ANCHORS or name in ONE_SHOT or name == "none":
+            raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got the entry {item!r}.")
+        if not isinstance(priv, dict) or set(priv) & set(_STUDY_SET):
+            raise ConfigError(f"{path}: the 'privacy' table of the mechanism {name!r} in [study] must be a table of "
+                              f"[privacy] entries other than {', '.join(_STUDY_SET)} (the study sets those). Got "
+                              f"{priv!r} instead.")
+        out[name] = (mech, dict(priv))
+    return out
+
+
+def _total_datasets(value: object, path: Path) -> list[tuple[str, dict]]:
+    """``datasets``: a non-empty list of ``{ name, model }`` tables with distinct names (and distinct keys)."""
+    if value is None:
+        return []
+    expected = ("a non-empty list of tables { name = \"...\", model = { ... } } with distinct names (model: "
+                "[model] entries of the case replaced for that data set)")
+    if not isinstance(value, list) or not value:
+        raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. Got {value!r} instead.")
+    out: list[tuple[str, dict]] = []
+    for item in value:
+        if not (isinstance(item, dict) and set(item) == {"name", "model"} and isinstance(item["name"], str)
+                and _slug(item["name"]) and isinstance(item["model"], dict)):
+            raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. Got the entry {item!r}.")
+        if _slug(item["name"]) in {_slug(n) for n, _ in out}:
+            raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. The name "
+                              f"{item['name']!r} appears twice (or two names differ only in punctuation).")
+        out.append((item["name"], dict(item["model"])))
+    return out
+
+
+def load_total_study(path: str | Path) -> TotalStudy:
+    """Load and check a ``kind = "total"`` study file (a [study] table plus optional [algorithm]/[privacy]/[run]
+    overrides of the per-round cells)."""
+    path, raw, table, case_path = read_study_file(path, keys=_TOTAL_KEYS, sections={"algorithm", "privacy", "run"},
+                                                  kind="total")
+    variants = _total_methods(table.get("mechanisms", ["ObjG", "OutG"]), path)
+    anchors = table.get("anchors", list(ANCHORS))
+    if not isinstance(anchors, list) or any(a not in ANCHORS and a not in ONE_SHOT and a != CENTRAL
+                                            for a in anchors):
+        raise ConfigError(f"{path}: the 'anchors' entry of [study] must be a list of names from "
+                          f"{', '.join([*ANCHORS, *ONE_SHOT, CENTRAL])}. Got {anchors!r} instead.")
+    if not variants and not anchors:
+        raise ConfigError(f"{path}: an equal-total study needs at least one mechanism or anchor.")
+    delta = table.get("delta", 1e-5)
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+        raise ConfigError(f"{path}: the 'delta' entry of [study] must be a float in (0, 1). Got {delta!r} instead.")
+    counts = {}
+    for key, default in (("anchor_rounds", 100), ("one_shot_local_updates", 1)):
+        value = counts[key] = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{path}: the {key!r} entry of [study] must be an int in [1, inf). "
+                              f"Got {value!r} instead.")
+    baseline = table.get("baseline", True)
+    if not isinstance(baseline, bool):
+        raise ConfigError(f"{path}: the 'baseline' entry of [study] must be true or false. Got {baseline!r} instead.")
+    seeds = _total_numbers(table, "seeds", path, int, [0, 1, 2])
+    return TotalStudy(path=path, name=str(table.get("name", path.stem)), case_path=case_path,
+                      mechanisms=list(variants), anchors=list(anchors),
+                      epsilons=_total_numbers(table, "epsilons", path, float, [0.5, 1.0, 4.0]), delta=float(delta),
+                      seeds=seeds, schedule=_total_schedule(table.get("schedule"), path),
+                      anchor_rounds=counts["anchor_rounds"], baseline=baseline,
+                      overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")},
+                      variants=variants, datasets=_total_datasets(table.get("datasets"), path),
+                      one_shot_local_updates=counts["one_shot_local_updates"])
+
+
+def _dataset_case(base: Any, model: dict) -> Any:
+    """The case of one data set: ``model`` replaces [model] entries of ``base`` (``writers`` replaces ``agents``:
+    they are exclusive)."""
+    case = base.with_overrides()
+    if "writers" in model and "agents" not in model:
+        case.model.pop("agents", None)
+    case.model.update(model)
+    return case
+
+
+def _total_case(study: TotalStudy, base: Any, cell: TotalCell, exact_baseline: bool = True) -> Any:
+    """The case of a cell: a per-round mechanism (or a one-shot release of one: T = 1) calibrated to the total, or
+    exact ADMM (input-perturbation anchors; the baseline when ``exact_baseline``), or the case's own algorithm
+    without noise (the baseline otherwise)."""
+    run = {**study.overrides["run"], "seed": cell.seed}
+    if cell.method == CENTRAL:  # no federated run: the case fingerprints the data and the model
+        case = base.with_overrides(run=run)
+        case.privacy = {"mechanism": "none"}
+        return case
+    if cell.method in ANCHORS or (cell.method == "none" and exact_baseline):
+        case = base.with_overrides(run=run)
+        case.algorithm = {"name": "admm", "rounds": cell.rounds}
+        case.privacy = {"mechanism": "none"}
+        return case
+    case = base.with_overrides(algorithm={**study.overrides["algorithm"], "rounds": cell.rounds,
+                                          "local_updates": cell.local_updates}, run=run)
+    if cell.method == "none":
+        case.privacy = {"mechanism": "none"}
+        return case
+    mechanism, extra = (ONE_SHOT[cell.method], {}) if cell.method in ONE_SHOT else \
+        study.variants.get(cell.method, (cell.method, {}))
+    case.privacy = {**{k: v for k, v in base.privacy.items() if k not in _STUDY_SET},
+                    **study.overrides["privacy"], **extra, "mechanism": mechanism, "epsilon": cell.epsilon,
+                    "delta": study.delta, "calibrate": "total"}
+    return case
+
+
+def _anchor_run(case: Any, instance: Any, mechanism: InputPerturbation, seed: int) -> tuple[Any, dict[str, Any]]:
+    """Exact ADMM on the data perturbed once; evaluated on the true data; the ledger holds the one release."""
+    with instance.perturbed_inputs(mechanism, seed) as releases:
+        outcome = run_case(case, instance=instance)  # exact ADMM: post-processing of the perturbed data
+    result = outcome.result
+    ledger = PrivacyLedger([a.name for a in instance.agents], target_delta=mechanism.delta or 1e-5)
+    for name, release in releases.items():
+        ledger.record(name, release.event, 1, claim=(release.epsilon, release.delta))
+    result.ledger, result.privacy = ledger, ledger.summary()
+    result.config["input_perturbation"] = {
+        "mechanism": mechanism.name, "noise": mechanism.noise, "epsilon": mechanism.epsilon, "delta": mechanism.delta,
+        "per_agent": {n: {"scale": r.scale, "sensitivity": r.sensitivity} for n, r in releases.items()}}
+    summary = {k: v for k, v in outcome.summary.items() if k != "privacy"}
+    summary.update(instance.evaluate(result))  # on the TRUE data (restored on leaving the block)
+    summary.update(result.summary())
+    summary["objective"] = summary.get("zone_objective", summary.get("objective"))  # the true data's objective
+    summary["mechanism"], summary["epsilon"] = mechanism.name, mechanism.epsilon
+    return result, summary
+
+
+def _central_run(instance: Any, epsilon: float, delta: float, seed: int) -> tuple[Any, dict[str, Any]]:
+    """The template's centralized private anchor (``ModelInstance.central_private``) as a study cell: a one-row
+    history of its metrics and a ledger of its one pooled release (its ``steps`` composed events)."""
+    out = instance.central_private(epsilon, delta, seed)
+    metrics = {k: float(v) for k, v in out.items() if k in METRICS["fl"] or k == "train_error"}
+    ledger = PrivacyLedger([CENTRAL], target_delta=delta)
+    ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(epsilon, delta))
+    history = pd.DataFrame([{"round": 1, **metrics}])
+    config = {"central_private": {k: out[k] for k in ("method", "noise_multiplier", "sampling_rate", "steps")
+                                  if k in out}, "seed": seed}
+    result = Result(history=history, agent_history=pd.DataFrame([{"round": 1, "agent": CENTRAL}]),
+                    solution={"theta": np.asarray(out["solution"], dtype=float)}, local={}, privacy=ledger.summary(),
+                    config=config, stop_reason="rounds", ledger=ledger)
+    summary = {**metrics, **result.summary(), "mechanism": out.get("method", CENTRAL), "epsilon": epsilon}
+    return result, summary
+
+
+def _total_metrics(row: dict[str, Any], family: str) -> dict[str, float]:
+    if family == "power":
+        cost_gap = row.get("cost_gap")
+        return {"balance_deviation": row.get("balance_deviation"),
+                "cost_error": abs(cost_gap) if cost_gap is not None and np.isfinite(cost_gap) else float("nan")}
+    return {m: row.get(m) for m in METRICS["fl"]}
+
+
+@locks_output("study directory")  # a second study writing the same directory is refused
+def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True, run: dict | None = None,
+                    data: str | Path | None = None) -> dict:
+    """Run (or resume) an equal-total study and write its tables, figure and report into ``out``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``kind = "total"`` study file.
+    out : str or Path
+        Output directory (see the module docstring).
+    progress : bool
+        Show a progress bar.
+    run : dict, optional
+        [run] overrides of every cell (None values ignored).
+    data : str or Path, optional
+        A local file or directory: the case's ``[model] path`` (e.g. a LEAF FEMNIST directory), for every data set.
+
+    Returns
+    -------
+    dict
+        ``{"study", "out", "runs", "computed", "reused", "files"}``.
+    """
+    study = load_total_study(path)
+    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
+    out = Path(out)
+    runner = CellRunner(out)
+    case = load_case(study.case_path)
+    if data is not None:
+        if case.template in ("power", "toy"):
+            raise ConfigError(f"--data sets [model] path, which the {case.template} template does not read.")
+        case.model["path"] = str(Path(data).resolve())
+    family = "power" if case.template == "power" else "fl"
+    exact = family == "power"  # the non-private line: exact ADMM (power), else the case's own algorithm
+    bases = {name: _dataset_case(case, model) for name, model in study.datasets} or {"": case}
+    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": case.to_dict(),
+                                                          "schedule": study.schedule,
+                                                          "datasets": study.datasets}), indent=2))
+    rows, histories, ledgers = [], [], {}
+    collected: dict[tuple, list] = {}
+    cells = study.cells()
+    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
+    contexts: dict[str, tuple] = {}  # per data set: (context, instance or None), made on its first cell
+    for cell in bar:
+        bar.set_postfix_str(cell.key)
+        base = bases[cell.dataset]
+        if cell.dataset not in contexts:
+            context, instance = settings_context(base)
+            for needed, hook, what in (
+                    (CENTRAL in study.anchors, "central_private", "centralized private anchor (the logistic "
+                     "template's multiclass models have one); remove 'central' from anchors in [study]"),
+                    (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
+                     f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
+                     "no hook)")):
+                if needed:  # the anchors' template hooks, checked before any run
+                    instance = instance or build_instance(base)
+                    if getattr(instance, hook) is None:
+                        raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
+                                          f"settings) has no {what} (ModelInstance.{hook}).")
+            contexts[cell.dataset] = (context, instance)
+        context = contexts[cell.dataset][0]
+        case = _total_case(study, base, cell, exact)
+        config = cell_config(case)
+        if cell.method in ANCHORS:
+            mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
+            config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
+        if cell.method == CENTRAL:
+            config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta}
+
+        def compute(cell_dir: Path, case=case, cell=cell, base=base) -> tuple:
+            context, instance = contexts[cell.dataset]
+            if instance is None:
+                instance = build_instance(base)
+                contexts[cell.dataset] = (context, instance)
+            with collecting_warnings(collected):
+                if cell.method == CENTRAL:
+                    return _central_run(instance, cell.epsilon, study.delta, cell.seed)
+                if cell.method in ANCHORS:
+                    return _anchor_run(case, instance, InputPerturbation(ANCHORS[cell.method], cell.epsilon,
+                                                                         study.delta), cell.seed)
+                outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+            return outcome.result, outcome.summary
+
+        result, summary = runner.run(cell.key, config, compute, context=context)
+        priv = summary.get("privacy") or {}
+        kind = "central" if cell.method == CENTRAL else "anchor" if cell.method in ANCHORS or cell.method in ONE_SHOT else \
+            ("non-private" if cell.method == "none" else "per-round")
+        cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
+                "kind": kind, "total_epsilon": cell.epsilon, "delta": None if cell.epsilon is None else study.delta,
+                "seed": cell.seed, "rounds": cell.rounds, "local_updates": cell.local_updates}
+        flat = {k: v for k, v in summary.items() if k not in cols and not isinstance(v, (dict, list))}
+        row = {**cols, **flat, "eps_pld": priv.get("pld")}
+        rows.append({**row, **_total_metrics(row, family)})
+        histories.append(result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
+                                               total_epsilon=cell.epsilon, seed=cell.seed))
+        ledgers[cell.key] = result.privacy
+    bar.close()
+    report_warnings(collected)
+    results = pd.DataFrame(rows)
+    results.to_csv(out / "results.csv", index=False)
+    with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
+        warnings.simplefilter("ignore", FutureWarning)
+        pd.concat([h for h in histories if len(h)], ignore_index=True).to_csv(out / "histories.csv", index=False)
+    (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
+    table = summarise(results, family)
+    table.to_csv(out / "table.csv", index=False)
+    baselines = _total_baselines(results, family)
+    anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
+    figure = utility_vs_total_epsilon(
+        table, METRICS[family], out / "utility_vs_total_epsilon.png", family=family,
+        baseline=next(iter(baselines.values()), {}), baselines=baselines,
+        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
+        title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
+              f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+    (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
+    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
+            "reused": runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
+                                               figure.name, "report.md"]}
+
+
+def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
+    """Data set x method x total epsilon: count, mean and standard error (``std(ddof=1) / sqrt(n)``, NaN for one
+    seed) of each metric, and the PLD total (worst agent, largest over seeds)."""
+    private = results[results["method"] != "none"]
+    if "dataset" not in private:
+        private = private.assign(dataset="")
+    rows = []
+    for (dataset, method, eps), grp in private.groupby(["dataset", "method", "total_epsilon"], sort=False):
+        row = {"dataset": dataset, "method": method, "kind": grp["kind"].iloc[0], "total_epsilon": float(eps),
+               "seeds": len(grp),
+               "rounds": int(grp["rounds"].iloc[0]), "local_updates": int(grp["local_updates"].iloc[0]),
+               "eps_pld": pd.to_numeric(grp["eps_pld"], errors="coerce").max()}
+        for metric in METRICS[family]:
+            values = pd.to_numeric(grp[metric], errors="coerce").dropna()
+            row[f"{metric}_mean"] = float(values.mean()) if len(values) else float("nan")
+            row[f"{metric}_se"] = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 \
+                else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def load_total_table(out: str | Path) -> pd.DataFrame:
+    """The method x total-epsilon table of a finished equal-total study directory (``table.csv``)."""
+    file = Path(out) / "table.csv"
+    if not file.is_file():
+        raise ConfigError(f"{str(out)!r} holds no finished equal-total study (no table.csv); run it with "
+                          "cvxdp study STUDY.toml --out DIR.")
+    return pd.read_csv(file)
+
+
+def _total_baselines(results: pd.DataFrame, family: str) -> dict[str, dict[str, float]]:
+    """Data set -> metric -> the non-private run's value (empty without a baseline)."""
+    base = results[results["method"] == "none"]
+    if "dataset" not in base:
+        base = base.assign(dataset="")
+    return {ds: {m: float(pd.to_numeric(grp[m], errors="coerce").mean()) for m in METRICS[family]}
+            for ds, grp in base.groupby("dataset", sort=False)}
+
+
+def _pm(mean: float, se: float, fmt: str = ".3g") -> str:
+    if not np.isfinite(mean):
+        return "n/a"
+    return f"{mean:{fmt}} +- {se:{fmt}}" if np.isfinite(se) else f"{mean:{fmt}}"
+
+
+def _datasets(table: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(table["dataset"])) if "dataset" in table else [""]
+
+
+def column_winner(table: pd.DataFrame, metric: str, epsilon: float, kinds: tuple[str, ...] | None = None
+                  ) -> tuple[str | None, str]:
+    """The method with the lowest mean ``metric`` at total ``epsilon`` (among ``kinds``, None: every method),
+    stated only when the same method wins on every data set of ``table``.
+
+    Returns
+    -------
+    tuple
+        ``(winner, text)``: the winner's name and the name again, or ``(None, "no ranking: X wins on A (mean +- se),
+        Y on B (...)")`` when the winners differ (or a data set has no value), or ``(None, "n/a")``.
+    """
+    col = table[table["total_epsilon"] == epsilon].dropna(subset=[f"{metric}_mean"])
+    if kinds is not None:
+        col = col[col["kind"].isin(kinds)]
+    if not len(col):
+        return None, "n/a"
+    sets = _datasets(table)
+    if "dataset" not in col:
+        col = col.assign(dataset="")
+    best = {ds: grp.loc[grp[f"{metric}_mean"].idxmin()] for ds, grp in col.groupby("dataset", sort=False)}
+    names = {str(r["method"]) for r in best.values()}
+    if len(names) == 1 and len(best) == len(sets):
+        winner = names.pop()
+        return winner, winner
+    parts = [f"{r['method']} wins on {ds} ({_pm(r[f'{metric}_mean'], r[f'{metric}_se'])})" for ds, r in best.items()]
+    parts += [f"no value on {ds}" for ds in sets if ds not in best]
+    return None, "no ranking: " + ", ".join(parts)
+
+
+def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``metric`` as method (rows: per-round mechanisms, then the one-shot anchors, then the centralized private
+    anchor; one row per data set when the table holds several) x total epsilon (columns), each ``mean +- se``, with a
+    last row naming the federated winner (lowest mean of the per-round and one-shot methods; the centralized anchor
+    is the reference of what distribution costs) of each column -- only when the same method wins it on every data
+    set (:func:`column_winner`)."""
+    eps = sorted(table["total_epsilon"].unique())
+    rank = {"per-round": 0, "anchor": 1, "central": 2}
+    order = list(dict.fromkeys(table.sort_values("kind", key=lambda k: k.map(rank).fillna(0),
+                                                 kind="stable")["method"]))
+    sets = _datasets(table)
+    rows = []
+    for method in order:
+        for ds in sets:
+            sub = table[table["method"] == method]
+            if len(sets) > 1:
+                sub = sub[sub["dataset"] == ds]
+            if not len(sub):
+                continue
+            sub = sub.set_index("total_epsilon")
+            kind = {"anchor": "one-shot anchor", "central": "central anchor, pooled data"}.get(sub["kind"].iloc[0],
+                                                                                              "per round")
+            rows.append({"method": f"{method} ({kind})", **({"data set": ds} if len(sets) > 1 else {}), **{
+                f"eps={e:g}": _pm(sub.loc[e, f"{metric}_mean"], sub.loc[e, f"{metric}_se"]) if e in sub.index
+                else "n/a" for e in eps}})
+    rows.append({"method": "**winner**", **({"data set": "every one"} if len(sets) > 1 else {}),
+                 **{f"eps={e:g}": column_winner(table, metric, e, ("per-round", "anchor"))[1] for e in eps}})
+    return pd.DataFrame(rows)
+
+
+def verdict(table: pd.DataFrame, family: str) -> list[str]:
+    """Per total epsilon and metric: the best per-round method against the best one-shot anchor (lowest means;
+    standard errors shown; per data set when there are several, and a winner only when it wins on every one), and
+    one sentence when iteration never beats the one-shot baseline."""
+    lines, beaten = [], []
+    cost = distribution_cost(table, family)
+    if not len(table[table["kind"] == "per-round"]) or not len(table[table["kind"] == "anchor"]):
+        return cost
+    sets = _datasets(table)
+    for eps in sorted(table["total_epsilon"].unique()):
+        for ds in sets:
+            sub = table[table["dataset"] == ds] if len(sets) > 1 else table
+            per_round, anchors = sub[sub["kind"] == "per-round"], sub[sub["kind"] == "anchor"]
+            parts = []
+            for m in METRICS[family]:
+                pr = per_round[per_round["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                an = anchors[anchors["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                if not len(pr) or not len(an):
+                    continue
+                a, b = pr.loc[pr[f"{m}_mean"].idxmin()], an.loc[an[f"{m}_mean"].idxmin()]
+                wins = bool(a[f"{m}_mean"] <= b[f"{m}_mean"])
+                if wins:
+                    beaten.append(f"{m} at total eps {eps:g}" + (f" on {ds}" if len(sets) > 1 else ""))
+                parts.append(f"{m}: {a['method']} (T = {int(a['rounds'])}, J = {int(a['local_updates'])}) "
+                             f"{_pm(a[f'{m}_mean'], a[f'{m}_se'])} vs {b['method']} "
+                             f"{_pm(b[f'{m}_mean'], b[f'{m}_se'])}" + (" (per-round lower)" if wins else ""))
+            if parts:
+                where = f" on {ds}" if len(sets) > 1 else ""
+                lines.append(f"- total eps = {eps:g}{where}, best per-round vs best one-shot: " + "; ".join(parts))
+        if len(sets) > 1:  # the ranking, stated only when it holds on every data set
+            for m in METRICS[family]:
+                winner, text = column_winner(table, m, eps, ("per-round", "anchor"))
+                lines.append(f"- total eps = {eps:g}, {m}, every data set: "
+                             + (f"**{winner}** wins on every data set" if winner else text))
+    if lines and not beaten:
+        lines.append("**No per-round mechanism beat the one-shot baseline on any metric at any total epsilon of "
+                     "this study" + (" on any data set" if len(sets) > 1 else "") + "** (numbers above): at equal "
+                     "total privacy, releasing once is the better use of the budget here.")
+    elif lines:
+        lines.append(f"A per-round mechanism had the lower mean only for: {', '.join(beaten)} (compare the standard "
+                     "errors before calling it a win).")
+    return lines + ([""] + cost if lines and cost else cost)
+
+
+def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
+    """Per total epsilon, data set and metric: the best federated method (per-round or one-shot) against the
+    centralized private anchor on the pooled data (what distribution costs; empty without that anchor)."""
+    central = table[table["kind"] == "central"]
+    if not len(central):
+        return []
+    federated = table[table["kind"].isin(("per-round", "anchor"))]
+    sets, lines = _datasets(table), []
+    for eps in sorted(central["total_epsilon"].unique()):
+        for ds in sets:
+            fed_ds = federated[federated["dataset"] == ds] if len(sets) > 1 else federated
+            cen_ds = central[central["dataset"] == ds] if len(sets) > 1 else central
+            parts = []
+            for m in METRICS[family]:
+                fed = fed_ds[fed_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                cen = cen_ds[cen_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
+                if not len(fed) or not len(cen):
+                    continue
+                a, c = fed.loc[fed[f"{m}_mean"].idxmin()], cen.iloc[0]
+                gap = a[f"{m}_mean"] - c[f"{m}_mean"]
+                parts.append(f"{m}: {a['method']} {_pm(a[f'{m}_mean'], a[f'{m}_se'])} vs central "
+                             f"{_pm(c[f'{m}_mean'], c[f'{m}_se'])} (federated {'higher' if gap > 0 else 'lower or equal'}"
+                             f" by {abs(gap):.3g})")
+            if parts:
+                where = f" on {ds}" if len(sets) > 1 else ""
+                lines.append(f"- total eps = {eps:g}{where}, what distribution costs (best federated vs the "
+                             "centralized private anchor on the pooled data): " + "; ".join(parts))
+    return lines
+
+
+def lead_lines(out: str | Path, *, link: str = "") -> list[str]:
+    """The head of another report (the main job's): the equal-total tables and verdict of the study in ``out``,
+    read back from its ``report.md`` (everything above its '## Details' heading), headings one level down and
+    ``link`` prefixed to the figure's path."""
+    text = (Path(out) / "report.md").read_text()
+    lines = []
+    for line in text.split("\n## Details")[0].splitlines():
+        if line.startswith("# Study "):
+            line = f"## Equal TOTAL privacy per agent (study {line[len('# Study '):]})"
+        elif line.startswith("#"):
+            line = "#" + line
+        lines.append(line.replace("](utility_vs_total_epsilon.png)", f"]({link}utility_vs_total_epsilon.png)"))
+    return lines
+
+
+def _one_shot_text(study: TotalStudy) -> str:
+    """What the one-shot releases of the study are (empty without any)."""
+    once = [a for a in study.anchors if a in ONE_SHOT]
+    if not once:
+        return ""
+    j = study.one_shot_local_updates
+    how = ("one local update from the public starting point, then noise drawn once: the mechanism's stated "
+           "sensitivity (Delta / min c) holds for that step, so this is the per-round mechanism with T = 1, J = 1 "
+           "(the same code path and release audits)") if j == 1 else \
+        (f"J = {j} local updates in one round, each perturbed (the per-round mechanism with T = 1: noise drawn J "
+         "times, composed)")
+    return (f" One-shot releases {', '.join(once)}: each party makes ONE release of the mechanism, {how}, calibrated "
+            "to the whole budget (calibrate = \"total\"); the coordinator's global update of the released copies "
+            "is the model (post-processing). Its ledger holds one entry per party.")
+
+
+def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalStudy, family: str) -> list[str]:
+    """The report: the method x total-epsilon table first, then the verdict, the schedule and the privacy."""
+    metrics = METRICS[family]
+    bases = _total_baselines(results, family)
+    sets = _datasets(table)
+    on = (f" on {len(sets)} data sets ({', '.join(sets)}; a winner is named only when it wins on every one)"
+          if len(sets) > 1 else "")
+    lines = [f"# Study {study.name}", "",
+             f"Case `{study.case_path.name}`{on}; each agent's whole-run budget (epsilon, delta = {study.delta:g}), "
+             f"epsilon in {study.epsilons}; {len(study.seeds)} seeds {study.seeds}; mean +- standard error over "
+             "seeds; lower is better.", "",
+             f"## {metrics[0]} by method and total epsilon", "", markdown_table(method_table(table, metrics[0])), ""]
+    for m in metrics[1:]:
+        lines += [f"## {m} by method and total epsilon", "", markdown_table(method_table(table, m)), ""]
+    what = "exact ADMM on the true data" if family == "power" else "the case's algorithm without noise"
+    lines += ([f"Non-private reference ({what}): " + "; ".join(
+        (f"{ds}: " if len(sets) > 1 else "") + ", ".join(f"{m} {v:.4g}" for m, v in base.items())
+        for ds, base in bases.items())] if bases else ["No non-private reference (baseline = false)."]) + [""]
+    verdicts = verdict(table, family)
+    if verdicts:
+        lines += ["## Per-round iteration vs one-shot release", "", *verdicts, ""]
+    elif len(sets) > 1:
+        lines += ["## Ranking (stated only when it holds on every data set)", "",
+                  *[f"- total eps = {e:g}, {m}: " + (f"**{w}** wins on every data set" if w else text)
+                    for e in sorted(table["total_epsilon"].unique()) for m in metrics
+                    for w, text in [column_winner(table, m, e)]], ""]
+    baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if family == \
+        "power" else f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
+    lines += ["![utility vs total epsilon](utility_vs_total_epsilon.png)", "", "## Details", "",
+              ("Definitions: `balance_deviation` = sum over buses of the squared P and Q mismatches at the TRUE loads "
+               "(p.u.^2); `cost_error` = |generation cost - the central optimum's cost| ($/h, for the cost "
+               "objective). Per-round mechanisms: calibrate = \"total\" (PLD), so each agent's whole run of T x J "
+               "local updates spends the column's (epsilon, delta). Anchors: InL / InG perturb each zone's own loads "
+               "once (Laplace / analytic Gaussian; alpha-adjacent loads: Delta_1 = 2 alpha, Delta_2 = sqrt(2) "
+               "alpha) and run exact ADMM on them: post-processing, so the release is the whole run's cost." if
+               family == "power" else "Definitions: as in the consensus study's report. Per-round mechanisms: "
+               "calibrate = \"total\", so each agent's whole run of T x J local updates spends the column's "
+               "(epsilon, delta).") + _one_shot_text(study), ""]
+    if study.datasets:
+        lines += ["Data sets ([model] entries replaced in the case): " + "; ".join(
+            f"{name}: {jsonable(model)}" for name, model in study.datasets), ""]
+    variants = {n: v for n, v in study.variants.items() if v[1]}
+    if variants:
+        lines += ["Mechanism variants: " + "; ".join(f"{n} = {m} with {jsonable(p)}" for n, (m, p) in
+                                                     variants.items()), ""]
+    columns = (["dataset"] if len(sets) > 1 else []) + ["method", "total_epsilon", "rounds", "local_updates",
+                                                        "eps_pld"]
+    lines += ["Rounds T and local updates J per total epsilon (public rule: the study file's schedule, "
+              "[max_epsilon, T, J] rows, first row whose max_epsilon >= epsilon; fixed before any run, read from "
+              f"the declared budget only, so it costs no privacy): {[list(r) for r in study.schedule]}. "
+              + baseline_text, "",
+              "## Privacy (worst agent, whole run, PLD; largest over seeds)", "",
+              markdown_table(table[columns], floatfmt=".4g"), "",
+              "Seeded runs are for research, not release: anyone who knows a seed can replay the noise.", ""]
+    return lines
+
+
+__all__ = ["ANCHORS", "CENTRAL", "ONE_SHOT", "METRICS", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict"]
