@@ -18,6 +18,7 @@ import cvxpy as cp
 import numpy as np
 from cvxpy.atoms.affine.index import index as _index_atom
 from cvxpy.atoms.affine.index import special_index as _special_index_atom
+from cvxpy.constraints import Equality, Inequality
 from cvxpy.lin_ops import lin_utils as lu
 
 from ..errors import DeclarationError, InfeasibleAgentError, check_float, check_int, fail
@@ -208,6 +209,66 @@ class SmoothObjective:
 
     def __call__(self, u: np.ndarray) -> np.ndarray:
         return self.gradient(u)
+
+
+def _bound_value(expr: cp.Expression, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The value of a constant or parameter leaf broadcast to ``shape``, flat in column-major order (None when
+    it is not a dense numeric leaf with a value)."""
+    if not isinstance(expr, (cp.Constant, cp.Parameter)) or expr.value is None or hasattr(expr.value, "tocoo"):
+        return None
+    value = np.asarray(expr.value, dtype=float)
+    try:
+        return np.ravel(np.broadcast_to(value, shape), order="F")
+    except ValueError:
+        return None
+
+
+def declared_box(agent: Agent) -> tuple[np.ndarray, np.ndarray] | None:
+    """``lo <= u <= hi`` read off the agent's constraint objects, without canonicalizing (None when ``W`` is not
+    declared as a box).
+
+    A box is a list of ``<=``, ``>=`` and ``==`` constraints each between a variable (or a slice of one) and a
+    constant or a parameter (its current value), over variables declared without attributes (``nonneg=True``...
+    go through the compiled path). The bounds are the very numbers
+    :func:`cvxdp.model.local_solver._box_bounds` reads off the canonical
+    data (``b / a`` with ``a = +-1``: exact), so both paths project alike bit for bit.
+    """
+    layout = agent.layout
+    if any(any(value for value in var.attributes.values()) for var in layout.variables):
+        return None
+    sides = []
+    for con in agent.constraints:
+        if not isinstance(con, (Inequality, Equality)):
+            return None
+        lhs, rhs = con.args
+        if _is_selection(lhs) and not _is_selection(rhs):
+            sel, const, upper = lhs, rhs, True  # sel <= const (or ==)
+        elif _is_selection(rhs) and not _is_selection(lhs):
+            sel, const, upper = rhs, lhs, False  # const <= sel
+        else:
+            return None
+        bound = _bound_value(const, sel.shape)
+        if bound is None:
+            return None
+        sides.append((sel, bound, upper, isinstance(con, Equality)))
+    lo, hi = np.full(layout.size, -np.inf), np.full(layout.size, np.inf)
+    if not sides:
+        return lo, hi
+    saved = [var.value for var in layout.variables]
+    try:  # each selection's coordinates of u: its value when every variable holds its own offsets
+        for var, off in zip(layout.variables, layout.offsets):
+            var.value = np.reshape(np.arange(off, off + var.size, dtype=float), var.shape, order="F")
+        positions = [np.rint(np.ravel(np.asarray(sel.value, dtype=float), order="F")).astype(int)
+                     for sel, *_ in sides]
+    finally:
+        for var, val in zip(layout.variables, saved):
+            var.value = val
+    for idx, (_, bound, upper, equality) in zip(positions, sides):
+        if upper or equality:
+            np.minimum.at(hi, idx, bound)
+        if not upper or equality:
+            np.maximum.at(lo, idx, bound)
+    return lo, hi
 
 
 class Agent:
@@ -509,6 +570,11 @@ class Agent:
             return v
         self._set(u)
         return float(self.objective.value)
+
+    def box_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(lo, hi)`` when the agent's feasible set is declared as a box ``lo <= u <= hi`` (:func:`declared_box`),
+        else None."""
+        return declared_box(self)
 
     def violation(self, u: np.ndarray) -> float:
         """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""

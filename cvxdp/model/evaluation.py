@@ -338,6 +338,8 @@ class Metrics:
                 _plan_constraint(con, maps, plan)
             maps.build(layout, np.random.default_rng(0), pad=True)  # fixed probe point: deterministic build
             self._maps = maps
+            #: a declared box: its violation is read off the bounds (the same numbers as the maps give)
+            self._box = agent.box_bounds() if agent.constraints else None
             self._violation = _Violation(plan, pad=maps.m.size - 1)
             self._tree_constraints = plan.tree
             objective_maps = _Maps()
@@ -363,7 +365,12 @@ class Metrics:
         return self._objective(u)
 
     def violation(self, u: np.ndarray) -> float:
-        """Largest violation of the agent's constraints at ``u`` (0 when feasible)."""
+        """Largest violation of the agent's constraints at ``u`` (0 when feasible). A declared box takes
+        ``max(lo - u, u - hi, 0)``: each entry is the number its constraint's map computes (``u - c`` and
+        ``c - u`` are exact negations), without the sparse product."""
+        if self._box is not None:
+            lo, hi = self._box
+            return max(0.0, float(np.maximum(lo - u, u - hi).max())) if u.size else 0.0
         worst = self._violation(u, self._maps.values(u))
         if self._tree_constraints:
             self._set(u)

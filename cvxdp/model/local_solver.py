@@ -31,10 +31,9 @@ import clarabel
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from cvxpy.constraints import Equality, Inequality
 
 from ..errors import DeclarationError, InvalidParameterError, SolverFailedError
-from .agent import Agent, SmoothObjective, _is_selection
+from .agent import Agent, SmoothObjective, declared_box
 from .compiled import ConeData, NotCompilable, constraint_data, prox_constraint_data, prox_data
 from .evaluation import compiled_metrics
 
@@ -234,65 +233,6 @@ class BoxProjection:
 
     def project(self, v: np.ndarray, c: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
         return np.clip(v, self.lo, self.hi), SolveReport()
-
-
-def _bound_value(expr: cp.Expression, shape: tuple[int, ...]) -> np.ndarray | None:
-    """The value of a constant or parameter leaf broadcast to ``shape``, flat in column-major order (None when
-    it is not a dense numeric leaf with a value)."""
-    if not isinstance(expr, (cp.Constant, cp.Parameter)) or expr.value is None or hasattr(expr.value, "tocoo"):
-        return None
-    value = np.asarray(expr.value, dtype=float)
-    try:
-        return np.ravel(np.broadcast_to(value, shape), order="F")
-    except ValueError:
-        return None
-
-
-def declared_box(agent: Agent) -> tuple[np.ndarray, np.ndarray] | None:
-    """``lo <= u <= hi`` read off the agent's constraint objects, without canonicalizing (None when ``W`` is not
-    declared as a box).
-
-    A box is a list of ``<=``, ``>=`` and ``==`` constraints each between a variable (or a slice of one) and a
-    constant or a parameter (its current value), over variables declared without attributes (``nonneg=True``...
-    go through the compiled path). The bounds are the very numbers :func:`_box_bounds` reads off the canonical
-    data (``b / a`` with ``a = +-1``: exact), so both paths project alike bit for bit.
-    """
-    layout = agent.layout
-    if any(any(value for value in var.attributes.values()) for var in layout.variables):
-        return None
-    sides = []
-    for con in agent.constraints:
-        if not isinstance(con, (Inequality, Equality)):
-            return None
-        lhs, rhs = con.args
-        if _is_selection(lhs) and not _is_selection(rhs):
-            sel, const, upper = lhs, rhs, True  # sel <= const (or ==)
-        elif _is_selection(rhs) and not _is_selection(lhs):
-            sel, const, upper = rhs, lhs, False  # const <= sel
-        else:
-            return None
-        bound = _bound_value(const, sel.shape)
-        if bound is None:
-            return None
-        sides.append((sel, bound, upper, isinstance(con, Equality)))
-    lo, hi = np.full(layout.size, -np.inf), np.full(layout.size, np.inf)
-    if not sides:
-        return lo, hi
-    saved = [var.value for var in layout.variables]
-    try:  # each selection's coordinates of u: its value when every variable holds its own offsets
-        for var, off in zip(layout.variables, layout.offsets):
-            var.value = np.reshape(np.arange(off, off + var.size, dtype=float), var.shape, order="F")
-        positions = [np.rint(np.ravel(np.asarray(sel.value, dtype=float), order="F")).astype(int)
-                     for sel, *_ in sides]
-    finally:
-        for var, val in zip(layout.variables, saved):
-            var.value = val
-    for idx, (_, bound, upper, equality) in zip(positions, sides):
-        if upper or equality:
-            np.minimum.at(hi, idx, bound)
-        if not upper or equality:
-            np.maximum.at(lo, idx, bound)
-    return lo, hi
 
 
 def _box_bounds(data: ConeData) -> tuple[np.ndarray, np.ndarray] | None:

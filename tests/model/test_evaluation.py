@@ -171,3 +171,29 @@ def test_consecutive_positions_are_read_through_a_slice_with_the_same_violation(
         gathered = max(0.0, float(np.abs(values[v.abs_idx]).max()), float(values[v.pos_idx].max()))
         assert metrics.violation(u) == gathered
         assert metrics.violation(u) == pytest.approx(agent.violation(u), rel=1e-12, abs=1e-15)
+
+
+def test_a_declared_box_violation_is_read_off_its_bounds_with_the_maps_numbers():
+    x, y = cp.Variable(4), cp.Variable((2, 3))
+    c = cp.Parameter(4, value=np.array([0.5, 1.0, 0.25, 2.0]))
+    boxes = {
+        "two sides": [x <= 1.0, x >= -2.0, y <= 3.0, -3.0 <= y],
+        "a parameter, a slice, an equality, a bound twice": [x <= c, x[1:3] >= -0.25, y[0, :] == 0.5, y <= 2.0,
+                                                               y <= 1.5],
+        "one side only": [x >= 0.0],
+    }
+    rng = np.random.default_rng(0)
+    for name, constraints in boxes.items():
+        agent = cvxdp.Agent(name, cp.sum_squares(x) + cp.sum_squares(y), constraints, shared={"x": x})
+        metrics = Metrics(agent)
+        assert metrics._box is not None, name
+        through_maps = Metrics(agent)
+        through_maps._box = None
+        for scale in (0.1, 1.0, 10.0):
+            u = rng.normal(scale=scale, size=agent.layout.size)
+            assert metrics.violation(u) == through_maps.violation(u), name  # the same number, bit for bit
+            assert metrics.violation(u) == agent.violation(u), name
+        inside = np.clip(np.zeros(agent.layout.size), *agent.box_bounds())
+        assert metrics.violation(inside) == 0.0
+    ball = cvxdp.Agent("ball", cp.sum_squares(x), [cp.norm(x) <= 1.0], shared={"x": x})
+    assert Metrics(ball)._box is None

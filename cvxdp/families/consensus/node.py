@@ -157,7 +157,7 @@ class ConsensusNode(Node):
                 self.timing["solve"] += sum(r.seconds for r in reports)
                 self._warn_slow_gradient()
         self.z = z
-        ez = z[self.sidx]  # integer indexing: a new array
+        ez = z.copy() if isinstance(self._sel, slice) else z[self.sidx]  # a new array either way
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         self._last = (norms, reports, time.perf_counter() - start)
         if msg.polish is None:

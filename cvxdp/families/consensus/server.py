@@ -75,22 +75,31 @@ def penalty_weights(agents: Sequence[Any], offsets: Mapping[str, int], size: int
     return weights
 
 
-def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequence[np.ndarray],
+def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice],
                     relaxation: float) -> list[np.ndarray]:
     """Each agent's target ``a B_p w + (1 - a) E_p z_p`` (over-relaxation, Boyd et al. §3.4.3, with ``E_p z_p``
     the agent's previous released copy); ``B_p w`` itself when ``a == 1``. The agent's prox step and its dual
-    update both use it, and so does the aggregator's copy of the dual."""
+    update both use it, and so does the aggregator's copy of the dual. An index ``slice(None)``
+    (:func:`~cvxdp.families.consensus.updates.selectors`) takes a copy of ``w`` instead of a gather."""
     if relaxation == 1.0:
-        return [w[g] for g in gidx]
+        return [w.copy() if isinstance(g, slice) else w[g] for g in gidx]
     return [relaxation * w[g] + (1.0 - relaxation) * ez for g, ez in zip(gidx, previous)]
 
 
-def _copy_sums(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int, *, squares: bool = False
-               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Per global coordinate: the sum of the released copies, of their squares (when asked) and their number."""
+def _copy_sums(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int, *,
+               squares: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per global coordinate: the sum of the released copies, of their squares (when asked) and their number. An
+    agent whose indices are ``slice(None)`` (every coordinate in order) adds with whole-array additions: the same
+    sums, in the same agent order, as the scatter."""
     total, count = np.zeros(size), np.zeros(size)
     sq = np.zeros(size) if squares else None
     for ez, idx in zip(shared, gidx):
+        if isinstance(idx, slice):
+            total += ez
+            count += 1.0
+            if sq is not None:
+                sq += ez * ez
+            continue
         np.add.at(total, idx, ez)
         np.add.at(count, idx, 1.0)
         if sq is not None:
@@ -98,7 +107,7 @@ def _copy_sums(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: i
     return total, sq, count
 
 
-def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> float:
+def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int) -> float:
     """How far the agents' released copies of each shared coordinate disagree with each other.
 
     The l2 norm, over every shared coordinate ``k`` and every ordered pair ``(p, q)`` of its holders, of
@@ -120,7 +129,7 @@ def dual_residual(rho: float | np.ndarray, w: np.ndarray, w_prev: np.ndarray, al
     return float(np.linalg.norm((rho * (w - w_prev))[all_gidx]))
 
 
-def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray], size: int) -> np.ndarray:
+def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int) -> np.ndarray:
     """The mean of the agents' released copies of every shared coordinate (exact ADMM's polishing target)."""
     total, _, count = _copy_sums(shared, gidx, size)
     return total / np.maximum(count, 1.0)
@@ -260,10 +269,10 @@ class ConsensusFamily(Family):
             released["noise_scale"] = float(np.mean([plan.scale for plan in plans]))
         placement = privacy.placement if privacy is not None else None
         relaxation = alg.relaxation_at(t)
-        targets = relaxed_targets(w, state.ez, self.gidx, relaxation)
+        targets = relaxed_targets(w, state.ez, self.gsel, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
         polish = alg.polish and t >= state.polish_next and alg.polish_pays(state.mismatch, state.first_mismatch)
-        mean = copies_mean(state.ez, self.gidx, self.n_global) if polish else None
+        mean = copies_mean(state.ez, self.gsel, self.n_global) if polish else None
         keep = state.polish_complete
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
                                  polish=None if mean is None else mean[g], keep_polish=keep)
@@ -288,11 +297,12 @@ class ConsensusFamily(Family):
         (w, targets, rhos, mean, noise_plans), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
-            r = w[self.gidx[p]] - rel["ez"]
-            consensus += float(np.linalg.norm(r))
+            r = w[self.gsel[p]] - rel["ez"]
+            norm = float(np.linalg.norm(r))
+            consensus += norm
             res_sq += float(r @ r)
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
-            agent_rows.append({"residual": float(np.linalg.norm(r))})
+            agent_rows.append({"residual": norm})
         if state.noise_eta is not None:  # released copies and public noise scales only
             privacy = self.privacy
             stds = [release_noise_std(c.scale, privacy.noise, privacy.placement, m.eta + float(np.mean(r)))
@@ -300,7 +310,7 @@ class ConsensusFamily(Family):
             state.noise_eta.observe(state.ez, [rel["ez"] for rel in releases], stds,
                                     remaining=self.algorithm.rounds - t, growth=self.algorithm.auto_eta.noise_growth)
         state.ez = [rel["ez"] for rel in releases]
-        mismatch = state.mismatch = copies_mismatch(state.ez, self.gidx, self.n_global)
+        mismatch = state.mismatch = copies_mismatch(state.ez, self.gsel, self.n_global)
         if t == 1:
             state.first_mismatch = mismatch
         state.primal = math.sqrt(res_sq)

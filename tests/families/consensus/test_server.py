@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.families.consensus.server import dual_residual
+from cvxdp.families.consensus.server import copies_mean, copies_mismatch, dual_residual, relaxed_targets
+from cvxdp.families.consensus.updates import selectors
 from cvxdp.privacy import ObjectivePerturbation
 
 
@@ -40,3 +41,23 @@ def test_noise_plans_are_calibrated_again_only_when_the_weight_changes(toy_agent
     cvxdp.solve(toy_agents, algorithm=growing, privacy=privacy, seed=0)
     weights = {w for _, w in calls[len(toy_agents):]}
     assert len(calls) == len(toy_agents) * (1 + len(weights)) and len(weights) == 4  # a new weight each round
+
+
+def test_whole_range_selectors_give_the_scatters_numbers_bit_for_bit():
+    """An agent holding every coordinate is read through ``slice(None)``: the copies' sums, mismatch, mean and
+    targets are the same numbers as through its index array."""
+    rng = np.random.default_rng(3)
+    size = 50
+    gidx = [np.arange(size), np.arange(size), rng.choice(size, 20, replace=False), np.arange(size)]
+    sel = selectors(gidx, size)
+    assert [isinstance(s, slice) for s in sel] == [True, True, False, True]
+    shared = [rng.normal(size=len(g)) for g in gidx]
+    w = rng.normal(size=size)
+    assert copies_mismatch(shared, sel, size) == copies_mismatch(shared, gidx, size)
+    assert np.array_equal(copies_mean(shared, sel, size), copies_mean(shared, gidx, size))
+    for relaxation in (1.0, 1.6):
+        sliced, gathered = relaxed_targets(w, shared, sel, relaxation), relaxed_targets(w, shared, gidx, relaxation)
+        assert all(np.array_equal(a, b) for a, b in zip(sliced, gathered))
+    sliced = relaxed_targets(w, shared, sel, 1.0)
+    sliced[0][0] += 1.0  # a target is the agent's own array, never a view of w
+    assert sliced[0][0] != w[0] and not np.shares_memory(sliced[0], sliced[1])
