@@ -141,7 +141,7 @@ def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta,
     if objective is not None and network is None:
         raise click.UsageError("--objective applies with --network; edit [model] objective in the case file.")
     if data is not None:
-        case.model["path"] = str(data.resolve())
+        case = case.with_data(data)
     case = case.with_overrides(
         algorithm={"rounds": rounds, "local_updates": local_updates, "name": algorithm},
         privacy={"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "noise_source": noise_source,
@@ -262,7 +262,7 @@ def central_task(case_file, network, zones, objective, data, time_limit, progres
         case.model["objective"] = objective
         case.model.pop("penalty", None)  # the case's weight was chosen for its own objective
     if data is not None:  # the same [model] path override as `cvxdp run --data`
-        case.model["path"] = str(data.resolve())
+        case = case.with_data(data)
     report(f"building {case.name}")
     instance = build_instance(case)
     report(f"{len(instance.agents)} agents built")
@@ -327,7 +327,7 @@ def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, repor
     """``cvxdp parties``."""
     case = load_case(case_file)
     if data is not None:
-        case.model["path"] = str(data.resolve())
+        case = case.with_data(data)
     budget = None if budget_epsilon is None else (budget_epsilon, budget_delta)
     files = write_parties(case, out, seed=seed, budget=budget, report_feasibility=report_feasibility)
     info = {"case": case.name, "parties": [str(f) for f in files]}

@@ -57,6 +57,9 @@ def read_study_file(path: str | Path, *, keys: set[str], sections: set[str], kin
         raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
     return path, raw, table, case_path
 
+#: the shipped templates that read no data file (``--data`` is refused for them)
+TEMPLATES_WITHOUT_DATA = ("power", "toy")
+
 
 def _check_keys(table: dict, allowed: set[str], section: str, path: Path) -> None:
     unknown = sorted(set(table) - allowed)
@@ -83,6 +86,17 @@ class Case:
         new = copy.deepcopy(self)
         for table, extra in ((new.algorithm, algorithm), (new.privacy, privacy), (new.run, run)):
             table.update({k: v for k, v in (extra or {}).items() if v is not None})
+        return new
+
+    def with_data(self, data: str | Path) -> Case:
+        """A copy whose ``[model] path`` is ``data`` (resolved): what ``--data`` sets. Refused, naming the
+        template, for the templates that read no data file (their data is the network, or generated)."""
+        if self.template in TEMPLATES_WITHOUT_DATA:
+            raise ConfigError(f"--data sets [model] path, which the {self.template} template does not read; it "
+                              "applies to templates with a data file (logistic cases, e.g. FEMNIST; erm; vertical) and "
+                              "to sharing and graph studies.")
+        new = copy.deepcopy(self)
+        new.model["path"] = str(Path(data).resolve())
         return new
 
     def to_dict(self) -> dict[str, Any]:

@@ -172,11 +172,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     runner = CellRunner(out)
     base = load_case(study.case_path)
     if data is not None:
-        if base.template in ("power", "toy"):
-            raise ConfigError(f"--data sets [model] path, which the {base.template} template does not read; it "
-                              "applies to file data sets (logistic cases, e.g. FEMNIST) and to sharing and graph "
-                              "studies.")
-        base.model["path"] = str(Path(data).resolve())
+        base = base.with_data(data)
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     lead: list[str] = []

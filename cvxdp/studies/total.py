@@ -383,9 +383,7 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     runner = CellRunner(out)
     case = load_case(study.case_path)
     if data is not None:
-        if case.template in ("power", "toy"):
-            raise ConfigError(f"--data sets [model] path, which the {case.template} template does not read.")
-        case.model["path"] = str(Path(data).resolve())
+        case = case.with_data(data)
     family = "power" if case.template == "power" else "fl"
     exact = family == "power"  # the non-private line: exact ADMM (power), else the case's own algorithm
     bases = {name: _dataset_case(case, model) for name, model in study.datasets} or {"": case}

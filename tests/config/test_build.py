@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cvxdp.config.build import make_algorithm
+from cvxdp.config.build import load_case, make_algorithm
 from cvxdp.errors import ConfigError
 from cvxdp.families import ALGORITHMS
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
 
 
 def test_an_alias_is_read_as_the_parameter_it_names():
@@ -30,3 +34,18 @@ def test_every_alias_names_a_declared_parameter():
     for cls in ALGORITHMS.values():
         for key in cls.file_aliases.values():
             assert key in cls.file_keys(), (cls.__name__, key)
+
+
+def test_data_sets_the_model_path_on_a_copy(tmp_path):
+    case = load_case(CASES / "femnist_fl.toml")
+    moved = case.with_data(tmp_path)
+    assert moved.model["path"] == str(tmp_path.resolve())
+    assert case.model.get("path") != moved.model["path"]  # the loaded case is not changed
+
+
+@pytest.mark.parametrize("name", ["case14_3zones.toml", "toy.toml"])
+def test_data_is_refused_naming_a_template_that_reads_no_file(name, tmp_path):
+    case = load_case(CASES / name)
+    with pytest.raises(ConfigError, match=f"--data sets \\[model\\] path, which the {case.template} template does "
+                                          "not read"):
+        case.with_data(tmp_path)
