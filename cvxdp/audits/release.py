@@ -653,8 +653,10 @@ def audit_input_perturbation(mechanism: InputPerturbation, values: np.ndarray, v
 # added record is sampled (probability ``q``): the worst case of the accounting's add/remove-one pair, so a correct plan
 # is tight and a party that does not sample (the full batch with the sampled claim) is refuted
 # (``tests/audits/test_sampling.py`` applies that mutation to the real code path).
-def _sampled_agent(records: int, added: bool, total: int, bound: float) -> Agent:
-    """D (``added=False``: ``records`` zero-gradient records) or D' (one more record of gradient ``+clip``)."""
+def _sampled_agent(records: int, added: bool, total: int, bound: float, regularizer: float = 0.0) -> Agent:
+    """D (``added=False``: ``records`` zero-gradient records) or D' (one more record of gradient ``+clip``), with a
+    public term ``(regularizer/2) (x - 1)^2`` (:attr:`PerExample.public_gradient`; its gradient at the step's start
+    ``x = 0`` is ``-regularizer``) when ``regularizer > 0``."""
     grads = np.zeros(records + int(added))
     if added:
         grads[-1] = np.inf  # clipped to +C whatever C is
@@ -668,11 +670,13 @@ def _sampled_agent(records: int, added: bool, total: int, bound: float) -> Agent
     return Agent("audit", 0.0 * cp.sum(x), [x >= -bound, x <= bound], shared={"x": x},
                  gradient=lambda u: np.zeros(1),
                  sensitivity=Sensitivity(relation="add/remove one record (subsampled audit)"),
-                 per_example=PerExample(records=records + int(added), total=total, clipped_sum=clipped_sum))
+                 per_example=PerExample(records=records + int(added), total=total, clipped_sum=clipped_sum,
+                                        public_gradient=(lambda u: regularizer * (u - 1.0)) if regularizer > 0 else None))
 
 
 def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 20_000, seed: int = 0,
-                            rho: float = 1.0, eta: float = 1.0, alpha: float = 0.05) -> AuditResult:
+                            rho: float = 1.0, eta: float = 1.0, alpha: float = 0.05,
+                            regularizer: float = 0.0) -> AuditResult:
     """Audit one subsampled local update of ``mechanism`` (ObjG or OutG with ``sampling_rate``) against its claim.
 
     Parameters
@@ -690,6 +694,9 @@ def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 
         The step's penalty and proximal weight (``c = rho + eta``).
     alpha : float
         Failure probability of the lower bound.
+    regularizer : float
+        ``>= 0``: the agent's objective also holds ``(regularizer/2) (x - 1)^2``, a part that reads no record, declared as
+        :attr:`~cvxdp.PerExample.public_gradient` (added to every estimate on D and D' alike).
 
     Returns
     -------
@@ -706,15 +713,17 @@ def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 
     r = check_float(rho, "rho", owner, 0.0, np.inf)
     e = check_float(eta, "eta", owner, 0.0, np.inf)
     a = check_float(alpha, "alpha", owner, 0.0, 1.0)
+    reg = check_float(regularizer, "regularizer", owner, 0.0, np.inf, closed="left")
     total, c = n + 1, r + e
     plan = mech.noise_plan(_sampled_agent(n, False, total, 1.0), min_weight=c, separable=True, steps=1, accountant="pld")
     grad_sens = float(mech.clip_norm) / (float(mech.sampling_rate) * total)
     spread = plan.scale / c if mech.placement == "objective" else plan.scale
-    bound = grad_sens / c + 10.0 * spread  # wide: the box (post-processing) hardly ever clips the release
+    bound = (grad_sens + reg) / c + 10.0 * spread  # wide: the box (post-processing) hardly ever clips the release
     algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=1)
     outputs = []
     for added, child in zip((False, True), np.random.SeedSequence(s).spawn(2)):
-        node = ConsensusNode(_sampled_agent(n, added, total, bound), child, algorithm, private=True, mechanism=mech)
+        node = ConsensusNode(_sampled_agent(n, added, total, bound, reg), child, algorithm, private=True,
+                             mechanism=mech)
         msg = RoundMessage(round=1, bw=np.zeros(1), rho=r, eta=e, plan=plan, placement=mech.placement)
         node.charge(msg)  # the party's own checks of the plan (its sensitivity and claim)
         out = np.empty(t)
@@ -726,6 +735,7 @@ def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 
                             alpha=a, rng=np.random.default_rng(s), claimed=plan.epsilon)
     details = {"mechanism": mech.short_name, "sampling_rate": plan.sampling_rate, "clip_norm": plan.clip_norm,
                "noise_multiplier": plan.noise_multiplier, "records": n, "rho": r, "eta": e, "box": [-bound, bound],
+               "regularizer": reg,
                "event": "PoissonSampledDpEvent", "seed": s}
     return AuditResult(res.epsilon_lower, plan.epsilon, res.best_threshold, res.counts, t, plan.delta, a,
                        "output" if res.epsilon_lower > 0 else None, details)

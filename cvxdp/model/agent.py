@@ -77,11 +77,12 @@ class Sensitivity:
 class PerExample:
     """An agent's per-example gradients, for subsampled local updates (``sampling_rate`` of ObjG / OutG).
 
-    The agent's objective must be ``f(u) = (1/N) sum_i l(u; record_i)`` over its ``records`` records with a
-    public normaliser ``N`` fixed across neighbours (add/remove one record). The party draws a Poisson sample
-    ``B`` (each record in independently with probability q, from its own generator) and its local gradient is
-    ``(1/(q N)) sum_{i in B} clip(grad l(u; record_i), C)``, an unbiased estimate of the clipped full gradient;
-    adding or removing one record moves it by at most ``C / (q N)`` in l2 (the mechanism's sensitivity).
+    The agent's objective must be ``f(u) = (1/N) sum_i l(u; record_i) + r(u)`` over its ``records`` records with a
+    public normaliser ``N`` fixed across neighbours (add/remove one record) and an optional part ``r`` that reads no
+    record (a regulariser). The party draws a Poisson sample ``B`` (each record in independently with probability
+    q, from its own generator) and its local gradient is ``(1/(q N)) sum_{i in B} clip(grad l(u; record_i), C) +
+    grad r(u)``, an unbiased estimate of the clipped full gradient; adding or removing one record moves it by at most
+    ``C / (q N)`` in l2 (the mechanism's sensitivity): ``grad r`` is the same on neighbouring data sets.
 
     Parameters
     ----------
@@ -95,18 +96,25 @@ class PerExample:
     relation : str
         The neighbouring relation the sampling is accounted for: "add_remove" (the only one amplification by
         Poisson sampling is accounted under here).
+    public_gradient : callable, optional
+        ``public_gradient(u) -> flat ndarray``: the gradient of ``r``, the part of the objective that reads no
+        record (e.g. ``reg * u`` for ``(reg/2) ||u||^2``), added to every estimate unsampled and unclipped. It must
+        not read the records: it is not covered by the sensitivity.
     """
 
     records: int
     total: int
     clipped_sum: Callable[[np.ndarray, np.ndarray, float], np.ndarray]
     relation: str = "add_remove"
+    public_gradient: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         check_int(self.records, "records", "PerExample", 1)
         check_int(self.total, "total", "PerExample", 1)
         if not callable(self.clipped_sum):
             raise fail("clipped_sum", "PerExample", "a callable (u, index, clip) -> flat ndarray", self.clipped_sum)
+        if self.public_gradient is not None and not callable(self.public_gradient):
+            raise fail("public_gradient", "PerExample", "None or a callable u -> flat ndarray", self.public_gradient)
 
     def public(self) -> dict[str, Any]:
         """What the coordinator may know (the agent's :class:`Declaration` carries it): ``{"total", "relation"}``."""
@@ -116,7 +124,10 @@ class PerExample:
         """One subsampled, clipped gradient estimate at ``u`` (the sample drawn with :func:`poisson_sample`)."""
         index = poisson_sample(rng, self.records, q)
         out = np.asarray(self.clipped_sum(u, index, clip), dtype=float).ravel() if index.size else np.zeros(np.size(u))
-        return out / (q * self.total)
+        out = out / (q * self.total)  # a new array: the callable's own stays as it returned it
+        if self.public_gradient is not None:  # the same on neighbouring data sets: no sensitivity
+            out += np.asarray(self.public_gradient(u), dtype=float).ravel()
+        return out
 
 
 def poisson_sample(rng: np.random.Generator, n: int, q: float) -> np.ndarray:

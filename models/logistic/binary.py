@@ -127,6 +127,27 @@ class BinaryLogistic:
         """``-(1/N) A^T sigma(-A u) + reg_weight * reg * u``."""
         return -(self.A.T @ expit(-(self.A @ u))) / self.total + self.reg * self.reg_weight * u
 
+    def clipped_sum(self, u: np.ndarray, index: np.ndarray, clip: float) -> np.ndarray:
+        """``sum_{i in index} clip(g_i, clip)`` with ``g_i = -a_i sigma(-a_i^T u)`` (``a_i = y_i x_i``) the gradient of
+        sample i's logistic loss (without the ``1/N``), each rescaled to l2 norm at most ``clip``:
+        ``||g_i|| = ||x_i|| sigma(-a_i^T u)``."""
+        A = self.A[index]
+        s = expit(-(A @ np.asarray(u, dtype=float)))
+        norms = np.linalg.norm(A, axis=1) * s
+        return -(A.T @ (s * np.minimum(1.0, clip / np.maximum(norms, 1e-300))))
+
+    def regularizer_gradient(self, u: np.ndarray) -> np.ndarray:
+        """``reg_weight * reg * u``: the gradient of this agent's share of the regulariser (reads no record)."""
+        return self.reg * self.reg_weight * np.asarray(u, dtype=float)
+
+    def per_example(self) -> cvxdp.PerExample:
+        """The agent's per-example gradients (subsampled mechanisms): the logistic losses, add/remove one sample at
+        the public ``N``, and the regulariser as the public part (under "replace" the relation is declared as such
+        and the subsampled mechanisms refuse it)."""
+        return cvxdp.PerExample(records=len(self.y), total=self.total, clipped_sum=self.clipped_sum,
+                                relation="add_remove" if self.relation == "add_remove" else "replace",
+                                public_gradient=self.regularizer_gradient)
+
     @property
     def sensitivity(self) -> cvxdp.Sensitivity:
         return binary_sensitivity(self.shape[0], self.clip, self.total, self.bound, self.relation)
@@ -134,7 +155,8 @@ class BinaryLogistic:
     def agent(self) -> cvxdp.Agent:
         """The :class:`cvxdp.Agent` (shared key ``"theta"``)."""
         return cvxdp.Agent(self.name, self.objective, self.constraints, shared={"theta": self.f},
-                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value)
+                           gradient=self.gradient, sensitivity=self.sensitivity, value=self.value,
+                           per_example=self.per_example())
 
 
 def binary_agents(parts: Sequence[tuple[np.ndarray, np.ndarray]], *, reg: float, clip: float = 1.0,

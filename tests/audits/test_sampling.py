@@ -28,8 +28,8 @@ def _mechanism(name: str):
     return make_mechanism(name, epsilon=1.0, delta=1e-5, calibrate="total", sampling_rate=0.1, clip_norm=1.0)
 
 
-def _audit(name: str):
-    return audit_subsampled_update(_mechanism(name), trials=TRIALS, seed=SEED)
+def _audit(name: str, **kwargs):
+    return audit_subsampled_update(_mechanism(name), trials=TRIALS, seed=SEED, **kwargs)
 
 
 @pytest.mark.parametrize("name", ["ObjG", "OutG"])
@@ -46,6 +46,15 @@ def test_the_full_batch_twin_is_caught(name, monkeypatch):
     broken = _audit(name)
     assert broken.claimed == pytest.approx(1.0, rel=1e-6)  # the plan still claims the amplified epsilon
     assert broken.violated and broken.statistic == "output"
+
+
+def test_a_public_regulariser_keeps_the_claim_and_the_twin_is_still_caught(monkeypatch):
+    """``PerExample.public_gradient`` (a part of the objective that reads no record) is added on D and D' alike:
+    the honest update still passes, and the full-batch twin is still refuted."""
+    honest = _audit("ObjG", regularizer=1.0)
+    assert not honest.violated and honest.details["regularizer"] == 1.0
+    monkeypatch.setattr(agent_module, "poisson_sample", lambda rng, n, q: np.arange(n))
+    assert _audit("ObjG", regularizer=1.0).violated
 
 
 def test_the_audit_needs_a_subsampled_mechanism():

@@ -90,3 +90,43 @@ def test_central_and_sklearn_agree_without_box(cancer):
     assert pooled.value(clf.coef_.ravel()) == pytest.approx(ref["objective"], rel=1e-5)
     base = pooled_baseline(X, y, X, y, C=1 / (len(y) * reg))
     assert base["test_error"] == pytest.approx(np.mean(pooled.predict(ref["solution"], X) != y), abs=0.01)
+
+
+def test_per_example_gradients_clip_each_loss_and_add_the_regulariser_once(cancer):
+    _, _, parts = cancer
+    _, models = binary_agents(parts, reg=0.1, bound=5.0, total=sum(len(y) for _, y in parts))
+    m = models[0]
+    u = np.random.default_rng(2).uniform(-1, 1, 30)
+    pe = m.per_example()
+    assert pe.public() == {"total": m.total, "relation": "add_remove"}
+    # every record in, nothing clipped: the model's gradient (losses over N, plus the regulariser's share)
+    full = pe.gradient(u, np.random.default_rng(0), 1.0, 1e9)
+    np.testing.assert_allclose(full, m.gradient(u), rtol=1e-10, atol=1e-13)
+    # each per-example loss gradient is clipped to the norm asked for; the regulariser is not part of the sum
+    for i in range(5):
+        g = m.clipped_sum(u, np.array([i]), 1e-3)
+        assert np.linalg.norm(g) <= 1e-3 * (1 + 1e-12)
+    # an empty sample leaves the public part alone
+    empty = cvxdp.PerExample(records=3, total=3, clipped_sum=m.clipped_sum, public_gradient=m.regularizer_gradient)
+    np.testing.assert_array_equal(empty.gradient(u, np.random.default_rng(0), 1e-12, 1.0), m.regularizer_gradient(u))
+
+
+def test_a_subsampled_private_run_on_binary_agents(cancer):
+    import dp_accounting
+
+    _, _, parts = cancer
+    agents, _ = binary_agents(parts, reg=0.01, bound=1.0, total=sum(len(y) for _, y in parts))
+    privacy = cvxdp.privacy.make_mechanism("ObjG", epsilon=1.0, delta=1e-5, calibrate="total", sampling_rate=0.2,
+                                           clip_norm=1.0)
+    res = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=0.1, eta=1.0, rounds=3), privacy=privacy, seed=0)
+    assert res.privacy["worst"]["pld"] <= 1.0 * (1 + 1e-9)
+    for agent in agents:
+        (event, _, count), = res.ledger.entries(agent.name)
+        assert isinstance(event, dp_accounting.PoissonSampledDpEvent) and event.sampling_probability == 0.2
+        assert count == 3
+    assert np.all(np.isfinite(res.solution["theta"]))
+
+
+def test_public_gradient_must_be_callable():
+    with pytest.raises(cvxdp.errors.InvalidParameterError, match="'public_gradient' parameter of PerExample"):
+        cvxdp.PerExample(records=3, total=3, clipped_sum=lambda u, i, c: u, public_gradient=1.0)
