@@ -45,7 +45,7 @@ class ModelInstance:
         A centralized private anchor (issue 39): the model a trusted curator holding every party's data could
         release at the same total ``(epsilon, delta)`` and neighbouring relation. Returns the template's metrics
         (e.g. ``train_cost``, ``test_error``), ``event`` (the dp-accounting event of one step), ``steps`` and
-        ``solution``. The logistic template's multiclass models have it (DP-SGD on the pooled data).
+        ``solution``. The logistic template's models have it (DP-SGD on the pooled data; multiclass and binary).
     """
 
     agents: list[Agent]

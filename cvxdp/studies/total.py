@@ -402,7 +402,7 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
             context, instance = settings_context(base)
             for needed, hook, what in (
                     (CENTRAL in study.anchors, "central_private", "centralized private anchor (the logistic "
-                     "template's multiclass models have one); remove 'central' from anchors in [study]"),
+                     "template's models have one); remove 'central' from anchors in [study]"),
                     (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
                      f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
                      "no hook)")):

@@ -520,7 +520,7 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
         """DP-SGD on the pooled data at the total ``(epsilon, delta)`` (:func:`central_private_anchor`)."""
         return central_private_anchor(pooled, X_test, y_test, epsilon=epsilon, delta=delta, seed=seed)
 
-    anchor = central_private if isinstance(pooled, MulticlassLogistic) and not refusals else None
+    anchor = central_private if not refusals else None  # multiclass and binary models both declare PerExample
     return LogisticInstance(agents=agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),
                             models=list(models), pooled=pooled, test_data=(X_test, y_test),
                             evaluate_solution=evaluate_solution, central_private=anchor)
