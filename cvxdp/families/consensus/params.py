@@ -190,7 +190,6 @@ class LinearizedADMM(ConsensusAlgorithm):
         sched = self.schedule("eta")
         return sched if isinstance(sched, AutoEta) else None
 
-
     def unsettled_advice(self, rounds: int) -> tuple[str, dict[str, Any]]:
         """An exact prox step settles where the linearized one creeps: suggest exact ADMM with twice the rounds."""
         return ("exact ADMM (cvxdp.ADMM), more rounds, or a smaller rho if you set one (rho='auto' only raises it)",
@@ -206,6 +205,7 @@ class LinearizedADMM(ConsensusAlgorithm):
         hint = (f"eta for agent {agent!r} is {small_eta:.4g}{text}; pass eta='auto' (the default), a larger eta "
                 "(e.g. 2x), or declare lipschitz= on the agent")
         return hint, {"eta": max(2 * small_eta, needed) if known and needed is not None else 2 * small_eta}
+
 
 class ADMM(ConsensusAlgorithm):
     """Exact ADMM: each agent solves ``argmin_{u in W} f(u) - <lambda, E u> + rho/2 ||B w - E u||^2``.
