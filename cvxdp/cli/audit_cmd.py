@@ -16,7 +16,7 @@ import math
 
 import click
 
-from ..errors import CvxdpError
+from .common import friendly_errors
 
 _MECHANISMS = ("ObjL", "ObjG", "OutL", "OutG")
 
@@ -49,6 +49,7 @@ def _fmt(x: float | None) -> str:
 @click.option("--alpha", type=float, default=0.05, show_default=True,
               help="Failure probability of the lower bound (confidence 1 - alpha).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
 def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | None, through_solve: bool,
           release_rounds: int | None, broken: str, seed: int, sensitivity: float, noise_source: str, alpha: float, as_json: bool) -> None:
     """Empirical epsilon lower bound of a mechanism (Clopper-Pearson, Bonferroni) beside its claim."""
@@ -78,20 +79,17 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
         make_mechanism,
     )
 
-    try:
-        mech = make_mechanism(name, epsilon=epsilon, delta=delta, noise_source=noise_source)
-        if release_rounds is not None:
-            res = audit_release(mech, rounds=release_rounds, coordinates=1, sensitivity=sensitivity,
-                                trials=10_000 if trials is None else trials, seed=seed, broken=broken, alpha=alpha,
-                                problem="curvature")
-        elif through_solve:
-            res = audit_local_update(mech, sensitivity=sensitivity, trials=20_000 if trials is None else trials,
-                                     seed=seed, broken=broken, alpha=alpha)
-        else:
-            res = audit_mechanism(mech, sensitivity=sensitivity, trials=trials, seed=seed, broken=broken,
-                                  alpha=alpha)
-    except CvxdpError as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    mech = make_mechanism(name, epsilon=epsilon, delta=delta, noise_source=noise_source)
+    if release_rounds is not None:
+        res = audit_release(mech, rounds=release_rounds, coordinates=1, sensitivity=sensitivity,
+                            trials=10_000 if trials is None else trials, seed=seed, broken=broken, alpha=alpha,
+                            problem="curvature")
+    elif through_solve:
+        res = audit_local_update(mech, sensitivity=sensitivity, trials=20_000 if trials is None else trials,
+                                 seed=seed, broken=broken, alpha=alpha)
+    else:
+        res = audit_mechanism(mech, sensitivity=sensitivity, trials=trials, seed=seed, broken=broken,
+                              alpha=alpha)
     mode = "release" if release_rounds is not None else "solve" if through_solve else "mechanism"
     payload = {"mechanism": name, "epsilon": epsilon, "delta": delta, "mode": mode, "broken": broken,
                "noise_source": noise_source, "seed": seed, "sensitivity": sensitivity, **res.to_dict()}

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from ..errors import CvxdpError
+from .common import friendly_errors
 
 
 def _num(x: float | None) -> float | None:
@@ -52,6 +52,7 @@ def _epsilons(total_epsilon, noise: str, scale: float, sensitivity: float, steps
 @click.option("--calibration", type=click.Choice(["analytic", "classic"]), default="analytic",
               show_default=True, help="Per-step Gaussian formula for --accountant basic.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
+@friendly_errors
 def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, scale: float | None,
             epsilon: float | None, accountant: str | None, sampling_rate: float | None, calibration: str,
             as_json: bool) -> None:
@@ -86,27 +87,24 @@ def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, sca
     )
 
     sampled = f" on Poisson samples (rate {sampling_rate:g})" if sampling_rate is not None else ""
-    try:
-        if scale is not None:
-            eps = _epsilons(total_epsilon, noise, scale, sensitivity, steps, delta, sampling_rate)
-            payload = {"mode": "epsilon", "noise": noise, "scale": scale, "sensitivity": sensitivity,
-                       "noise_multiplier": scale / sensitivity, "steps": steps, "delta": delta or 0.0,
-                       "sampling_rate": sampling_rate, "epsilon": eps}
-            lines = [f"{noise} noise, scale {scale:g}, sensitivity {sensitivity:g} "
-                     f"(noise multiplier {scale / sensitivity:.6g}), {steps} step(s){sampled}, delta {delta or 0.0:g}:"]
-            lines += [f"  {k:5s} epsilon = {_fmt(v)}" for k, v in eps.items()]
-        else:
-            assert epsilon is not None
-            s = calibrate_to_total(noise, sensitivity, epsilon, delta, steps, acc, calibration, sampling_rate)
-            achieved = total_epsilon(noise, s, sensitivity, steps, delta, acc, sampling_rate)[0]
-            payload = {"mode": "scale", "noise": noise, "epsilon": epsilon, "delta": delta or 0.0,
-                       "steps": steps, "sampling_rate": sampling_rate, "accountant": acc,
-                       "sensitivity": sensitivity, "scale": s,
-                       "noise_multiplier": s / sensitivity, "achieved_epsilon": _num(achieved)}
-            lines = [f"{noise} noise meeting total (epsilon {epsilon:g}, delta {delta or 0.0:g}) over {steps} "
-                     f"step(s){sampled} under {acc}:",
-                     f"  per-step scale = {s:.6g} (noise multiplier {s / sensitivity:.6g})",
-                     f"  achieved epsilon = {_fmt(_num(achieved))}"]
-    except CvxdpError as exc:
-        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    if scale is not None:
+        eps = _epsilons(total_epsilon, noise, scale, sensitivity, steps, delta, sampling_rate)
+        payload = {"mode": "epsilon", "noise": noise, "scale": scale, "sensitivity": sensitivity,
+                   "noise_multiplier": scale / sensitivity, "steps": steps, "delta": delta or 0.0,
+                   "sampling_rate": sampling_rate, "epsilon": eps}
+        lines = [f"{noise} noise, scale {scale:g}, sensitivity {sensitivity:g} "
+                 f"(noise multiplier {scale / sensitivity:.6g}), {steps} step(s){sampled}, delta {delta or 0.0:g}:"]
+        lines += [f"  {k:5s} epsilon = {_fmt(v)}" for k, v in eps.items()]
+    else:
+        assert epsilon is not None
+        s = calibrate_to_total(noise, sensitivity, epsilon, delta, steps, acc, calibration, sampling_rate)
+        achieved = total_epsilon(noise, s, sensitivity, steps, delta, acc, sampling_rate)[0]
+        payload = {"mode": "scale", "noise": noise, "epsilon": epsilon, "delta": delta or 0.0,
+                   "steps": steps, "sampling_rate": sampling_rate, "accountant": acc,
+                   "sensitivity": sensitivity, "scale": s,
+                   "noise_multiplier": s / sensitivity, "achieved_epsilon": _num(achieved)}
+        lines = [f"{noise} noise meeting total (epsilon {epsilon:g}, delta {delta or 0.0:g}) over {steps} "
+                 f"step(s){sampled} under {acc}:",
+                 f"  per-step scale = {s:.6g} (noise multiplier {s / sensitivity:.6g})",
+                 f"  achieved epsilon = {_fmt(_num(achieved))}"]
     click.echo(json.dumps(payload) if as_json else "\n".join(lines))
