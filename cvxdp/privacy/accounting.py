@@ -552,10 +552,16 @@ class PrivacyLedger(GuaranteeNotes):
         Gaussian DpEvent; a Gaussian event needs ``claim=(epsilon, delta)``.
         """
         name = self._name(agent)
+        entries = self._entries[name]
+        if claim is not None and type(count) is int and count >= 0:  # noqa: E721 - not bool, not numpy
+            known = (plan_or_event, tuple(claim))
+            if known in entries:  # the same event and claim as an earlier record (checked then): count up
+                entries[known] += count
+                return
         key = self._item(plan_or_event, claim)
         n = _count(count, "PrivacyLedger.record")
         if n:
-            self._entries[name][key] = self._entries[name].get(key, 0) + n
+            entries[key] = entries.get(key, 0) + n
 
     def record_event(self, name: object, event: Event, *, count: int = 1) -> None:
         """Record ``count`` steps of ``name`` described by a DpEvent whose claim is implied by the event.

@@ -271,3 +271,17 @@ def test_the_guard_stops_at_the_round_a_check_per_round_stops():
     assert stops[1] == stops[0]
     # searches at round 1, at the plan change and at the stop (a and c share the first): not one per agent and round
     assert guard.searches <= 3 * len(names) < stops[0] * len(names)
+
+
+def test_recording_a_known_charge_again_counts_up_and_a_new_one_is_still_checked():
+    ledger = PrivacyLedger(["a"], target_delta=1e-5)
+    event = dp_accounting.GaussianDpEvent(2.0)
+    for _ in range(3):
+        ledger.record("a", event, 2, claim=(0.5, 1e-6))
+    ledger.record("a", event, np.int64(1), claim=(np.float64(0.5), np.float64(1e-6)))  # numpy numbers: same key
+    assert ledger.entries("a") == [(event, (0.5, 1e-6), 7)]
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        ledger.record("a", event, 1, claim=(-1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="count"):
+        ledger.record("a", event, -1, claim=(0.5, 1e-6))
+    assert ledger.entries("a") == [(event, (0.5, 1e-6), 7)]

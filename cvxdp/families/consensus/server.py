@@ -298,9 +298,10 @@ class ConsensusFamily(Family):
         res_sq, consensus, agent_rows = 0.0, 0.0, []
         for p, rel in enumerate(releases):
             r = w[self.gsel[p]] - rel["ez"]
-            norm = float(np.linalg.norm(r))
+            sq = float(r @ r)
+            norm = math.sqrt(sq)  # np.linalg.norm's own sqrt(r . r)
             consensus += norm
-            res_sq += float(r @ r)
+            res_sq += sq
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": norm})
         if state.noise_eta is not None:  # released copies and public noise scales only
