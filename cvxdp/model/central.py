@@ -18,9 +18,9 @@ import cvxpy as cp
 import numpy as np
 
 from ..errors import InvalidParameterError, SolverFailedError
-from .agent import Agent, check_agents
+from .agent import Agent, check_agents, declared_box
 from .compiled import NotCompilable, feasible_set_data
-from .local_solver import BoxProjection, declared_box, projection_onto
+from .local_solver import BoxProjection, projection_onto
 
 #: Solvers a centralized solve tries, in this order after the requested one.
 FALLBACK_ORDER = ("CLARABEL", "ECOS", "SCS")
@@ -193,7 +193,7 @@ def _distance(agent: Any, idx: np.ndarray, target: np.ndarray, local: np.ndarray
 
     The projection runs on the agent's compiled ``W_p`` (:func:`cvxdp.model.compiled.feasible_set_data`: the data its
     worker compiled, so nothing is compiled again after a run; a declared box is read off its constraints,
-    :func:`cvxdp.model.local_solver.declared_box`) -- a clip for a box, else a live Clarabel solve
+    :func:`cvxdp.model.agent.declared_box`) -- a clip for a box, else a live Clarabel solve
     with weight 1 on the shared coordinates and 0 elsewhere, with the local step's fallback chain.
     """
     box = declared_box(agent)  # a declared box is a clip: nothing to compile, nothing to evaluate through CVXPY
