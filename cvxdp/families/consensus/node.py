@@ -34,7 +34,7 @@ from ...model import (
     set_verdict,
 )
 from ...privacy import step_epsilon
-from .updates import dual_update, linearized_updates, smallest_weight, whole_range
+from .updates import dual_update, linearized_updates, smallest_weight, take, whole_range
 
 if TYPE_CHECKING:  # annotations only
     from .params import ConsensusAlgorithm
@@ -157,7 +157,7 @@ class ConsensusNode(Node):
                 self.timing["solve"] += sum(r.seconds for r in reports)
                 self._warn_slow_gradient()
         self.z = z
-        ez = z.copy() if isinstance(self._sel, slice) else z[self.sidx]  # a new array either way
+        ez = take(z, self._sel)  # a new array: the release never aliases the node's state
         self.lam = dual_update(self.lam, msg.rho, msg.bw, ez)
         self._last = (norms, reports, time.perf_counter() - start)
         if msg.polish is None:

@@ -27,7 +27,7 @@ from .step_sizes import (
     next_rho,
     release_noise_std,
 )
-from .updates import dual_update, global_update, selectors, smallest_weight
+from .updates import dual_update, global_update, selectors, smallest_weight, take
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
@@ -82,7 +82,7 @@ def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequenc
     update both use it, and so does the aggregator's copy of the dual. An index ``slice(None)``
     (:func:`~cvxdp.families.consensus.updates.selectors`) takes a copy of ``w`` instead of a gather."""
     if relaxation == 1.0:
-        return [w.copy() if isinstance(g, slice) else w[g] for g in gidx]
+        return [take(w, g) for g in gidx]
     return [relaxation * w[g] + (1.0 - relaxation) * ez for g, ez in zip(gidx, previous)]
 
 
@@ -299,11 +299,11 @@ class ConsensusFamily(Family):
         for p, rel in enumerate(releases):
             r = w[self.gsel[p]] - rel["ez"]
             sq = float(r @ r)
-            norm = math.sqrt(sq)  # np.linalg.norm's own sqrt(r . r)
-            consensus += norm
+            residual = math.sqrt(sq)  # what np.linalg.norm(r) computes, from the one dot product
+            consensus += residual
             res_sq += sq
             state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
-            agent_rows.append({"residual": norm})
+            agent_rows.append({"residual": residual})
         if state.noise_eta is not None:  # released copies and public noise scales only
             privacy = self.privacy
             stds = [release_noise_std(c.scale, privacy.noise, privacy.placement, m.eta + float(np.mean(r)))

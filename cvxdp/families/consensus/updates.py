@@ -22,6 +22,17 @@ def selectors(gidx: Sequence[np.ndarray], size: int) -> list[np.ndarray | slice]
     return [slice(None) if whole_range(idx, size) else idx for idx in gidx]
 
 
+def take(values: np.ndarray, sel: np.ndarray | slice) -> np.ndarray:
+    """``values[sel]`` as a new array: a copy for ``slice(None)`` (:func:`selectors`), a gather otherwise."""
+    return values.copy() if isinstance(sel, slice) else values[sel]
+
+
+def norm(x: np.ndarray) -> float:
+    """``||x||_2`` as :func:`numpy.linalg.norm` computes it (``sqrt(x . x)``: the same number), without its
+    per-call overhead (it matters for many small agents)."""
+    return math.sqrt(float(x @ x))
+
+
 def global_update(shared: Sequence[np.ndarray], duals: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice],
                   size: int, rho: float | np.ndarray) -> np.ndarray:
     """``w_k = mean over holders p of ((E_p z_p)_k - lambda_{p,k}/rho_k)`` for every global coordinate k
@@ -90,8 +101,7 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
         g = grad(u if grad_point is None else grad_point(u, c)[0])
         if perturb is not None and placement == "objective":
             noisy = perturb(g)
-            diff = noisy - g
-            norms.append(math.sqrt(float(diff @ diff)))  # np.linalg.norm's own sqrt(x . x), without its overhead
+            norms.append(norm(noisy - g))
             g = noisy
         v = eta * u  # (eta u + anchor - g) / c, operation by operation in one new array
         v += anchor
@@ -100,8 +110,7 @@ def linearized_updates(u: np.ndarray, *, grad: Callable[[np.ndarray], np.ndarray
         u, report = project(v, c)
         if perturb is not None and placement == "output":
             noisy = perturb(u)
-            diff = noisy - u
-            norms.append(math.sqrt(float(diff @ diff)))
+            norms.append(norm(noisy - u))
             u = noisy
         reports.append(report)
         total += u
