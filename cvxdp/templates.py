@@ -10,7 +10,9 @@ scalar settings it resolves from a ``[model]`` table, defaults included, compute
 building agents (and equal to the built instance's ``settings``). The resolved settings fingerprint every run
 checkpoint and every study cell (:func:`cvxdp.config.build.settings_context`), so a default that changed between
 versions is noticed; the hook lets a fully cached study check its cells without building the instance. A
-template without a hook is built once instead (correct, only slower). Template packages register themselves when imported; the packages in
+template without a hook is built once instead (correct, only slower). A template that reads no data file (its
+data is a network, or generated) registers with ``reads_data=False``; ``--data`` (which sets ``[model] path``) is
+then refused for it with a clear message instead of the template's "unknown key". Template packages register themselves when imported; the packages in
 :data:`TEMPLATE_PACKAGES` (the bundled ``cvxdp_models``) are imported on the first lookup, by name, so the
 engine never imports a template package itself.
 """
@@ -24,13 +26,15 @@ from typing import Any
 
 from .errors import ConfigError, OptionalDependencyError, fail
 
-__all__ = ["TEMPLATE_PACKAGES", "build_model", "register_template", "template_names", "template_settings"]
+__all__ = ["TEMPLATE_PACKAGES", "build_model", "register_template", "template_names", "template_reads_data",
+           "template_settings"]
 
 #: Packages imported (once, by name) before the first lookup so that they register their templates.
 TEMPLATE_PACKAGES: list[str] = ["cvxdp_models"]
 
 _TEMPLATES: dict[str, str | Callable[..., Any]] = {}
 _SETTINGS: dict[str, str | Callable[..., Any]] = {}
+_WITHOUT_DATA: set[str] = set()
 _loaded: set[str] = set()
 
 
@@ -39,16 +43,23 @@ def _is_target(target: object) -> bool:
 
 
 def register_template(name: str, target: str | Callable[..., Any], *,
-                      settings: str | Callable[..., Any] | None = None) -> None:
-    """Register template ``name``: a builder function or a ``"package.module:function"`` target, and
-    optionally its settings hook (same forms; see the module docstring)."""
+                      settings: str | Callable[..., Any] | None = None, reads_data: bool = True) -> None:
+    """Register template ``name``: a builder function or a ``"package.module:function"`` target, optionally
+    its settings hook (same forms), and whether it reads a data file from ``[model] path`` (see the module
+    docstring)."""
     if not isinstance(name, str) or not name:
         raise fail("name", "register_template", "a non-empty str", name)
     if not _is_target(target):
         raise fail("target", "register_template", "a callable or a 'package.module:function' str", target)
     if settings is not None and not _is_target(settings):
         raise fail("settings", "register_template", "a callable, a 'package.module:function' str or None", settings)
+    if not isinstance(reads_data, bool):
+        raise fail("reads_data", "register_template", "a bool", reads_data)
     _TEMPLATES[name] = target
+    if reads_data:
+        _WITHOUT_DATA.discard(name)
+    else:
+        _WITHOUT_DATA.add(name)
     if settings is None:
         _SETTINGS.pop(name, None)
     else:
@@ -78,6 +89,13 @@ def template_names() -> list[str]:
     """The registered template names, sorted."""
     _load_packages()
     return sorted(_TEMPLATES)
+
+
+def template_reads_data(template: str) -> bool:
+    """Whether template ``template`` reads a data file from ``[model] path`` (True unless it registered with
+    ``reads_data=False``; True for an unknown name, which :func:`build_model` then names)."""
+    _load_packages()
+    return template not in _WITHOUT_DATA
 
 
 def build_model(template: str, model: dict, *, base_dir: str | Path) -> Any:

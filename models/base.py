@@ -66,5 +66,7 @@ _TEMPLATES: dict[str, str] = {
     "erm": "cvxdp_models.erm",
     "vertical": "cvxdp_models.vertical",
 }
+#: the templates whose data is the network (power) or generated (toy): ``--data`` is refused for them
+_WITHOUT_DATA = ("power", "toy")
 for _name, _module in _TEMPLATES.items():
-    register_template(_name, f"{_module}:build", settings=f"{_module}:settings")
+    register_template(_name, f"{_module}:build", settings=f"{_module}:settings", reads_data=_name not in _WITHOUT_DATA)

@@ -14,7 +14,7 @@ from ..errors import ConfigError, CvxdpError
 from ..families import ALGORITHMS, Algorithm
 from ..families import MECHANISMS as MECHANISM_CLASSES
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend
-from ..templates import build_model, template_settings
+from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
 
 #: [privacy] mechanism names (the registry's, and "none")
@@ -57,9 +57,6 @@ def read_study_file(path: str | Path, *, keys: set[str], sections: set[str], kin
         raise ConfigError(f"{path}: the case file {table['case']!r} does not exist (looked in {path.parent}).")
     return path, raw, table, case_path
 
-#: the shipped templates that read no data file (``--data`` is refused for them)
-TEMPLATES_WITHOUT_DATA = ("power", "toy")
-
 
 def _check_keys(table: dict, allowed: set[str], section: str, path: Path) -> None:
     unknown = sorted(set(table) - allowed)
@@ -90,11 +87,11 @@ class Case:
 
     def with_data(self, data: str | Path) -> Case:
         """A copy whose ``[model] path`` is ``data`` (resolved): what ``--data`` sets. Refused, naming the
-        template, for the templates that read no data file (their data is the network, or generated)."""
-        if self.template in TEMPLATES_WITHOUT_DATA:
-            raise ConfigError(f"--data sets [model] path, which the {self.template} template does not read; it "
-                              "applies to templates with a data file (logistic cases, e.g. FEMNIST; erm; vertical) and "
-                              "to sharing and graph studies.")
+        template, for a template registered with ``reads_data=False`` (its data is the network, or generated)."""
+        if not template_reads_data(self.template):
+            raise ConfigError(f"--data sets [model] path, which the {self.template} template does not read (it reads "
+                              "no data file); it applies to templates with a data file (logistic cases, e.g. FEMNIST; "
+                              "erm; vertical) and to sharing and graph studies.")
         new = copy.deepcopy(self)
         new.model["path"] = str(Path(data).resolve())
         return new
