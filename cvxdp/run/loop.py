@@ -15,6 +15,7 @@ summary are the same for every family.
 
 from __future__ import annotations
 
+import gc
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -151,10 +152,12 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
                          data={**declared, **family.fingerprint_data()}, context=checkpoint)
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
+    frozen = False
     try:
         # a checkpoint of another run is refused before any node is started
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         backend.start(family.nodes(), agents, root.spawn(len(names)) if agents is not None else None)
+        frozen = _freeze_long_lived()
         state = family.start(backend.call(Node.declare))
         ledger = PrivacyLedger(names, target_delta=family.target_delta)
         loop = LoopState()
@@ -242,9 +245,29 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
                         agents=list(agents or ()), solution_violation=violation)
         family.finish(result, state, backend)
     finally:
+        if frozen:
+            gc.unfreeze()
         backend.close()
         lock.release()
     return result
+
+
+def _freeze_long_lived() -> bool:
+    """Exempt the objects that exist once the nodes are started (the agents' CVXPY trees, the compiled
+    subproblems, the nodes, and the caller's own) from the garbage collector's scans for the rest of the run
+    (:func:`gc.freeze`); return whether it froze them (``gc.unfreeze()`` is then due when the run ends).
+
+    The rounds create few long-lived objects, but each full collection walks every tracked one: with 10,000
+    agents that is millions of objects and about a second, as much as a round (``benchmarks/bench_many_agents.py``).
+    Nothing is lost: reference counting frees objects as usual, and a cycle among frozen objects is collected
+    after the run, when ``gc.unfreeze()`` returns them to the oldest generation. A caller who froze objects
+    already (``gc.get_freeze_count() > 0``, e.g. a pre-fork server, or a run inside a run's callback) is left as
+    it is: nothing is frozen or unfrozen here.
+    """
+    if gc.get_freeze_count():
+        return False
+    gc.freeze()
+    return True
 
 
 def root_seed_sequence(seed: int | None, owner: str = "solve") -> tuple[int | None, np.random.SeedSequence]:

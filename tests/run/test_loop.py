@@ -1,0 +1,46 @@
+"""The round loop (cvxdp.run.loop): what it does to the process around a run."""
+
+from __future__ import annotations
+
+import gc
+
+import cvxdp
+
+
+def _frozen_counts(agents) -> tuple[list[int], object]:
+    seen: list[int] = []
+    result = cvxdp.solve(agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=3), progress=False, evaluate=False,
+                         callback=lambda t, row: seen.append(gc.get_freeze_count()))
+    return seen, result
+
+
+def test_the_rounds_run_with_the_set_up_objects_frozen_and_the_run_thaws_them(toy_agents):
+    assert gc.get_freeze_count() == 0
+    seen, result = _frozen_counts(toy_agents)
+    assert len(seen) == 3 and min(seen) > 0  # the agents' CVXPY trees are not scanned by full collections
+    assert gc.get_freeze_count() == 0  # and return to the collector afterwards
+    assert result.stop_reason == "rounds"
+
+
+def test_a_callers_own_freeze_is_left_as_it_is(toy_agents):
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        seen, _ = _frozen_counts(toy_agents)
+        # nothing more frozen during the rounds (the nodes built after the caller's freeze stay scanned), nor
+        # unfrozen after (frozen objects freed by reference counting leave the count: it can only fall)
+        assert len(seen) == 3 and max(seen) <= before
+        assert 0 < gc.get_freeze_count() <= before
+    finally:
+        gc.unfreeze()
+
+
+def test_the_objects_are_thawed_when_a_run_fails(toy_agents):
+    def stop(t, row):
+        raise RuntimeError("the caller's callback failed")
+
+    try:
+        cvxdp.solve(toy_agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=3), progress=False, evaluate=False, callback=stop)
+    except RuntimeError:
+        pass
+    assert gc.get_freeze_count() == 0
