@@ -120,12 +120,20 @@ def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) ->
     """
     d, e = _check_common(sensitivity, epsilon, "gaussian_sigma_analytic")
     dl = check_float(delta, "delta", "gaussian_sigma_analytic", 0.0, 1.0)
-    target = math.log(dl)
+    return d * math.exp(_analytic_log_ratio(e, dl))
+
+
+@functools.lru_cache(maxsize=256)
+def _analytic_log_ratio(epsilon: float, delta: float) -> float:
+    """``log(sigma / D)`` of :func:`gaussian_sigma_analytic`: a function of (epsilon, delta) only (the profile depends
+    on ``sigma / D``), so it is solved once per pair (cached: a run asks for every agent, and agents usually share
+    the pair)."""
+    target = math.log(delta)
 
     def gap(log_r: float) -> float:
-        return gaussian_log_delta(math.exp(log_r), e) - target
+        return gaussian_log_delta(math.exp(log_r), epsilon) - target
 
-    guess = math.log(math.sqrt(2.0 * math.log(1.25 / dl)) / e)
+    guess = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon)
     lo = hi = guess
     while gap(lo) <= 0.0:  # the profile decreases in sigma: move down until delta(lo) > delta
         lo -= 1.0
@@ -134,7 +142,7 @@ def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) ->
     root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     while gap(root) > 0.0:
         root = np.nextafter(root, math.inf)
-    return d * math.exp(root)
+    return float(root)
 
 
 def gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:
