@@ -61,7 +61,7 @@ def bench_case(name: str, rounds: int) -> list[dict]:
     return rows
 
 
-#: PowerModelsADA's published SOCP ADMM iteration counts (docs/src/comparison.md), measured on PGLib-OPF's cases
+#: PowerModelsADA's published SOCP ADMM iteration counts (its repository's docs/src/comparison.md), measured on PGLib-OPF's cases
 #: (bundled here) with its own partitions -- case14's 2 areas are its test/data/case14_2areas.csv, case300's 4
 #: areas are not published -- and alpha tuned per case by a decade sweep from 1e6 down.
 #: v0.1.1 stops on its ADMM mismatch ``calc_mismatch!(data, central=true)``: each copy minus the mean of the pair,

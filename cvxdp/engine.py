@@ -83,6 +83,13 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     Returns
     -------
     Result
+
+    Notes
+    -----
+    While the rounds run, the objects that exist once the nodes are started are frozen out of Python's garbage
+    collector (:func:`gc.freeze`; with many agents a full collection would walk every CVXPY tree each time) and
+    returned to it when the run ends. Reference counting frees objects as usual; only the collection of reference
+    cycles among them waits for the end of the run. A process that called :func:`gc.freeze` itself is left alone.
     """
     algorithm = LinearizedADMM() if algorithm is None else algorithm
     if not isinstance(algorithm, Algorithm):

@@ -93,3 +93,40 @@ def test_architecture_page_names_every_module_of_the_package():
     modules = {f"cvxdp/{p.relative_to(package).as_posix()}" for p in package.rglob("*.py")}
     named = set(re.findall(r"^\| `(cvxdp/[\w/]+\.py)` \|", text, flags=re.M))
     assert modules == named, {"missing": sorted(modules - named), "gone": sorted(named - modules)}
+
+
+#: a dotted name in cvxdp or its bundled templates (``cvxdp.run.storage.fingerprint``), and a path in this repository
+DOTTED = re.compile(r"(?<![\w./])((?:cvxdp|cvxdp_models)(?:\.[A-Za-z_]\w*)+)")
+REPO_PATH = re.compile(r"(?<![\w./-])((?:cvxdp|models|benchmarks|tests|examples|cases|docs)/[\w./-]*[a-z0-9_])")
+
+
+def _resolves(name: str) -> bool:
+    """Whether ``name`` is an importable module or an attribute path below one."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            if not hasattr(obj, part):
+                return False
+            obj = getattr(obj, part)
+        return True
+    return False
+
+
+def test_every_module_function_and_file_the_docs_and_docstrings_name_exists():
+    """Moving or renaming a module leaves no stale reference behind: in the documentation and the README, every
+    ``cvxdp.…`` name resolves and every repository path exists; in the code's docstrings and comments (package,
+    templates, benchmarks, examples), every ``cvxdp.…`` name resolves."""
+    pages = [*DOCS.glob("*.md"), README]
+    code = [p for folder in ("cvxdp", "models", "benchmarks", "examples") for p in (ROOT / folder).rglob("*.py")]
+    stale = set()
+    for path in pages + code:
+        text = path.read_text()
+        stale |= {(path.relative_to(ROOT).as_posix(), n) for n in DOTTED.findall(text) if not _resolves(n)}
+        if path in pages:
+            stale |= {(path.relative_to(ROOT).as_posix(), p) for p in REPO_PATH.findall(text)
+                      if not (ROOT / p).exists()}
+    assert not stale, sorted(stale)

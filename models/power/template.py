@@ -7,7 +7,7 @@ network : str, required
     v23.07 case (``"pglib_opf_case14_ieee"``, ``"pglib_opf_case118_ieee"``, ``"pglib_opf_case300_ieee"``); or
     the path of a MATPOWER version-2 case file (``*.m``), relative to the case file's directory unless
     absolute. A file keeps MATPOWER's bus numbers (``zones`` lists them) and order. The file's content is part
-    of every run's and study cell's fingerprint (:func:`cvxdp.run.checkpoint.case_context` hashes a file that a
+    of every run's and study cell's fingerprint (:func:`cvxdp.run.storage.case_context` hashes a file that a
     ``[model]`` string names), so a resumed run on an edited file is refused.
 zones : list of lists of int
     The partition, as MATPOWER (1-based) bus numbers. Exactly one of ``zones`` and ``auto_zones``.
