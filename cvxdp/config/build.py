@@ -126,6 +126,15 @@ def load_case(path: str | Path) -> Case:
                 privacy=dict(raw.get("privacy", {})), run=dict(raw.get("run", {})))
 
 
+def study_base_case(study: Any, *, run: Mapping[str, Any] | None = None, data: str | Path | None = None) -> Case:
+    """The case every cell of a grid or equal-total study starts from: the study's case file, with ``--data`` applied
+    (:meth:`Case.with_data`); the command line's ``[run]`` entries (None values ignored) are added to the study's own
+    ``[run]`` overrides (``study.overrides["run"]``), which every cell applies."""
+    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
+    case = load_case(study.case_path)
+    return case if data is None else case.with_data(data)
+
+
 def make_algorithm(table: dict[str, Any]) -> Algorithm:
     """Build the algorithm of an [algorithm] table (``name`` picks it from :data:`cvxdp.families.ALGORITHMS`; the
     keys of other algorithms in the same table are ignored, unknown keys are refused naming them)."""

@@ -34,6 +34,7 @@ from ..config.build import (
     read_study_file,
     run_case,
     settings_context,
+    study_base_case,
 )
 from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
@@ -167,12 +168,9 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
     """
     study = load_study(path)
-    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
+    base = study_base_case(study, run=run, data=data)
     out = Path(out)
     runner = CellRunner(out)
-    base = load_case(study.case_path)
-    if data is not None:
-        base = base.with_data(data)
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
     lead: list[str] = []

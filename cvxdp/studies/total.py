@@ -53,11 +53,11 @@ from tqdm.auto import tqdm
 from ..config.build import (
     MECHANISMS,
     build_instance,
-    load_case,
     load_toml,
     read_study_file,
     run_case,
     settings_context,
+    study_base_case,
 )
 from ..errors import ConfigError
 from ..plots import utility_vs_total_epsilon
@@ -378,12 +378,9 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         ``{"study", "out", "runs", "computed", "reused", "files"}``.
     """
     study = load_total_study(path)
-    study.overrides["run"].update({k: v for k, v in (run or {}).items() if v is not None})
+    case = study_base_case(study, run=run, data=data)
     out = Path(out)
     runner = CellRunner(out)
-    case = load_case(study.case_path)
-    if data is not None:
-        case = case.with_data(data)
     family = "power" if case.template == "power" else "fl"
     exact = family == "power"  # the non-private line: exact ADMM (power), else the case's own algorithm
     bases = {name: _dataset_case(case, model) for name, model in study.datasets} or {"": case}

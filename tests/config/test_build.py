@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from cvxdp.config.build import load_case, make_algorithm
+from cvxdp.config.build import load_case, make_algorithm, study_base_case
 from cvxdp.errors import ConfigError
 from cvxdp.families import ALGORITHMS
+from cvxdp.studies.grid import load_study
+from cvxdp.studies.total import load_total_study
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 
@@ -49,3 +51,18 @@ def test_data_is_refused_naming_a_template_that_reads_no_file(name, tmp_path):
     with pytest.raises(ConfigError, match=f"--data sets \\[model\\] path, which the {case.template} template does "
                                           "not read"):
         case.with_data(tmp_path)
+
+
+def test_a_study_starts_from_its_case_with_the_command_lines_run_entries_and_data(tmp_path):
+    study = load_study(CASES / "study_femnist.toml")
+    own = dict(study.overrides["run"])
+    base = study_base_case(study, run={"backend": "ray", "seed": None}, data=tmp_path)
+    assert study.overrides["run"] == {**own, "backend": "ray"}  # added to the study's own; None is ignored
+    assert base.model["path"] == str(tmp_path.resolve()) and base.template == "logistic"
+
+
+def test_a_study_of_a_template_without_a_data_file_refuses_data(tmp_path):
+    study = load_total_study(CASES / "study_case14_total.toml")
+    assert study_base_case(study).template == "power"
+    with pytest.raises(ConfigError, match="which the power template does not read"):
+        study_base_case(study, data=tmp_path)
