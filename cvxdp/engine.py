@@ -11,7 +11,16 @@ from typing import Any
 from .errors import check_choice, check_float, check_int, fail
 from .families import Algorithm, LinearizedADMM, family_class
 from .model import DEFAULT_SOLVERS, Agent, checked_agents
-from .run import Backend, Result, SerialBackend, checkpoint_path, get_backend, root_seed_sequence, run_loop
+from .run import (
+    Backend,
+    Result,
+    SerialBackend,
+    checkpoint_path,
+    get_backend,
+    long_lived_frozen,
+    root_seed_sequence,
+    run_loop,
+)
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 
@@ -86,9 +95,9 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
 
     Notes
     -----
-    While the rounds run, the objects that exist once the nodes are started are frozen out of Python's garbage
-    collector (:func:`gc.freeze`; with many agents a full collection would walk every CVXPY tree each time) and
-    returned to it when the run ends. Reference counting frees objects as usual; only the collection of reference
+    While the run is set up and while the rounds run, the objects that exist (the agents, then the nodes too) are
+    frozen out of Python's garbage collector (:func:`cvxdp.run.long_lived_frozen`, :func:`gc.freeze`; with many
+    agents a full collection would walk every CVXPY tree each time) and returned to it when the run ends. Reference counting frees objects as usual; only the collection of reference
     cycles among them waits for the end of the run. A process that called :func:`gc.freeze` itself is left alone.
     """
     algorithm = LinearizedADMM() if algorithm is None else algorithm
@@ -106,18 +115,18 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     evaluate = _check_evaluate(evaluate, backend)
     described = algorithm.describe()  # before the family binds run-time values (the authors' eta schedule)
     cls = family_class(algorithm)
-    agents = checked_agents(agents, cls.agent_type or (Agent,), cls.agent_label)
-    # the coordinator's side reads the agents' public declarations only (SPEC §7); the simulation's backend builds
-    # each party's node from its agent
-    family = cls(algorithm, [a.declaration() for a in agents], privacy=privacy,
-                                     accountant=accountant, budget=budget, solvers=tuple(solvers),
-                                     target_delta=target_delta)
-    base = {"algorithm": described, "privacy": privacy.describe() if privacy is not None else None,
-            "accountant": accountant, "budget": list(budget) if budget else None,
-            "backend": type(backend).__name__, "solvers": list(solvers), "agents": family.names}
-    return run_loop(family, backend=backend, agents=agents, root=root, seed=seed, base_config=base,
-                    evaluate=evaluate, progress=progress, callback=callback, checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every)
+    with long_lived_frozen():  # the agents' CVXPY trees are not scanned by the collector while the run is set up
+        agents = checked_agents(agents, cls.agent_type or (Agent,), cls.agent_label)
+        # the coordinator's side reads the agents' public declarations only (SPEC §7); the simulation's backend builds
+        # each party's node from its agent
+        family = cls(algorithm, [a.declaration() for a in agents], privacy=privacy, accountant=accountant,
+                     budget=budget, solvers=tuple(solvers), target_delta=target_delta)
+        base = {"algorithm": described, "privacy": privacy.describe() if privacy is not None else None,
+                "accountant": accountant, "budget": list(budget) if budget else None,
+                "backend": type(backend).__name__, "solvers": list(solvers), "agents": family.names}
+        return run_loop(family, backend=backend, agents=agents, root=root, seed=seed, base_config=base,
+                        evaluate=evaluate, progress=progress, callback=callback, checkpoint=checkpoint,
+                        checkpoint_every=checkpoint_every)
 
 
 def _check_evaluate(evaluate: Any, backend: Backend) -> bool:

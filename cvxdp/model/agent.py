@@ -234,6 +234,28 @@ def _bound_value(expr: cp.Expression, shape: tuple[int, ...]) -> np.ndarray | No
         return None
 
 
+def _selected_positions(layout: Any, selections: list[cp.Expression]) -> list[np.ndarray]:
+    """The coordinates of ``u`` each selection (a variable, or a slice of one) picks, in column-major order.
+
+    A whole variable picks its own offsets; a slice picks the value it takes when every variable holds its own
+    offsets (set for the moment and restored: CVXPY validates every value it is given, so only slices pay for it).
+    """
+    start = {var.id: off for var, off in zip(layout.variables, layout.offsets)}
+    positions: list[np.ndarray | None] = [np.arange(start[sel.id], start[sel.id] + sel.size)
+                                          if isinstance(sel, cp.Variable) else None for sel in selections]
+    if any(p is None for p in positions):
+        saved = [var.value for var in layout.variables]
+        try:
+            for var, off in zip(layout.variables, layout.offsets):
+                var.value = np.reshape(np.arange(off, off + var.size, dtype=float), var.shape, order="F")
+            positions = [np.rint(np.ravel(np.asarray(sel.value, dtype=float), order="F")).astype(int) if p is None
+                         else p for sel, p in zip(selections, positions)]
+        finally:
+            for var, val in zip(layout.variables, saved):
+                var.value = val
+    return positions  # type: ignore[return-value]
+
+
 def declared_box(agent: Agent) -> tuple[np.ndarray, np.ndarray] | None:
     """``lo <= u <= hi`` read off the agent's constraint objects, without canonicalizing (None when ``W`` is not
     declared as a box).
@@ -265,15 +287,7 @@ def declared_box(agent: Agent) -> tuple[np.ndarray, np.ndarray] | None:
     lo, hi = np.full(layout.size, -np.inf), np.full(layout.size, np.inf)
     if not sides:
         return lo, hi
-    saved = [var.value for var in layout.variables]
-    try:  # each selection's coordinates of u: its value when every variable holds its own offsets
-        for var, off in zip(layout.variables, layout.offsets):
-            var.value = np.reshape(np.arange(off, off + var.size, dtype=float), var.shape, order="F")
-        positions = [np.rint(np.ravel(np.asarray(sel.value, dtype=float), order="F")).astype(int)
-                     for sel, *_ in sides]
-    finally:
-        for var, val in zip(layout.variables, saved):
-            var.value = val
+    positions = _selected_positions(layout, [sel for sel, *_ in sides])
     for idx, (_, bound, upper, equality) in zip(positions, sides):
         if upper or equality:
             np.minimum.at(hi, idx, bound)

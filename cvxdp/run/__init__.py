@@ -12,7 +12,7 @@ backends that place nodes and move messages, checkpoints, output files and resul
 from ..errors import InvalidParameterError, fail
 from .backends import Backend, NodeSpec, SerialBackend, method_name
 from .family import FEASIBLE_SETS_PUBLIC, PUBLIC_ASSUMPTION, Charge, Family, RoundPlan, initial_points_public
-from .loop import root_seed_sequence, run_loop
+from .loop import long_lived_frozen, root_seed_sequence, run_loop
 from .results import RESULT_FILE, Result, jsonable, load_result
 from .storage import (
     CheckpointTarget,
@@ -56,6 +56,6 @@ def __getattr__(name: str):
 
 
 __all__ = ["BACKENDS", "method_name", "FEASIBLE_SETS_PUBLIC", "PUBLIC_ASSUMPTION", "initial_points_public", "Backend", "RayBackend", "Charge", "CheckpointTarget", "Family", "NodeSpec", "OutputLock", "RESULT_FILE",
-           "Result", "RoundPlan", "SerialBackend", "atomic_write_text", "case_context", "checkpoint_path",
+           "Result", "RoundPlan", "SerialBackend", "atomic_write_text", "case_context", "long_lived_frozen", "checkpoint_path",
            "fingerprint", "get_backend", "jsonable", "load_result", "locks_output", "prepare_dir",
            "remove_checkpoint", "root_seed_sequence", "run_loop"]

@@ -15,10 +15,11 @@ summary are the same for every family.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,12 +153,12 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
                          data={**declared, **family.fingerprint_data()}, context=checkpoint)
     config["evaluation"] = {"evaluated": bool(evaluate), "label": EVALUATION_LABEL}
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
-    frozen = False
+    frozen = contextlib.ExitStack()
     try:
         # a checkpoint of another run is refused before any node is started
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         backend.start(family.nodes(), agents, root.spawn(len(names)) if agents is not None else None)
-        frozen = _freeze_long_lived()
+        frozen.enter_context(long_lived_frozen())  # the nodes too, now that they exist
         state = family.start(backend.call(Node.declare))
         ledger = PrivacyLedger(names, target_delta=family.target_delta)
         loop = LoopState()
@@ -245,29 +246,44 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
                         agents=list(agents or ()), solution_violation=violation)
         family.finish(result, state, backend)
     finally:
-        if frozen:
-            gc.unfreeze()
+        frozen.close()
         backend.close()
         lock.release()
     return result
 
 
-def _freeze_long_lived() -> bool:
-    """Exempt the objects that exist once the nodes are started (the agents' CVXPY trees, the compiled
-    subproblems, the nodes, and the caller's own) from the garbage collector's scans for the rest of the run
-    (:func:`gc.freeze`); return whether it froze them (``gc.unfreeze()`` is then due when the run ends).
+_frozen_by_a_run = False  # whether the objects frozen now were frozen by long_lived_frozen (not by the caller)
 
-    The rounds create few long-lived objects, but each full collection walks every tracked one: with 10,000
-    agents that is millions of objects and about a second, as much as a round (``benchmarks/bench_many_agents.py``).
-    Nothing is lost: reference counting frees objects as usual, and a cycle among frozen objects is collected
-    after the run, when ``gc.unfreeze()`` returns them to the oldest generation. A caller who froze objects
-    already (``gc.get_freeze_count() > 0``, e.g. a pre-fork server, or a run inside a run's callback) is left as
-    it is: nothing is frozen or unfrozen here.
+
+@contextlib.contextmanager
+def long_lived_frozen() -> Iterator[None]:
+    """Exempt the objects that exist now (the agents' CVXPY trees, the compiled subproblems, the nodes, and the
+    caller's own) from the garbage collector's scans until the block ends (:func:`gc.freeze`, then
+    ``gc.unfreeze()``).
+
+    A run creates few long-lived objects, but each full collection walks every tracked one: with 10,000 agents
+    that is millions of objects and about a second, as much as a round (``benchmarks/bench_many_agents.py``).
+    Nothing is lost: reference counting frees objects as usual, and a cycle among frozen objects is collected after
+    the block, when ``gc.unfreeze()`` returns them to the oldest generation. Inside a block of its own (``solve``
+    around its checks, the loop once the nodes exist) it freezes the newer objects too and leaves the thaw to the
+    outer block. A caller who froze objects itself (``gc.get_freeze_count() > 0`` before any block, e.g. a pre-fork
+    server) is left as it is: nothing is frozen or unfrozen.
     """
-    if gc.get_freeze_count():
-        return False
+    global _frozen_by_a_run
+    if gc.get_freeze_count() and not _frozen_by_a_run:  # the caller's own freeze
+        yield
+        return
+    if _frozen_by_a_run:  # inside a block: freeze what is new, the outer block thaws
+        gc.freeze()
+        yield
+        return
     gc.freeze()
-    return True
+    _frozen_by_a_run = True
+    try:
+        yield
+    finally:
+        _frozen_by_a_run = False
+        gc.unfreeze()
 
 
 def root_seed_sequence(seed: int | None, owner: str = "solve") -> tuple[int | None, np.random.SeedSequence]:
@@ -299,4 +315,4 @@ def seed_config(seed: int | None) -> dict:
     return {"seed": seed, "seeded": seed is not None}
 
 
-__all__ = ['LoopState', 'run_loop']
+__all__ = ['LoopState', 'long_lived_frozen', 'run_loop']

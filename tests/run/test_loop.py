@@ -44,3 +44,31 @@ def test_the_objects_are_thawed_when_a_run_fails(toy_agents):
     except RuntimeError:
         pass
     assert gc.get_freeze_count() == 0
+
+
+def test_an_inner_block_freezes_the_newer_objects_and_leaves_the_thaw_to_the_outer_one():
+    from cvxdp.run import long_lived_frozen
+
+    with long_lived_frozen():
+        outer = gc.get_freeze_count()
+        new = [[i] for i in range(1000)]  # tracked containers created after the outer freeze
+        with long_lived_frozen():
+            assert gc.get_freeze_count() >= outer + len(new)
+        assert gc.get_freeze_count() >= outer + len(new)  # still frozen: the inner block does not thaw
+    assert gc.get_freeze_count() == 0
+    del new
+
+
+def test_a_block_inside_a_callers_freeze_does_nothing():
+    from cvxdp.run import long_lived_frozen
+
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        new = [[i] for i in range(1000)]
+        with long_lived_frozen():
+            assert gc.get_freeze_count() <= before  # the new objects are not frozen
+        assert 0 < gc.get_freeze_count() <= before
+        del new
+    finally:
+        gc.unfreeze()
