@@ -97,8 +97,9 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
     -----
     While the run is set up and while the rounds run, the objects that exist (the agents, then the nodes too) are
     frozen out of Python's garbage collector (:func:`cvxdp.run.long_lived_frozen`, :func:`gc.freeze`; with many
-    agents a full collection would walk every CVXPY tree each time) and returned to it when the run ends. Reference counting frees objects as usual; only the collection of reference
-    cycles among them waits for the end of the run. A process that called :func:`gc.freeze` itself is left alone.
+    agents a full collection would walk every CVXPY tree each time) and returned to it when the run ends.
+    Reference counting frees objects as usual; only the collection of reference cycles among them waits for the
+    end of the run. A process that called :func:`gc.freeze` itself is left alone.
     """
     algorithm = LinearizedADMM() if algorithm is None else algorithm
     if not isinstance(algorithm, Algorithm):

@@ -12,9 +12,9 @@ checkpoint and every study cell (:func:`cvxdp.config.build.settings_context`), s
 versions is noticed; the hook lets a fully cached study check its cells without building the instance. A
 template without a hook is built once instead (correct, only slower). A template that reads no data file (its
 data is a network, or generated) registers with ``reads_data=False``; ``--data`` (which sets ``[model] path``) is
-then refused for it with a clear message instead of the template's "unknown key". Template packages register themselves when imported; the packages in
-:data:`TEMPLATE_PACKAGES` (the bundled ``cvxdp_models``) are imported on the first lookup, by name, so the
-engine never imports a template package itself.
+then refused for it with a clear message instead of the template's "unknown key". Template packages register
+themselves when imported; the packages in :data:`TEMPLATE_PACKAGES` (the bundled ``cvxdp_models``) are imported
+on the first lookup, by name, so the engine never imports a template package itself.
 """
 
 from __future__ import annotations

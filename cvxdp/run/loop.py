@@ -267,7 +267,9 @@ def long_lived_frozen() -> Iterator[None]:
     the block, when ``gc.unfreeze()`` returns them to the oldest generation. Inside a block of its own (``solve``
     around its checks, the loop once the nodes exist) it freezes the newer objects too and leaves the thaw to the
     outer block. A caller who froze objects itself (``gc.get_freeze_count() > 0`` before any block, e.g. a pre-fork
-    server) is left as it is: nothing is frozen or unfrozen.
+    server) is left as it is: nothing is frozen or unfrozen. The state is the process's, like the collector's: of two
+    runs in two threads, the first to end thaws both, and the other's remaining rounds are scanned as without a
+    freeze.
     """
     global _frozen_by_a_run
     if gc.get_freeze_count() and not _frozen_by_a_run:  # the caller's own freeze
