@@ -444,11 +444,7 @@ def _load_case(name: str) -> PowerCase:
         name=name,
         base_mva=base,
         bus_number=numbers,
-        bus_type=bus[:, 1].astype(int),
-        pd=bus[:, 2] / base,
-        qd=bus[:, 3] / base,
-        gs=bus[:, 4] / base,
-        bs=bus[:, 5] / base,
+        **_bus_columns(bus, base),
         vmin=net.bus.min_vm_pu.to_numpy(dtype=float),
         vmax=net.bus.max_vm_pu.to_numpy(dtype=float),
         base_kv=bus[:, 9],
@@ -478,6 +474,12 @@ def _load_case(name: str) -> PowerCase:
     )
 
 
+def _bus_columns(bus: np.ndarray, base: float) -> dict[str, np.ndarray]:
+    """The bus type and the per-unit loads and shunts of a MATPOWER ``bus`` table (MW and MVAr over ``base``)."""
+    return {"bus_type": bus[:, 1].astype(int), "pd": bus[:, 2] / base, "qd": bus[:, 3] / base,
+            "gs": bus[:, 4] / base, "bs": bus[:, 5] / base}
+
+
 def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
     """Build a :class:`PowerCase` from a MATPOWER/PYPOWER case dict (MW, MVAr, degrees, bus numbers).
 
@@ -501,11 +503,7 @@ def case_from_matpower(mpc: dict[str, Any], name: str = "custom") -> PowerCase:
         name=name,
         base_mva=base,
         bus_number=numbers,
-        bus_type=bus[:, 1].astype(int),
-        pd=bus[:, 2] / base,
-        qd=bus[:, 3] / base,
-        gs=bus[:, 4] / base,
-        bs=bus[:, 5] / base,
+        **_bus_columns(bus, base),
         vmin=bus[:, 12].copy(),
         vmax=bus[:, 11].copy(),
         base_kv=bus[:, 9].copy(),
