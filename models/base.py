@@ -10,11 +10,12 @@ checkpoints and study cells are fingerprinted with it, so a changed default is n
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cvxdp import Agent, build_model, register_template, template_names
+from cvxdp.errors import ConfigError
 
 __all__ = ["ModelInstance", "build_model", "register_template", "template_names"]
 
@@ -56,6 +57,17 @@ class ModelInstance:
     settings: dict[str, Any] | None = None
     perturbed_inputs: Callable[..., Any] | None = None
     central_private: Callable[..., dict[str, Any]] | None = None
+
+
+def check_model_keys(model: Any, allowed: Iterable[str], template: str) -> None:
+    """Refuse a ``[model]`` that is not a table, or that has keys the template does not read, naming them and the
+    allowed ones (one message for every bundled template)."""
+    if not isinstance(model, dict):
+        raise ConfigError(f"[model] must be a table. Got {type(model).__name__} instead.")
+    unknown = sorted(set(model) - set(allowed))
+    if unknown:
+        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the {template} template. "
+                          f"Allowed: {', '.join(sorted(allowed))}.")
 
 
 #: name -> module holding its ``build`` and ``settings`` (imported on first use)

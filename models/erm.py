@@ -51,7 +51,7 @@ import cvxdp
 from cvxdp import ERMConstants, SmoothObjective, attach_erm_constants
 from cvxdp.errors import ConfigError
 
-from .base import ModelInstance
+from .base import ModelInstance, check_model_keys
 from .logistic import data as D
 
 __all__ = ["DEFAULTS", "ERMInstance", "ERMNode", "build", "central_optimum", "erm_agents", "load_erm_data",
@@ -211,10 +211,7 @@ def load_erm_data(cfg: dict[str, Any], base_dir: Path = Path(".")) -> tuple[np.n
 
 
 def _resolve(model: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(model) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the erm template. "
-                          f"Allowed: {', '.join(sorted(DEFAULTS))}.")
+    check_model_keys(model, DEFAULTS, "erm")
     cfg = {**DEFAULTS, **model}
     if cfg["dataset"] not in DATASETS:
         raise ConfigError(f"The 'dataset' entry of [model] must be one of {', '.join(map(repr, DATASETS))}. "

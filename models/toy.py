@@ -16,7 +16,7 @@ import numpy as np
 import cvxdp
 from cvxdp.errors import ConfigError
 
-from .base import ModelInstance
+from .base import ModelInstance, check_model_keys
 
 
 def make_agents(*, agents: int = 3, dim: int = 5, samples: int = 20, seed: int = 0, bound: float = 1.0,
@@ -62,10 +62,7 @@ DEFAULTS: dict[str, Any] = {name: p.default for name, p in inspect.signature(mak
 def settings(model: dict) -> dict[str, Any]:
     """The template's settings hook: the ``[model]`` table checked, with :func:`make_agents`' defaults filled
     in; the built instance's ``settings``."""
-    unknown = sorted(set(model) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the toy template. "
-                          f"Allowed: {', '.join(sorted(DEFAULTS))}.")
+    check_model_keys(model, DEFAULTS, "toy")
     cfg = {**DEFAULTS, **model}
     for key, low in (("agents", 1), ("dim", 1), ("samples", 1), ("seed", 0)):
         v = cfg[key]

@@ -42,7 +42,7 @@ import numpy as np
 import cvxdp
 from cvxdp.errors import ConfigError
 
-from .base import ModelInstance
+from .base import ModelInstance, check_model_keys
 from .logistic.data import BREAST_CANCER_SCALE, public_scale
 
 __all__ = [
@@ -359,10 +359,7 @@ def central_optimum(data: VerticalData, lam: float, *, bound: float | None = Non
 
 # --------------------------------------------------------------------------- the template
 def _resolve(model: dict) -> dict[str, Any]:
-    unknown = sorted(set(model) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"Unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(map(repr, unknown))} in "
-                          f"[model] of the vertical template; known entries: {', '.join(sorted(DEFAULTS))}.")
+    check_model_keys(model, DEFAULTS, "vertical")
     cfg = {**DEFAULTS, **model}
     if cfg["dataset"] not in DATASETS:
         raise ConfigError(f"The 'dataset' entry of [model] must be one of {', '.join(map(repr, DATASETS))}. "

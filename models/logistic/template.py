@@ -68,7 +68,7 @@ import numpy as np
 import cvxdp
 from cvxdp.errors import ConfigError
 
-from ..base import ModelInstance
+from ..base import ModelInstance, check_model_keys
 from . import data as D
 from .baselines import central_private_anchor, central_reference, pooled_baseline, single_agent_baseline
 from .binary import BinaryLogistic, binary_agents
@@ -140,10 +140,7 @@ def _bool(cfg: dict, key: str) -> bool:
 
 def _resolve(model: dict) -> dict[str, Any]:
     """Defaults + checks; returns the complete, validated configuration."""
-    unknown = sorted(set(model) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"Unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(map(repr, unknown))} in "
-                          f"[model] of the logistic template; known entries: {', '.join(sorted(DEFAULTS))}.")
+    check_model_keys(model, DEFAULTS, "logistic")
     cfg = {**DEFAULTS, **model}
     cfg["dataset"] = _choice(cfg, "dataset", DATASETS)
     binary_data = cfg["dataset"] in ("breast_cancer", "adult")

@@ -56,7 +56,7 @@ import numpy as np
 import cvxdp
 from cvxdp.errors import ConfigError
 
-from ..base import ModelInstance
+from ..base import ModelInstance, check_model_keys
 from .ac_check import ac_verdict, run_ac_check
 from .network import PowerCase, load_network
 from .soc import OBJECTIVES, SocModel, solve_central
@@ -119,14 +119,7 @@ def _float(model: dict, key: str, default: float, *, zero_ok: bool = False) -> f
 
 
 def _check_model(model: dict) -> dict[str, Any]:
-    if not isinstance(model, dict):
-        raise ConfigError(f"[model] must be a table. Got {type(model).__name__} instead.")
-    unknown = sorted(set(model) - set(MODEL_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the power template. "
-            f"Allowed: {', '.join(MODEL_KEYS)}."
-        )
+    check_model_keys(model, MODEL_KEYS, "power")
     if "network" not in model:
         raise ConfigError("[model] of the power template needs a 'network' entry, e.g. network = \"case14\".")
     if not isinstance(model["network"], str):

@@ -125,7 +125,7 @@ def test_vertical_template_build_evaluate_central():
     ref = inst.central()
     assert ev["train_objective"] == pytest.approx(ref["objective"], rel=1e-3)
     assert ev["baseline_all_test_logloss"] < ev["test_logloss"] + 1e-3 < ev["baseline_party1_test_logloss"]
-    with pytest.raises(ConfigError, match="Unknown entry"):
+    with pytest.raises(ConfigError, match=r"Unknown key\(s\) .* in \[model\] of the vertical template. Allowed: "):
         build_model("vertical", {"datset": "x"}, base_dir=CASES)
 
 

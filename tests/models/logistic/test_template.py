@@ -76,7 +76,7 @@ def test_defaults_digits():
     ({"reg": 0.1}, "The 'reg' entry of [model] must be 0 or absent for kind = 'multiclass'"),
     ({"kind": "binary"}, "kind = 'binary' needs a data set with two labels"),
     ({"dataset": "mnist"}, "The 'path' entry of [model] must be a path (str)"),
-    ({"colour": 1}, "Unknown entry 'colour' in [model]"),
+    ({"colour": 1}, "Unknown key(s) 'colour' in [model] of the logistic template. Allowed: agents, "),
     ({"baselines": "yes"}, "The 'baselines' entry of [model] must be true or false. Got 'yes' instead."),
     ({"dtype": "float16"}, "The 'dtype' entry of [model] must be one of 'float64', 'float32'. Got 'float16' instead."),
     ({"dtype": 32}, "The 'dtype' entry of [model] must be one of 'float64', 'float32'. Got 32 instead."),
