@@ -213,3 +213,21 @@ def test_the_tests_mirror_the_package():
                     if not (package / f / "__init__.py").is_file()
                     and not (f.startswith("models/") and (ROOT / f / "__init__.py").is_file()))
     assert not strays, f"test folders with no package of the same path in cvxdp/: {strays}"
+
+
+def test_every_public_name_of_every_module_resolves():
+    """A module's ``__all__`` (and a package's lazily loaded names, PEP 562) must name something that loads: a moved
+    module must not leave a package pointing at where it was."""
+    import importlib
+    import pkgutil
+
+    broken = []
+    for info in pkgutil.walk_packages(cvxdp.__path__, "cvxdp."):
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", ()):
+            try:
+                getattr(module, name)
+            except (AttributeError, ImportError) as exc:
+                broken.append(f"{info.name}.{name}: {exc}")
+    broken += [f"cvxdp.{n}" for n in cvxdp.__all__ if not hasattr(cvxdp, n)]
+    assert not broken, broken

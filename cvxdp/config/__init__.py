@@ -1,8 +1,8 @@
 """Case and study files (TOML): finding and reading them (:mod:`.files`, standard library only), their documented
-schema (:mod:`.schema`), turning their tables into cvxdp objects (:mod:`.build`) and running one case (:mod:`.runs`).
+schema (:mod:`.schema`), turning their tables into cvxdp objects and running one case (:mod:`.build`).
 
-The names of :mod:`.build` and :mod:`.runs` load on first use (PEP 562), so ``cvxdp cases`` reads the files without
-the modelling stack.
+The names of :mod:`.build` load on first use (PEP 562), so ``cvxdp cases`` reads the files without the modelling
+stack.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 _LAZY = {"Case": ".build", "StudyBackends": ".build", "load_case": ".build", "make_algorithm": ".build",
-         "make_backend": ".build", "make_privacy": ".build", "run_case": ".runs", "build_instance": ".runs"}
+         "make_backend": ".build", "make_privacy": ".build", "run_case": ".build", "build_instance": ".build"}
 
 
 def __getattr__(name: str) -> Any:
