@@ -272,11 +272,11 @@ def long_lived_frozen() -> Iterator[None]:
     freeze.
     """
     global _frozen_by_a_run
-    if gc.get_freeze_count() and not _frozen_by_a_run:  # the caller's own freeze
-        yield
-        return
     if _frozen_by_a_run:  # inside a block: freeze what is new, the outer block thaws
         gc.freeze()
+        yield
+        return
+    if gc.get_freeze_count():  # the caller's own freeze (counting walks the frozen objects: only asked here)
         yield
         return
     gc.freeze()
