@@ -72,3 +72,13 @@ def test_a_block_inside_a_callers_freeze_does_nothing():
         del new
     finally:
         gc.unfreeze()
+
+
+def test_a_run_counts_the_frozen_objects_once(toy_agents, monkeypatch):
+    """``gc.get_freeze_count`` walks every frozen object: a run asks it once, at its outermost block (the loop's block
+    inside ``solve`` does not), so many small runs in a process with millions of objects stay cheap."""
+    counted: list[int] = []
+    real = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: counted.append(1) or real())
+    cvxdp.solve(toy_agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), progress=False, evaluate=False)
+    assert len(counted) == 1
