@@ -125,7 +125,7 @@ class BinaryLogistic:
 
     def gradient(self, u: np.ndarray) -> np.ndarray:
         """``-(1/N) A^T sigma(-A u) + reg_weight * reg * u``."""
-        return -(self.A.T @ expit(-(self.A @ u))) / self.total + self.reg * self.reg_weight * u
+        return -(self.A.T @ expit(-(self.A @ u))) / self.total + self.regularizer_gradient(u)
 
     def clipped_sum(self, u: np.ndarray, index: np.ndarray, clip: float) -> np.ndarray:
         """``sum_{i in index} clip(g_i, clip)`` with ``g_i = -a_i sigma(-a_i^T u)`` (``a_i = y_i x_i``) the gradient of
