@@ -8,6 +8,7 @@ import errno
 import math
 from collections.abc import Iterable
 from numbers import Integral, Real
+from typing import Any
 
 
 class CvxdpError(Exception):
@@ -27,22 +28,32 @@ class InfeasibleAgentError(DeclarationError):
 
 
 class PartyRefusedError(CvxdpError, RuntimeError):
-    """A party refused a round: releasing it would take the party past its own privacy budget, or the coordinator
-    asked for less noise than the party's own declared sensitivity needs. ``party`` and ``round`` name it."""
+    """A party refused a request of the coordinator: releasing it would take the party past its own privacy budget,
+    or it asks for something the party's own policy does not allow (less noise, another mechanism, a parameter out of
+    the party's bounds, a replayed or out-of-order round, another coordinator's run). ``party`` and ``round`` name
+    it, ``reason`` says which rule refused it (``"budget"``, ``"plan"``, ``"policy"``, ``"limits"``, ``"replay"``,
+    ``"order"``, ``"owner"``, ``"message"``...) and ``field`` names the message's field, if one is at fault."""
 
     def __init__(self, message: str, *, party: str | None = None, round: int | None = None,
-                 reason: str = "budget") -> None:
+                 reason: str = "budget", field: str | None = None) -> None:
         super().__init__(message)
         self.party = party
         self.round = round
         self.reason = reason
+        self.field = field
 
     def __reduce__(self):  # travels between processes with its attributes
-        return (_refused, (str(self), self.party, self.round, self.reason))
+        return (_refused, (str(self), self.party, self.round, self.reason, self.field))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (what crosses the wire)."""
+        return {"message": str(self), "party": self.party, "round": self.round, "reason": self.reason,
+                "field": self.field}
 
 
-def _refused(message: str, party: str | None, round: int | None, reason: str) -> PartyRefusedError:
-    return PartyRefusedError(message, party=party, round=round, reason=reason)
+def _refused(message: str, party: str | None, round: int | None, reason: str,
+             field: str | None = None) -> PartyRefusedError:
+    return PartyRefusedError(message, party=party, round=round, reason=reason, field=field)
 
 
 class SolverFailedError(CvxdpError, RuntimeError):

@@ -722,8 +722,8 @@ def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 
     algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=1)
     outputs = []
     for added, child in zip((False, True), np.random.SeedSequence(s).spawn(2)):
-        node = ConsensusNode(_sampled_agent(n, added, total, bound, reg), child, algorithm, private=True,
-                             mechanism=mech)
+        node = ConsensusNode(_sampled_agent(n, added, total, bound, reg), child, algorithm, mechanism=mech,
+                             accountant="pld")
         msg = RoundMessage(round=1, bw=np.zeros(1), rho=r, eta=e, plan=plan, placement=mech.placement)
         node.charge(msg)  # the party's own checks of the plan (its sensitivity and claim)
         out = np.empty(t)

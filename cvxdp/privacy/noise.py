@@ -17,7 +17,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from ..errors import OptionalDependencyError, check_choice, check_float, check_int, fail
+from ..errors import OptionalDependencyError, PartyRefusedError, check_choice, check_float, check_int, fail
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,46 @@ class NoisePlan:
     def from_dict(cls, d: dict[str, Any]) -> NoisePlan:
         """Inverse of :meth:`to_dict` (a dict without ``noise_source`` means "numpy")."""
         return cls(**d)
+
+
+#: the fields a coordinator's noise plan must share with a party's own (relative tolerance of the floats)
+PLAN_FIELDS = ("noise", "noise_source", "scale", "sensitivity", "epsilon", "delta", "sampling_rate", "clip_norm")
+PLAN_TOLERANCE = 1e-9
+
+
+def plan_mismatch(own: NoisePlan | None, theirs: NoisePlan | None) -> tuple[str, Any, Any] | None:
+    """The first field in which a coordinator's plan ``theirs`` differs from a party's ``own`` (as ``(field, theirs,
+    own)``), or None when they agree (floats up to :data:`PLAN_TOLERANCE`, relative). ``None`` plans: the field is
+    ``"plan"``."""
+    if own is None or theirs is None:
+        return None if own is None and theirs is None else ("plan", theirs, own)
+    for name in PLAN_FIELDS:
+        a, b = getattr(theirs, name), getattr(own, name)
+        if isinstance(b, float) and isinstance(a, float):
+            if not abs(a - b) <= PLAN_TOLERANCE * max(abs(a), abs(b)):
+                return name, a, b
+        elif a != b:
+            return name, a, b
+    return None
+
+
+def check_plan_matches(own: NoisePlan | None, theirs: NoisePlan | None, *, agent: str, round: int) -> None:
+    """Refuse (:class:`~cvxdp.errors.PartyRefusedError`, reason ``"plan"``) a round whose message carries another
+    noise plan than the party's own: no plan where the party adds noise (a non-private step), a plan where it adds
+    none, or any field of :data:`PLAN_FIELDS` that differs (less noise, another mechanism, another claim). The party
+    always draws its own plan's noise; the check keeps the coordinator's copy of the ledger honest."""
+    diff = plan_mismatch(own, theirs)
+    if diff is None:
+        return
+    field, given, mine = diff
+    if field == "plan":
+        what = ("asks for a non-private step (no noise plan)" if given is None
+                else "sends a noise plan, but this party's policy is non-private")
+    else:
+        what = f"sends a noise plan with {field} = {given!r}; this party's own is {mine!r}"
+    raise PartyRefusedError(f"Agent {agent!r} refuses round {round}: the coordinator {what} (field 'plan').",
+                            party=agent, round=round, reason="plan", field="plan" if field == "plan"
+                            else f"plan.{field}")
 
 
 #: Where noise comes from: numpy's seeded generators (default) or OpenDP's vetted samplers (this module).

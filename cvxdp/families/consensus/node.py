@@ -33,7 +33,8 @@ from ...model import (
     lipschitz_constants,
     set_verdict,
 )
-from ...privacy import step_epsilon
+from ...privacy import check_plan_matches
+from .step_sizes import needs_curvature
 from .updates import dual_update, linearized_updates, smallest_weight, take, whole_range
 
 if TYPE_CHECKING:  # annotations only
@@ -71,19 +72,27 @@ class ConsensusNode(Node):
     algorithm : LinearizedADMM or ADMM
     solvers : tuple of str
         The local solver chain.
-    private : bool
-        Whether the run is private (curvature from declared bounds only).
-    curvature : bool
-        Whether to determine ``L_p`` before round 1 (:func:`cvxdp.families.consensus.step_sizes.needs_curvature`).
+    mechanism : cvxdp.ObjectivePerturbation, cvxdp.OutputPerturbation or None
+        The node's own privacy mechanism (in a federation: the party's own policy). It decides everything about the
+        noise: the node calibrates its plan from its own declared sensitivity (:meth:`plan`) and a message's plan is
+        only compared with it. None: a non-private node. Private nodes read only declared curvature bounds.
+    accountant : {"pld", "rdp", "basic"}
+        How ``calibrate="total"`` spreads the mechanism's total over the run's ``rounds x local_updates`` calls.
     """
 
     def __init__(self, agent: Agent, seed: np.random.SeedSequence, algorithm: ConsensusAlgorithm,
-                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, private: bool = False, curvature: bool = False,
-                 mechanism: Any = None) -> None:
+                 solvers: tuple[str, ...] = DEFAULT_SOLVERS, mechanism: Any = None, accountant: str = "pld") -> None:
         self.agent = agent
         self.name = agent.name
         self.algorithm = algorithm
-        self.mechanism = mechanism  # the run's privacy mechanism (public): the party checks its noise plans with it
+        # the party's own privacy policy: its noise is calibrated here, from its own declarations, whatever a message
+        # says (a message's plan is only compared with it); None: a non-private node
+        self.mechanism = mechanism
+        self.accountant = accountant
+        self.steps = algorithm.rounds * algorithm.local_updates  # the run's calls per agent (calibrate="total")
+        self._plans: tuple[float, Any] | None = None  # (min weight, the noise plan calibrated for it)
+        private = mechanism is not None
+        curvature = needs_curvature(algorithm, private)
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
         # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the
@@ -149,10 +158,11 @@ class ConsensusNode(Node):
             grad = self._gradient(msg)
             if self._cvxpy_gradient:  # only CVXPY's Expression.grad can warn: time it (nothing else is timed)
                 grad = self._timed(grad)
+            plan = self.plan(msg)
             z, norms, reports = linearized_updates(
                 self.z, grad=grad, project=project, sidx=self._sel, bw=msg.bw, lam=self.lam,
-                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(msg.plan),
-                placement=msg.placement, grad_point=self._grad_point(msg))
+                rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(plan),
+                placement=self.placement, grad_point=self._grad_point(msg))
             if self._cvxpy_gradient:
                 self.timing["solve"] += sum(r.seconds for r in reports)
                 self._warn_slow_gradient()
@@ -166,27 +176,33 @@ class ConsensusNode(Node):
         feasible = np.array([float(self.pending[1] is not None)])
         return Release(self.agent.name, msg.round, {"ez": ez, "polished": feasible})
 
+    @property
+    def placement(self) -> str | None:
+        """Where this node's noise goes: "objective" (ObjPert), "output" (OutPert) or None (non-private)."""
+        return None if self.mechanism is None else self.mechanism.placement
+
+    def plan(self, msg: RoundMessage) -> Any:
+        """This node's own noise plan for the round of ``msg`` (None: non-private): its mechanism calibrated to its own
+        declared sensitivity at the step's smallest weight ``min(c)`` (from the message's public eta and rho), the
+        run's steps and its own accountant. Calibrated again only when ``min(c)`` changes."""
+        if self.mechanism is None:
+            return None
+        min_c = smallest_weight(msg.eta, float(np.min(msg.rho)), self.agent.layout.size > self.sidx.size)
+        cached = self._plans
+        if cached is None or cached[0] != min_c:
+            plan = self.mechanism.noise_plan(self.agent, min_weight=min_c, separable=self.projection.is_box,
+                                             steps=self.steps, accountant=self.accountant)
+            cached = self._plans = (min_c, plan)
+        return cached[1]
+
     def charge(self, msg: RoundMessage) -> tuple[Any, tuple[float, float], int] | None:
-        """J calls of the message's noise plan, after checking that the plan's noise is calibrated to at least this
-        agent's own sensitivity (its declared bound over the step's smallest weight ``min(c)``) and that its
-        claimed per-step epsilon is what that noise gives."""
-        plan = msg.plan
+        """J calls of this node's own noise plan (:meth:`plan`). The message's plan (the coordinator's) is only a
+        cross-check: a message that asks for no noise, another mechanism or another noise than the node's own is
+        refused (:func:`cvxdp.privacy.check_plan_matches`)."""
+        plan = self.plan(msg)
+        check_plan_matches(plan, msg.plan, agent=self.name, round=msg.round)
         if plan is None:
             return None
-        if self.mechanism is not None:
-            min_c = smallest_weight(msg.eta, float(np.min(msg.rho)), self.agent.layout.size > self.sidx.size)
-            own = self.mechanism.calibrated_sensitivity(self.agent, min_weight=min_c, separable=self.projection.is_box)
-            if plan.sensitivity < own * (1.0 - 1e-9):
-                raise PartyRefusedError(
-                    f"Agent {self.name!r} refuses round {msg.round}: the coordinator's noise plan is calibrated to a "
-                    f"sensitivity of {plan.sensitivity:.6g}, below this agent's own {own:.6g}.", party=self.name,
-                    round=msg.round, reason="sensitivity")
-        given = step_epsilon(plan.noise, plan.sensitivity, plan.scale, plan.delta,
-                             plan.sampling_rate if plan.sampled else None)
-        if plan.epsilon < given * (1.0 - 1e-9):
-            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the plan claims epsilon "
-                                    f"{plan.epsilon:.6g} per step but its noise gives {given:.6g}.", party=self.name,
-                                    round=msg.round, reason="claim")
         return plan.dp_event(), (plan.epsilon, plan.delta), self.algorithm.local_updates
 
     def _gradient(self, msg: RoundMessage):
@@ -194,7 +210,7 @@ class ConsensusNode(Node):
         Poisson sample of the agent's records at the plan's rate (from this node's generator) with per-example
         gradients clipped to the plan's ``clip_norm`` (:meth:`cvxdp.model.PerExample.gradient`): exactly the
         query the plan's ``PoissonSampledDpEvent`` accounts for."""
-        plan = msg.plan
+        plan = self.plan(msg)
         if plan is None or not plan.sampled:
             return lambda u: self.agent.grad(u, round=msg.round)
         pe = self.agent.per_example
@@ -266,12 +282,12 @@ class ConsensusNode(Node):
         projected (c-weighted, like the update) only under output perturbation, whose noisy outputs leave W — ObjPert's
         iterates are already the outputs of a projection onto W.
         """
-        if msg.plan is None:
+        if self.mechanism is None:
             return None
         if self.projection.is_box:
             lo, hi = self.projection.lo, self.projection.hi
             return lambda u, c: (np.clip(u, lo, hi), None)
-        if msg.placement != "output":
+        if self.placement != "output":
             return None
         return lambda u, c: self.projection.project(u, c, round=msg.round)
 

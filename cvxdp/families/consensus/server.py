@@ -23,7 +23,6 @@ from .step_sizes import (
     NoiseEta,
     auto_rho_start,
     diagnose,
-    needs_curvature,
     next_rho,
     release_noise_std,
 )
@@ -211,10 +210,10 @@ class ConsensusFamily(Family):
         return rho if state.weights is None else rho * state.weights
 
     def nodes(self) -> list[NodeSpec]:
-        private = self.privacy is not None
-        curvature = needs_curvature(self.algorithm, private)
-        # work: the agent's number of variables (a shape, public), for backends that balance nodes per worker
-        return [NodeSpec(a.name, ConsensusNode, (self.algorithm, self.solvers, private, curvature, self.privacy),
+        # each node calibrates its own noise from the mechanism and the accountant (the plans here are the same numbers,
+        # for the coordinator's copy of the ledger); work: the agent's number of variables (a shape, public), for
+        # backends that balance nodes per worker
+        return [NodeSpec(a.name, ConsensusNode, (self.algorithm, self.solvers, self.privacy, self.accountant),
                          work=float(a.layout.size)) for a in self.agents]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> ConsensusState:

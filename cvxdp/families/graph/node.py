@@ -22,7 +22,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from ...errors import DeclarationError
+from ...errors import DeclarationError, PartyRefusedError
 from ...model import Agent, Evaluation, LocalProx, Node, Release, SolveReport, compile_projection
 from .mechanism import erm_constants, gamma_step_event, sample_gamma_norm, step_epsilons
 
@@ -69,13 +69,17 @@ class GraphNode(Node):
     """One node of the graph family, built where its party runs (see the module docstring)."""
 
     def __init__(self, agent: Agent, seed: np.random.SeedSequence, algorithm: Any, degree: int,
-                 solvers: tuple[str, ...], private: bool) -> None:
+                 solvers: tuple[str, ...], mechanism: Any = None) -> None:
         self.agent = agent
         self.name = agent.name
         self.recycling = algorithm.kind == "radmm"
         self.gamma = float(getattr(algorithm, "gamma", 0.0))
         self.V = degree
-        self.private = private
+        # the node's own Gamma-norm noise (in a federation: the party's own policy), one alpha_i(1) for this node; the
+        # noise rate of every iteration is computed here, and a message's alpha is only compared with it
+        self.mechanism = mechanism
+        self.private = mechanism is not None
+        self.alpha1 = float(mechanism.alphas([agent.name])[0]) if self.private else None
         self.prox = LocalProx(agent, method=algorithm.local_solver, solvers=solvers)
         self.rng = np.random.default_rng(seed)
         d = agent.layout.size
@@ -97,15 +101,48 @@ class GraphNode(Node):
             self.projection = compile_projection(agent, solvers=solvers)
         self._last: tuple[float, SolveReport] = (0.0, SolveReport(solver="recycled"))
 
+    def exact_at(self, t: int) -> bool:
+        """Whether iteration ``t`` is exact (reads the data): every one for M-ADMM/DVP, the odd ones for (MR-)R-ADMM."""
+        return not self.recycling or t % 2 == 1
+
+    def alpha(self, t: int) -> float | None:
+        """This node's own noise rate ``alpha_i(s) = alpha_i(1) growth^(s-1)`` of iteration ``t`` (s = t, or the odd
+        iteration number k for MR-ADMM); None on a non-private node or a recycled iteration."""
+        if not self.private or not self.exact_at(t):
+            return None
+        s = (t + 1) // 2 if self.recycling else t
+        return self.alpha1 * float(self.mechanism.growth) ** (s - 1)
+
+    def check_message(self, msg: GraphMessage) -> None:
+        """The node's own reading of a message: the iteration kind its algorithm runs at that round, one row per
+        neighbour, and the coordinator's noise rate equal to its own (a cross-check; the node draws its own)."""
+        own = self.alpha(msg.round)
+        if msg.exact != self.exact_at(msg.round):
+            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the message asks for "
+                                    f"{'an exact' if msg.exact else 'a recycled'} iteration; its algorithm runs "
+                                    f"{'an exact' if self.exact_at(msg.round) else 'a recycled'} one there.",
+                                    party=self.name, round=msg.round, reason="plan", field="exact")
+        if (own is None) != (msg.alpha is None) or (own is not None and not math.isclose(msg.alpha, own,
+                                                                                        rel_tol=1e-9)):
+            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the coordinator's noise rate "
+                                    f"alpha = {msg.alpha!r} is not this node's own {own!r}.", party=self.name,
+                                    round=msg.round, reason="plan", field="alpha")
+        if np.shape(msg.neighbours) != (self.V, self.d):
+            raise PartyRefusedError(f"Agent {self.name!r} refuses round {msg.round}: the message holds neighbours of "
+                                    f"shape {np.shape(msg.neighbours)}, not ({self.V}, {self.d}) (its degree and "
+                                    "size).", party=self.name, round=msg.round, reason="message", field="neighbours")
+
     def charge(self, msg: GraphMessage) -> tuple[Any, tuple[float, float], int] | None:
         """A perturbed exact iteration: pure epsilon-DP with epsilon its summand of (26) / (32), from this node's own
-        ERM constants and the message's penalty and noise rate; a recycled iteration reads no data (a NoOp)."""
+        ERM constants, its own noise rate, its degree and the message's penalty; a recycled iteration reads no data (a
+        NoOp). The message is checked first (:meth:`check_message`)."""
+        self.check_message(msg)
         if not self.private:
             return None
         if not msg.exact:
             return dp_accounting.NoOpDpEvent(), (0.0, 0.0), 1
         c = self.erm
-        eps = float(step_epsilons([c], np.array([msg.alpha]), np.array([msg.eta]), np.array([self.V]),
+        eps = float(step_epsilons([c], np.array([self.alpha(msg.round)]), np.array([msg.eta]), np.array([self.V]),
                                   self.recycling)[0])
         return gamma_step_event(eps), (eps, 0.0), 1
 
@@ -124,8 +161,9 @@ class GraphNode(Node):
         if msg.exact:
             nb_sum = V * f + nbr.sum(axis=0)
             p = eta * nb_sum - 2.0 * self.lam
-            if msg.alpha is not None:
-                eps = sample_gamma_norm(self.rng, msg.alpha, self.d)
+            alpha = self.alpha(msg.round)
+            if alpha is not None:
+                eps = sample_gamma_norm(self.rng, alpha, self.d)
                 noise_norm = float(np.linalg.norm(eps))
                 p = p - (eps if self.recycling else 2.0 * eta * V * eps)
             f_new, report = self.prox.solve(eta * V, p, f, round=msg.round)

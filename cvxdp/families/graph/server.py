@@ -29,6 +29,7 @@ from ...model import Evaluation, Release, check_declarations, check_public_initi
 from ...run import FEASIBLE_SETS_PUBLIC, Backend, Charge, Family, NodeSpec, RoundPlan, initial_points_public
 from .mechanism import (
     GAMMA_ACCOUNTANTS,
+    PenaltyPerturbation,
     check_bound_condition,
     check_penalty_perturbation,
     erm_constants,
@@ -130,10 +131,16 @@ class GraphFamily(Family):
                 "erm": [c.to_dict() for c in self.erm] if self.erm is not None else None}
 
     def nodes(self) -> list[NodeSpec]:
-        private = self.privacy is not None
-        return [NodeSpec(a.name, GraphNode, (self.algorithm, int(v), self.solvers, private),
-                         work=float(a.layout.size))  # the agent's number of variables (public), as in consensus
-                for a, v in zip(self.agents, self.V)]
+        # each node draws its own noise from its own alpha_i(1) (a mechanism of one node); work: the agent's number of
+        # variables (public), as in consensus
+        return [NodeSpec(a.name, GraphNode, (self.algorithm, int(v), self.solvers, self._node_mechanism(i)),
+                         work=float(a.layout.size)) for i, (a, v) in enumerate(zip(self.agents, self.V))]
+
+    def _node_mechanism(self, i: int) -> PenaltyPerturbation | None:
+        """Node ``i``'s own mechanism: the run's growth and its own ``alpha_i(1)`` (None: a non-private run)."""
+        if self.privacy is None:
+            return None
+        return PenaltyPerturbation(alpha=float(self.alpha1[i]), growth=self.privacy.growth)
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> GraphState:
         if self.privacy is not None:

@@ -37,7 +37,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from ...errors import CvxdpError, check_float, check_int, fail
-from ...model import check_labels
+from ...model import RELATION, check_labels
 from ...params import (
     COUNT,
     NONNEGATIVE,
@@ -53,7 +53,13 @@ from ...params import (
     Parameterized,
     param,
 )
-from ...privacy import calibrate_to_total, gaussian_epsilon, gaussian_sigma_analytic, gaussian_sigma_classic
+from ...privacy import (
+    NoisePlan,
+    calibrate_to_total,
+    gaussian_epsilon,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
+)
 
 LOSSES = ("logistic", "squared")
 SENSITIVITIES = ("paper", "worst_case")
@@ -420,5 +426,23 @@ class ADMMSharing(Algorithm):
 __all__ = [
     "ADMMSharing", "AssumptionViolation", "LOSSES", "SharingGaussian", "corollary1", "log_loss",
     "lemma1_sensitivity", "loss_value", "sharing_dual_update", "theorem1_epsilon", "theorem1_sigma",
-    "worst_case_sensitivity", "z_update", "z_update_logistic", "z_update_squared",
+    "party_plan", "worst_case_sensitivity", "z_update", "z_update_logistic", "z_update_squared",
 ]
+
+
+def party_plan(mechanism: SharingGaussian, party: Any, *, rho: float, lam: float, b1: float,
+               parties: int, epochs: int = 1, accountant: str = "pld") -> tuple[Any, dict[str, Any]]:
+    """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
+
+    Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
+    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.noise_for`. The round loop and
+    :func:`audit_sharing` both use it.
+    """
+    C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
+                                    rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
+                                    parties=parties)
+    sigma, eps_step, delta_step = mechanism.noise_for(C, epochs=epochs, accountant=accountant)
+    plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
+    info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
+            "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
+    return plan, info

@@ -29,7 +29,7 @@ from ...model import (
     check_parties,
     check_public_initial,
 )
-from ...privacy import COROLLARY1_NOTE, LEMMA1_PRESET, MIN_PLD_MULTIPLIER, NoisePlan, OutputPerturbation
+from ...privacy import COROLLARY1_NOTE, LEMMA1_PRESET, MIN_PLD_MULTIPLIER, OutputPerturbation
 from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .node import SharingMessage, SharingNode
 from .params import (
@@ -39,6 +39,7 @@ from .params import (
     corollary1,
     log_loss,
     loss_value,
+    party_plan,
     sharing_dual_update,
     z_update,
 )
@@ -134,10 +135,10 @@ class SharingFamily(Family):
         return {"labels": self.labels}
 
     def nodes(self) -> list[NodeSpec]:
-        sensitivity = self.privacy.sensitivity if self.privacy is not None else None
-        # work: the party's number of variables (a shape, public), as in the other families (backends balance by it)
-        return [NodeSpec(p.name, SharingNode, (self.rho, self.lam, self.solvers, plan, sensitivity),
-                         work=float(p.n_features)) for p, plan in zip(self.agents, self.plans)]
+        # each party calibrates its own plan (the same numbers as self.plans, the coordinator's copy); work: the
+        # party's number of variables (a shape, public), as in the other families (backends balance by it)
+        return [NodeSpec(p.name, SharingNode, (self.algorithm, self.solvers, self.privacy, self.accountant, self.b1,
+                                               len(self.agents)), work=float(p.n_features)) for p in self.agents]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> SharingState:
         n = len(self.labels)
@@ -147,7 +148,7 @@ class SharingFamily(Family):
     def plan(self, t: int, state: SharingState) -> RoundPlan:
         residual, y = state.v - state.z, state.y.copy()  # Algorithm 1, line 12
         y_norm, z_norm = float(np.linalg.norm(state.y)), float(np.linalg.norm(state.z))
-        messages = [SharingMessage(t, residual, y) for _ in self.names]
+        messages = [SharingMessage(t, residual, y, plan) for plan in self.plans]
         ok, notes = self._assumption(t, y_norm, z_norm, state)
         released = {"epoch": t, "sigma": max((p.scale for p in self.plans if p is not None), default=0.0),
                     "assumption_ok": ok}
@@ -322,21 +323,3 @@ def centre_labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple
         if not all(p.test_samples == len(test) for p in parties):
             test = None  # no test features on some party: no test column
     return labels, test, host
-
-
-def party_plan(mechanism: SharingGaussian, party: VerticalParty, *, rho: float, lam: float, b1: float,
-               parties: int, epochs: int = 1, accountant: str = "pld") -> tuple[Any, dict[str, Any]]:
-    """The noise plan of one party's release ``q_m = D_m x_m + N(0, sigma^2 I_N)`` and its details.
-
-    Sensitivity per ``mechanism.sensitivity`` (Lemma 1 by default, with the run's rho, lam, M and the common
-    b1), sigma and the per-epoch claim per :meth:`SharingGaussian.noise_for`. The round loop and
-    :func:`audit_sharing` both use it.
-    """
-    C = mechanism.party_sensitivity(d_m=party.n_features, n_samples=party.n_samples, bound=float(party.bound),
-                                    rho=rho, lam=lam, c1=party.c1 if party.c1 is not None else 0.0, b1=b1,
-                                    parties=parties)
-    sigma, eps_step, delta_step = mechanism.noise_for(C, epochs=epochs, accountant=accountant)
-    plan = NoisePlan("gaussian", scale=sigma, sensitivity=C, epsilon=eps_step, delta=delta_step, relation=RELATION)
-    info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
-            "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
-    return plan, info

@@ -34,13 +34,15 @@ def test_noise_plans_are_calibrated_again_only_when_the_weight_changes(toy_agent
     privacy = cvxdp.ObjectivePerturbation(epsilon=1.0, delta=1e-6, noise="gaussian")
     fixed = cvxdp.solve(toy_agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=2.0, rounds=5), privacy=privacy, seed=0)
     assert len(fixed.history) == 5
-    # one check per agent before the run, then one calibration per agent: eta never changes
-    assert len(calls) == 2 * len(toy_agents)
+    # one check per agent before the run, then one calibration per agent at the coordinator (its copy of the ledger)
+    # and one at the node (the noise it draws): eta never changes
+    assert len(calls) == 3 * len(toy_agents)
     calls.clear()
     growing = cvxdp.LinearizedADMM(rho=1.0, eta=cvxdp.schedules.LinearCapped(2.0, 0.5, 10.0), rounds=4)
     cvxdp.solve(toy_agents, algorithm=growing, privacy=privacy, seed=0)
     weights = {w for _, w in calls[len(toy_agents):]}
-    assert len(calls) == len(toy_agents) * (1 + len(weights)) and len(weights) == 4  # a new weight each round
+    # a new weight each round, calibrated by the coordinator and by the node
+    assert len(calls) == len(toy_agents) * (1 + 2 * len(weights)) and len(weights) == 4
 
 
 def test_whole_range_selectors_give_the_scatters_numbers_bit_for_bit():
