@@ -11,8 +11,11 @@ from typing import Any
 
 from ..engine import solve
 from ..errors import ConfigError, CvxdpError
-from ..families import ALGORITHMS, Algorithm
 from ..families import MECHANISMS as MECHANISM_CLASSES
+from ..families import Algorithm
+from ..families.catalog import ALGORITHM_KEYS as _ALGORITHM_KEYS
+from ..families.catalog import PRIVACY_KEYS as _PRIVACY_KEYS
+from ..families.catalog import algorithm_from_table, mechanism_from_table
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend
 from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
@@ -21,11 +24,6 @@ from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401
 MECHANISMS = ("none", *MECHANISM_CLASSES)
 _CASE_KEYS = {"name", "template", "description"}
 #: every key some registered algorithm reads (a case file may hold several algorithms' keys; each reads its own)
-_OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | set(cls.extra_file_keys) | set(cls.file_aliases)
-                       for name, cls in ALGORITHMS.items()}
-_ALGORITHM_KEYS = {"name"}.union(*_OWN_ALGORITHM_KEYS.values())
-_OWN_PRIVACY_KEYS = {name: set(cls.file_keys()) - set(fixed) for name, (cls, fixed) in MECHANISM_CLASSES.items()}
-_PRIVACY_KEYS = {"mechanism"}.union(*_OWN_PRIVACY_KEYS.values())
 _RUN_KEYS = {"seed", "accountant", "backend", "budget_epsilon", "budget_delta", "target_delta"}
 _RUN_KEYS |= {"ray_cpus", "ray_address", "ray_min_variables"}  # backend = "ray"
 _SECTIONS = {"case": _CASE_KEYS, "model": None, "algorithm": _ALGORITHM_KEYS, "privacy": _PRIVACY_KEYS,
@@ -138,17 +136,7 @@ def study_base_case(study: Any, *, run: Mapping[str, Any] | None = None, data: s
 def make_algorithm(table: dict[str, Any]) -> Algorithm:
     """Build the algorithm of an [algorithm] table (``name`` picks it from :data:`cvxdp.families.ALGORITHMS`; the
     keys of other algorithms in the same table are ignored, unknown keys are refused naming them)."""
-    params = dict(table)
-    name = params.pop("name", "ladmm")
-    if name not in ALGORITHMS:
-        raise ConfigError("The 'name' entry of [algorithm] must be one of " + ", ".join(map(repr, ALGORITHMS))
-                          + f". Got {name!r} instead.")
-    # e.g. the CLI's --rounds as ADMMSharing's epochs; it overrides the case file's epochs
-    for alias, key in ALGORITHMS[name].file_aliases.items():
-        if alias in params:
-            params[key] = params.pop(alias)
-    others = _ALGORITHM_KEYS - _OWN_ALGORITHM_KEYS[name] - {"name"}
-    return ALGORITHMS[name].from_config(params, "[algorithm]", ignore=others)
+    return algorithm_from_table(table)
 
 
 def make_backend(table: dict[str, Any], *, keep_actors: bool = False) -> Backend:
@@ -218,15 +206,7 @@ class StudyBackends:
 def make_privacy(table: dict[str, Any]) -> Any:
     """Build the mechanism of a [privacy] table (None for mechanism = "none"); a key the mechanism does not read is
     refused, naming it and the keys it reads."""
-    params = dict(table)
-    name = params.pop("mechanism", "none")
-    if name == "none":
-        return None
-    if name not in MECHANISM_CLASSES:
-        raise ConfigError("The 'mechanism' entry of [privacy] must be one of " + ", ".join(map(repr, MECHANISMS))
-                          + f". Got {name!r} instead.")
-    cls, fixed = MECHANISM_CLASSES[name]
-    return cls.from_config({**fixed, **params}, "[privacy]")
+    return mechanism_from_table(table)
 
 
 def build_instance(case: Case):

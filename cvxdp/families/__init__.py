@@ -12,31 +12,18 @@ each other; this module is the one place that knows them all, and derives the ca
 
 from __future__ import annotations
 
-from typing import Any
-
-from ..params import Algorithm, Parameterized, schema_rows
-from ..privacy import MECHANISMS as PERTURBATIONS
-from .consensus import ADMM, ConsensusFamily, LinearizedADMM
-from .graph import DVP, MADMM, MRADMM, RADMM, ERMConstants, GraphFamily, PenaltyPerturbation
-from .sharing import ADMMSharing, SharingFamily
+from ..params import Algorithm, schema_rows
+from .catalog import ALGORITHMS, MECHANISMS
+from .consensus import ConsensusFamily, LinearizedADMM
+from .graph import ERMConstants, GraphFamily
+from .sharing import SharingFamily
 
 #: family name -> the coordinator class that runs its algorithms
 FAMILIES: dict[str, type] = {"consensus": ConsensusFamily, "graph": GraphFamily, "sharing": SharingFamily}
-#: case-file name -> algorithm class
-ALGORITHMS: dict[str, type[Algorithm]] = {cls.name: cls for cls in (LinearizedADMM, ADMM, MADMM, DVP, RADMM, MRADMM,
-                                                                     ADMMSharing)}
-#: case-file name -> (mechanism class, fixed parameters): the privacy layer's perturbations, and the graph family's
-#: penalty perturbation; "none" is the non-private run
-MECHANISMS: dict[str, tuple[type[Parameterized], dict[str, Any]]] = {
-    **{name: (cls, {"noise": noise}) for name, (cls, noise) in PERTURBATIONS.items()},
-    "gamma": (PenaltyPerturbation, {}),
-}
-
 
 def family_class(algorithm: Algorithm) -> type:
     """The :class:`~cvxdp.run.family.Family` that runs ``algorithm`` (by its class's ``family``)."""
     return FAMILIES[type(algorithm).family]
-
 
 def algorithm_schema() -> list[tuple[str, str, str, str]]:
     """The [algorithm] rows of the case-file schema, derived from the algorithms' declared parameters
@@ -48,7 +35,6 @@ def algorithm_schema() -> list[tuple[str, str, str, str]]:
     rows.append(("edges", "list of [str, str]", "none", f"{takes_edges}: the graph's edges themselves (instead of graph)"))
     return rows
 
-
 def privacy_schema() -> list[tuple[str, str, str, str]]:
     """The [privacy] rows of the case-file schema, derived from the mechanisms' declared parameters."""
     rows = [("mechanism", "str", "none", "none | " + " | ".join(MECHANISMS)
@@ -59,6 +45,5 @@ def privacy_schema() -> list[tuple[str, str, str, str]]:
     classes = {"/".join(names): cls for cls, names in by_class.items()}
     rows += [r for r in schema_rows(classes) if r[0] != "noise"]
     return rows
-
 
 __all__ = ["ALGORITHMS", "Algorithm", "algorithm_schema", "privacy_schema", "ERMConstants", "FAMILIES", "LinearizedADMM", "MECHANISMS", "family_class"]

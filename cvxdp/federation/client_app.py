@@ -1,8 +1,9 @@
-"""The party's Flower ClientApp: every request of the coordinator, answered by the party's own node.
+"""cvxdp's ClientApp, as its Flower app (FAB) declares it: it answers nothing.
 
-A party runs ``flower-supernode ... --node-config "party-file='/path/to/party.toml'"`` (or ``cvxdp party
-PARTY.toml --superlink HOST:PORT``, which does exactly that). Flower runs each message in a fresh process; the party's
-state lives in its own state directory (:mod:`cvxdp.federation.party`).
+A cvxdp party runs ``cvxdp party PARTY.toml``: its SuperNode runs with ``--isolation process`` and the party's own
+executor (:mod:`cvxdp.federation.executor`) answers every message with the installed cvxdp party. Flower starts
+this ClientApp only on a SuperNode that runs apps itself (``flower-supernode`` without ``--isolation process``),
+which is not a cvxdp party: it then answers with a failure saying so, and reads nothing of the node's.
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ from __future__ import annotations
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
-from .party import Party
-from .wire import answer
+from .messages import failure
 
 app = ClientApp()
+NOT_A_PARTY = ("this SuperNode runs Flower's ClientApps itself; a cvxdp party answers through its own executor: "
+               "start it with `cvxdp party PARTY.toml --superlink HOST:PORT` (docs/federation.md)")
 
 
 @app.query("cvxdp")
 def handle(msg: Message, context: Context) -> Message:
-    """Answer one request of the coordinator (``payload``: the request's bytes; the reply's bytes back)."""
-    path = str(context.node_config["party-file"])
-    data = bytes(msg.content.config_records["request"]["payload"])
-    reply = answer(lambda kind, payload: Party(path).handle(kind, payload), data)
-    return Message(RecordDict({"reply": ConfigRecord({"payload": reply})}), reply_to=msg)
+    """A failure naming the right way to run a party."""
+    return Message(RecordDict({"reply": ConfigRecord({"payload": failure(NOT_A_PARTY)})}), reply_to=msg)

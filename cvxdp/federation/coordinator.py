@@ -2,7 +2,7 @@
 
 The coordinator holds the run's public configuration, the parties' public declarations and what they release.
 :func:`run_federation` asks every party to introduce itself (``hello``: its name, its agents' declarations, its own
-budget), builds the algorithm family from the declarations alone, and runs :func:`cvxdp.run.run_loop` with a
+policy and budget), builds the algorithm family from the declarations alone, and runs :func:`cvxdp.run.run_loop` with a
 :class:`FederationBackend`: a backend that sends each round's messages to the parties through a :class:`Channel`
 (Flower's Deployment Runtime in production, :class:`LocalChannel` in tests) and returns their releases. It never asks
 a party for a value computed on private data (no evaluation, no local solution): the :class:`~cvxdp.Result` it writes
@@ -12,6 +12,7 @@ holds released values and their post-processing only.
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -23,10 +24,12 @@ import numpy as np
 from ..config.build import make_algorithm, make_privacy
 from ..errors import BackendError, CvxdpError
 from ..families import ERMConstants, family_class
+from ..families.catalog import own_algorithm_table
 from ..model import Declaration
-from ..run import Backend, NodeSpec, Result, checkpoint_path, method_name, run_loop
+from ..run import Backend, NodeSpec, Result, method_name, run_loop
+from . import messages
 from .party import FEASIBILITY_NOTE, Party, PartyFile  # Party, PartyFile: only for the in-process channel
-from .wire import answer, dumps, unpack
+from .schema import SchemaError
 
 
 class Channel(abc.ABC):
@@ -35,7 +38,7 @@ class Channel(abc.ABC):
     @abc.abstractmethod
     def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
              ) -> dict[str, Any]:
-        """Send ``{party: (kind, payload)}``; return ``{party: reply}``. A party's refusal of its budget raises
+        """Send ``{party: (kind, body)}``; return ``{party: value}``. A party's refusal raises
         :class:`~cvxdp.errors.PartyRefusedError`; a party that drops, times out or answers garbage raises
         :class:`~cvxdp.errors.BackendError` naming it and the round."""
 
@@ -43,33 +46,65 @@ class Channel(abc.ABC):
         """The parties this channel reaches (after their ``hello``)."""
         return []
 
+
 class LocalChannel(Channel):
-    """Parties in this process, each request answered by a :class:`~cvxdp.federation.party.Party` built afresh from
-    its party file and state directory, through the same bytes as a real wire (for tests and benchmarks)."""
+    """Parties in this process, each a long-lived :class:`~cvxdp.federation.party.Party` (as ``cvxdp party`` runs
+    one), reached through the same bytes as a real wire (for tests and benchmarks). :meth:`restart` drops a party's
+    object, as a killed and restarted party process would lose it."""
 
     def __init__(self, party_files: Sequence[str | Path]) -> None:
-        self._party, self._files = Party, {PartyFile(f).name: Path(f) for f in party_files}
+        self._files = {PartyFile(f).name: Path(f) for f in party_files}
+        self._parties: dict[str, Party] = {}
 
     def parties(self) -> list[str]:
         return list(self._files)
 
+    def party(self, name: str) -> Party:
+        """Party ``name``'s object (built on first use, from its own folder)."""
+        if name not in self._parties:
+            self._parties[name] = Party(self._files[name], lock=False)
+        return self._parties[name]
+
+    def restart(self, name: str) -> None:
+        """Forget party ``name``'s object: its next request finds only what it left on its disk."""
+        self._parties.pop(name, None)
+
+    def raw(self, party: str, data: bytes) -> bytes:
+        """The reply bytes of party ``party`` to the request bytes ``data`` (what crosses a real wire)."""
+        return self.party(party).answer(data)
+
     def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
              ) -> dict[str, Any]:
-        out = {}
-        for party, request in requests.items():
-            data = answer(lambda kind, payload, p=party: self._party(self._files[p]).handle(kind, payload),
-                          dumps(request))
-            out[party] = unpack(party, data, round)
-        return out
+        return {party: messages.read_reply(party, self.raw(party, messages.request(kind, body)), round)
+                for party, (kind, body) in requests.items()}
+
+
+#: the arrays each family's node releases, by the node's class name: name -> shape from its declaration
+RELEASED = {"ConsensusNode": lambda d: {"ez": np.shape(d["shared"]), "polished": (1,)},
+            "GraphNode": lambda d: {"f": np.shape(d["initial"])},
+            "SharingNode": lambda d: {"q": (int(d["samples"]),)}}
 
 
 class FederationBackend(Backend):
-    """A backend whose nodes live at the parties: it groups each call's per-agent arguments by party."""
+    """A backend whose nodes live at the parties: it groups each call's per-agent arguments by party.
 
-    def __init__(self, channel: Channel, owners: Mapping[str, str], token: str) -> None:
-        self.channel, self.owners, self.token = channel, dict(owners), token
+    Parameters
+    ----------
+    channel : Channel
+    owners : mapping
+        Agent -> the party that holds it.
+    token : str
+        The run's identity (a digest of its public configuration and declarations).
+    run : mapping
+        What every party's ``start`` carries besides the nodes: the algorithm's table, the coordinator's [privacy]
+        table and accountant, the solvers and the target delta (:data:`cvxdp.federation.messages.REQUESTS`).
+    """
+
+    def __init__(self, channel: Channel, owners: Mapping[str, str], token: str, run: Mapping[str, Any]) -> None:
+        self.channel, self.owners, self.token, self.run = channel, dict(owners), token, dict(run)
         self.names: list[str] = []
         self.round = 0
+        self.holds: dict[str, str] = {}  # party -> the owner nonce its start handed out
 
     def _by_party(self, names: Sequence[str]) -> dict[str, list[str]]:
         grouped: dict[str, list[str]] = {}
@@ -83,40 +118,52 @@ class FederationBackend(Backend):
         self.names = [s.name for s in specs]
         index = {s.name: i for i, s in enumerate(specs)}
         by_name = {s.name: s for s in specs}
-        requests = {party: ("start", {"token": self.token, "specs": {n: by_name[n] for n in names},
-                                      "indices": {n: index[n] for n in names}, "resume": self.resume,
-                                      "target_delta": self.target_delta})
+        requests = {party: ("start", {**self.run, "token": self.token, "names": self.names,
+                                      "agents": {n: {"index": index[n], **by_name[n].public} for n in names}})
                     for party, names in self._by_party(self.names).items()}
         replies = self.channel.send(requests, round=0)  # each party answers with its nodes' declarations
-        self.declared = {n: replies[p]["declare"][n] for p, names in self._by_party(self.names).items() for n in names}
-        self.committed = self.restored = None
-
-    resume = False
-    #: the run's target delta (public): the parties report their own ledgers at it
-    target_delta: float | None = None
+        self.holds = {p: r["owner"] for p, r in replies.items()}
+        self.declared = {n: messages.declaration_from_wire(replies[p]["declare"][n])
+                         for p, names in self._by_party(self.names).items() for n in names}
+        self.shapes = {n: RELEASED[by_name[n].build.__name__](self.declared[n]) for n in self.names}
 
     def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, *,
              round: int | None = None) -> list[Any]:
         name = method_name(method)
-        grouped = self._by_party(self.names)
         if name == "declare":
             return [self.declared[n] for n in self.names]
-        if name == "step":  # the message also tells each party which round the coordinator last checkpointed
+        if name == "step":
             self.round = round
             msgs = dict(zip(self.names, (a[0] for a in args)))
-            replies = self.channel.send({p: ("step", {"token": self.token, "round": round, "committed": self.committed,
-                                                      "restore": self.restored, "messages": {n: msgs[n] for n in names}})
-                                         for p, names in grouped.items()}, round=round)
-            self.restored = None
-            return [replies[self.owners[n]][n] for n in self.names]
-        if name == "state":  # a checkpoint of round t: each party keeps its own state of that round on its disk
-            self.committed = self.round
+            replies = self.channel.send({p: ("step", {"token": self.token, "owner": self.holds[p], "round": round,
+                                                      "messages": {n: messages.to_wire(msgs[n]) for n in names}})
+                                         for p, names in self._by_party(self.names).items()}, round=round)
+            return [self._release(replies, n, round) for n in self.names]
+        if name == "state":  # a checkpoint of round t: each party keeps its own rounds on its own disk
             return [{"round": self.round} for _ in self.names]
-        if name == "restore":  # sent with the next message (no round trip of its own)
-            self.round = self.restored = self.committed = args[0][0]["round"]
+        if name == "restore":  # the parties answer the rounds after it again from their records
+            self.round = args[0][0]["round"]
             return [None] * len(self.names)
         raise BackendError(f"A federation does not hand over {name!r}: its parties keep what they compute on their "
                            "private data.", method=name, round=round)
+
+    def _release(self, replies: Mapping[str, Any], agent: str, round: int) -> Any:
+        party = self.owners[agent]
+        value = replies[party]
+        try:
+            if not isinstance(value, dict) or agent not in value:
+                raise SchemaError(agent, "missing from the party's reply")
+            return messages.release_from_wire(agent, value[agent], round, self.shapes[agent])
+        except CvxdpError as exc:
+            raise BackendError(f"Party {party!r} answered round {round} with an invalid release: {exc}.",
+                               agents=(party,), round=round) from None
+
+    def give_up(self) -> None:
+        """Tell every party this coordinator gives the run up (after a failure), so that the next one may hold it;
+        a party that cannot be reached lets it lapse after its lock timeout."""
+        for party, owner in self.holds.items():
+            with contextlib.suppress(CvxdpError, OSError):
+                self.channel.send({party: ("release", {"token": self.token, "owner": owner})})
 
 
 def declarations(hello: Mapping[str, Mapping[str, Any]], order: Sequence[str] | None
@@ -170,18 +217,21 @@ def run_federation(plan: Mapping[str, Any], channel: Channel, *, progress: bool 
             "backend": "FederationBackend", "solvers": list(family.solvers), "agents": family.names,
             "parties": {p: sorted(n for n, o in owners.items() if o == p) for p in parties},
             "party_budgets": budgets}
-    token = json.dumps({"algorithm": base["algorithm"], "privacy": base["privacy"],
+    token = json.dumps({"algorithm": base["algorithm"], "privacy": base["privacy"], "run_id": plan.get("run_id", ""),
                         "declarations": [d.to_dict() for d in decls]}, sort_keys=True, default=str)
-    backend = FederationBackend(channel, owners, hashlib.sha256(token.encode()).hexdigest()[:16])
-    checkpoint = plan.get("checkpoint")
-    backend.target_delta = family.target_delta
-    backend.resume = bool(checkpoint) and checkpoint_path(checkpoint).is_file()
-    result = run_loop(family, backend=backend, agents=None, root=np.random.SeedSequence(0), seed=run.get("seed"),
-                      base_config=base, evaluate=False, progress=progress, checkpoint=checkpoint,
-                      checkpoint_every=1)
-    result.config["case"] = {"name": plan.get("name")}
-    finish = {"token": backend.token, "restore": backend.restored, "solution": result.solution}
-    finals = channel.send({p: ("finish", finish) for p in parties})
+    backend = FederationBackend(channel, owners, hashlib.sha256(token.encode()).hexdigest()[:16], {
+        "algorithm": own_algorithm_table(plan["algorithm"]), "privacy": dict(plan["privacy"] or {"mechanism": "none"}),
+        "accountant": family.accountant, "solvers": list(family.solvers), "target_delta": float(family.target_delta)})
+    try:
+        result = run_loop(family, backend=backend, agents=None, root=np.random.SeedSequence(0), seed=run.get("seed"),
+                          base_config=base, evaluate=False, progress=progress, checkpoint=plan.get("checkpoint"),
+                          checkpoint_every=1)
+        result.config["case"] = {"name": plan.get("name")}
+        finals = channel.send({p: ("finish", {"token": backend.token, "owner": backend.holds[p],
+                                              "solution": result.solution}) for p in parties})
+    except BaseException:
+        backend.give_up()
+        raise
     result.config["party_reports"] = {p: {k: v for k, v in r.items() if k != "party"} for p, r in finals.items()}
     reporters = [p for p, r in finals.items() if "feasible" in r]
     if reporters and result.privacy:  # bits computed on private data: stated, and the guarantee no longer covers all

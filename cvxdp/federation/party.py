@@ -1,26 +1,44 @@
-"""What runs at a party in a federation: its party file, its agents, its own nodes, ledger, checkpoint and outputs.
+"""What runs at a party in a federation: its party file, agents, own policy, nodes, lifetime ledger and outputs.
 
-A party declares itself alone, in a party file (TOML)::
+A party declares itself alone, in a party file (TOML) in a folder only its owner can read::
 
     [party]
     name = "zone1"
     agents = "agents.pkl"         # this party's agents, and nobody else's (`cvxdp parties` writes it), or:
     # module = "my_party.py"      # a Python file next to this one whose function returns this party's agents
     # function = "agents"
-    state = "state"               # its own directory: one folder per run (state/run-<token>) with that run's
-                                  # checkpoints, ledger, evaluation and final outputs
+    state = "state"               # its own folder: the lifetime ledger, one folder per run, its evaluation
+    # dataset = "zone1-2026"      # the data set its lifetime budget counts against (default: its name)
     # seed = 0                    # research only: reproducible noise (default: fresh entropy from the OS)
-    # budget_epsilon = 1.0        # its own privacy budget: it refuses a round that would take it past it
-    # budget_delta = 1e-5
-    # accountant = "pld"          # how it composes its own ledger against that budget
-    evaluate = true               # write its own evaluation (objective on its data) to state/evaluation.csv
+    evaluate = true               # write its own evaluation (objective on its data) to its run folders
     report_feasibility = false    # at the end, release one bit per agent: is the public solution in its set?
 
-:class:`Party` handles one message and returns the reply; it is built afresh for every message (a Flower ClientApp
-runs each message in a new process), so everything it keeps lives in the run's folder of the party's state directory: the node specs
-of the run, each round's node states (iterates, duals, generator states) and its ledger. Nothing the coordinator
-receives is computed on private data except the releases its nodes make (and, only when the party file allows it,
-the feasibility bits); its noise entropy never leaves it.
+    [privacy]                     # its own policy (cvxdp.federation.policy): what it releases
+    mechanism = "ObjG"
+    epsilon = 1.0
+    delta = 1e-6
+
+    # [budget] and [limits]: its lifetime budget and the bounds of what a coordinator may ask (optional)
+
+:class:`Party` answers the coordinator's requests (``hello``, ``start``, ``step``, ``finish``, ``release``; see
+:mod:`.messages`) and lives as long as the party's process (``cvxdp party``): agents, compiled nodes and state stay in
+memory, and every round is also written to the party's own disk before its release leaves, so a party killed at
+any moment resumes where it was. The rules it keeps, whatever a coordinator sends:
+
+* its noise comes from its own policy and declarations (each node calibrates its own plan); a start that asks for
+  another mechanism, accountant or algorithm than the policy's, or parameters outside their constraints or the
+  party's limits, is refused; so is a round whose message does not fit its schema (shapes, dtypes, finite values);
+* every release is charged to the lifetime ledger (:mod:`.lifetime`) and checked against the lifetime budget
+  before it leaves; nothing rolls the ledger, the nodes or their generators back;
+* a round is released once: the same request again (a coordinator resuming) gets the recorded release back, with
+  no new draw and no new charge; another request for a released round, or a round out of order, is refused;
+* one coordinator per run: ``start`` hands out an owner nonce that every later request of the run must carry;
+  another coordinator is refused until the holder finishes, gives the run up or stays silent for the limits'
+  ``lock_timeout``;
+* a research seed's noise stream serves one run only.
+
+Nothing the coordinator receives is computed on private data except the releases (and, only when the party file
+allows it, the feasibility bits); its entropy and its evaluation stay in its own folder.
 """
 
 from __future__ import annotations
@@ -28,19 +46,32 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import math
+import os
 import pickle
-import re
+import secrets
+import struct
 import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, CvxdpError, PartyRefusedError, check_choice, check_float, check_int
+from ..errors import ConfigError, CvxdpError, PartyRefusedError, check_int
+from ..families.consensus.node import ConsensusNode
+from ..families.graph.mechanism import check_bound_condition, erm_constants, penalty_schedule
+from ..families.graph.node import GraphNode
+from ..families.sharing.node import SharingNode
+from ..families.sharing.params import as_mechanism
 from ..model import Agent, Node, solution_violation
-from ..privacy import ACCOUNTANTS, PrivacyLedger
-from ..run.storage import atomic_write
+from ..privacy import PrivacyLedger, event_from_dict
+from ..run.storage import OutputLock, atomic_write
+from . import messages
+from .lifetime import LifetimeLedger
+from .policy import PartyPolicy
+from .schema import SchemaError
+from .wire import WireError, decode, digest, encode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,8 +82,10 @@ else:  # pragma: no cover
 FEASIBILITY_NOTE = ("party {party!r} released whether the public solution lies in each of its agents' feasible sets "
                     "(report_feasibility = true): one bit per agent computed on its private data, not accounted")
 
-PARTY_KEYS = {"name", "agents", "module", "function", "state", "seed", "budget_epsilon", "budget_delta", "accountant",
-              "evaluate", "report_feasibility"}
+PARTY_KEYS = {"name", "agents", "module", "function", "state", "dataset", "seed", "evaluate", "report_feasibility"}
+SECTIONS = {"party", "privacy", "budget", "limits"}
+#: keys that moved out of [party] (files written before the party's own policy)
+MOVED = {"budget_epsilon": "[budget] epsilon", "budget_delta": "[budget] delta", "accountant": "[privacy] accountant"}
 
 
 class PartyFile:
@@ -65,11 +98,20 @@ class PartyFile:
                 raw = tomllib.load(fh)
         except FileNotFoundError:
             raise ConfigError(f"Party file {str(path)!r} does not exist.") from None
+        except IsADirectoryError:
+            raise ConfigError(f"Party file {str(path)!r} is a folder; give its party.toml.") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{self.path} is not valid TOML: {exc}.") from None
         table = raw.get("party")
-        if not isinstance(table, dict) or set(raw) - {"party"}:
-            raise ConfigError(f"{self.path}: a party file holds one [party] table.")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{self.path}: a party file holds a [party] table (and [privacy], [budget], [limits]).")
+        if set(raw) - SECTIONS:
+            raise ConfigError(f"{self.path}: unknown table(s) {', '.join(map(repr, sorted(set(raw) - SECTIONS)))}. "
+                              f"Allowed: {', '.join(sorted(SECTIONS))}.")
+        moved = sorted(set(table) & set(MOVED))
+        if moved:
+            raise ConfigError(f"{self.path}: [party] {moved[0]} moved to {MOVED[moved[0]]} (a party's own policy is "
+                              "in its [privacy] and [budget] tables; docs/federation.md).")
         unknown = sorted(set(table) - PARTY_KEYS)
         if unknown:
             raise ConfigError(f"{self.path}: unknown key(s) {', '.join(map(repr, unknown))} in [party]. "
@@ -86,203 +128,382 @@ class PartyFile:
         self.module = base / table["module"] if "module" in table else None
         self.function = str(table.get("function", "agents"))
         self.state = base / str(table.get("state", "state"))
+        self.dataset = str(table.get("dataset", self.name))
         self.seed = None if table.get("seed") is None else check_int(table["seed"], "seed", owner, 0)
-        budget = table.get("budget_epsilon")
-        self.budget = None if budget is None else (
-            check_float(budget, "budget_epsilon", owner, 0.0, math.inf),
-            check_float(table.get("budget_delta", 0.0), "budget_delta", owner, 0.0, 1.0, closed="left"))
-        self.accountant = check_choice(table.get("accountant", "pld"), "accountant", owner, ACCOUNTANTS)
         for key in ("evaluate", "report_feasibility"):
             if not isinstance(table.get(key, key == "evaluate"), bool):
                 raise ConfigError(f"{self.path}: [party] {key} must be true or false.")
         self.evaluate = table.get("evaluate", True)
         self.report_feasibility = table.get("report_feasibility", False)
+        self.policy = PartyPolicy(raw.get("privacy"), raw.get("budget"), raw.get("limits"), str(self.path))
+
+    @property
+    def budget(self) -> tuple[float, float] | None:
+        return self.policy.budget
 
     def load_agents(self) -> list[Agent]:
         """This party's agents, from its own file (each one checked)."""
         if self.agents_file is not None:
             try:
-                with open(self.agents_file, "rb") as fh:  # the party's own file: trusted
+                with open(self.agents_file, "rb") as fh:  # the party's own file, never a peer's bytes
                     agents = pickle.load(fh)
             except FileNotFoundError:
                 raise ConfigError(f"{self.path}: the agents file {str(self.agents_file)!r} does not exist.") from None
+            except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+                raise ConfigError(f"{self.path}: the agents file {str(self.agents_file)!r} cannot be read "
+                                  f"({type(exc).__name__}: {exc}); write it again with `cvxdp parties`.") from None
         else:
             spec = importlib.util.spec_from_file_location(f"cvxdp_party_{self.name}", self.module)
             if spec is None or spec.loader is None or not self.module.is_file():
                 raise ConfigError(f"{self.path}: the module {str(self.module)!r} does not exist.")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
+            if not hasattr(module, self.function):
+                raise ConfigError(f"{self.path}: the module {str(self.module)!r} has no function "
+                                  f"{self.function!r}.")
             agents = getattr(module, self.function)()
         agents = list(agents) if isinstance(agents, (list, tuple)) else [agents]
         for agent in agents:
-            if not isinstance(agent, Agent):
-                raise ConfigError(f"{self.path}: the party's agents must be cvxdp.Agent objects; got "
-                                  f"{type(agent).__name__}.")
+            if not isinstance(agent, Agent) and not hasattr(agent, "n_features"):
+                raise ConfigError(f"{self.path}: the party's agents must be cvxdp.Agent (or cvxdp.VerticalParty) "
+                                  f"objects; got {type(agent).__name__}.")
             agent.check()
+        if len({a.name for a in agents}) != len(agents):
+            raise ConfigError(f"{self.path}: two of the party's agents share a name.")
         return agents
+
+    def private_files(self) -> list[Path]:
+        """The party's own files that others can read (its data and state should be its owner's only)."""
+        out = []
+        for path in (self.agents_file, self.module, self.path.parent):
+            if path is not None and path.exists() and path.stat().st_mode & 0o077:
+                out.append(path)
+        return out
+
+
+def _refuse(party: str, round: int | None, message: str, *, reason: str, field: str | None = None
+            ) -> PartyRefusedError:
+    when = "the run" if not round else f"round {round}"
+    return PartyRefusedError(f"Party {party!r} refuses {when}: {message}", party=party, round=round, reason=reason,
+                             field=field)
+
+
+class _Run:
+    """One run at this party: its start, nodes, the round it has released last, its owner."""
+
+    def __init__(self, folder: Path, start: dict[str, Any], declared: dict[str, Any], nodes: dict[str, Node],
+                 algorithm: Any, latest: int) -> None:
+        self.folder, self.start, self.declared, self.nodes = folder, start, declared, nodes
+        self.algorithm, self.latest = algorithm, latest
+        self.owner: str | None = None
+        self.seen = 0.0
+        self.index: dict[int, tuple[int, int]] = {}  # round -> (offset, length) in releases.log
+        self.evaluated = 0
+
+    @property
+    def token(self) -> str:
+        return self.start["token"]
 
 
 class Party:
-    """One party for one message: :meth:`handle` answers the coordinator (see the module docstring)."""
+    """A party (see the module docstring): :meth:`answer` takes a request's bytes and returns the reply's.
 
-    def __init__(self, path: str | Path) -> None:
+    Parameters
+    ----------
+    path : path
+        The party file.
+    lock : bool
+        Hold the state folder's lock (one process per party); an in-process test may keep several objects.
+    """
+
+    def __init__(self, path: str | Path, *, lock: bool = True) -> None:
         self.file = PartyFile(path)
+        self.name = self.file.name
+        self.policy = self.file.policy
         self.agents = {a.name: a for a in self.file.load_agents()}
-        self.state = self.file.state  # this run's folder inside it: set from each request's token
-
-    def _enter(self, payload: dict[str, Any]) -> None:
-        """Work in the folder of the request's run (``state/run-<token>``): a party keeps one folder per run, so
-        it can take part in several runs and resume each."""
-        token = payload.get("token")
-        if not isinstance(token, str) or not re.fullmatch(r"[0-9a-f]{16}", token):
-            raise CvxdpError(f"Party {self.file.name!r}: the request names no valid run (got token {token!r}).")
-        self.state = self.file.state / f"run-{token}"
+        os.umask(0o077)  # everything the party writes: its owner's only
+        self.state = self.file.state
         self.state.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.state, 0o700)
+        self.lock = OutputLock(self.state, "party state folder").acquire() if lock else None
+        self.ledger = LifetimeLedger(self.state, self.file.dataset, list(self.agents), self.policy.budget,
+                                     self.policy.accountant)
+        self.runs: dict[str, _Run] = {}
+
+    def close(self) -> None:
+        """Release the state folder's lock."""
+        if self.lock is not None:
+            self.lock.release()
 
     # ---------------------------------------------------------------- the protocol
-    def handle(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Answer one message: ``hello``, ``start``, ``step`` (which may first roll back to the round a resumed run
-        restarts from) or ``finish``."""
-        handler = {"hello": self._hello, "start": self._start, "step": self._step, "finish": self._finish}.get(kind)
-        if handler is None:
-            raise CvxdpError(f"Party {self.file.name!r}: unknown request {kind!r}.")
-        if kind != "hello":
-            self._enter(payload)
-        return handler(payload)
+    def answer(self, data: bytes) -> bytes:
+        """The reply to one request's bytes: its value, a refusal (one line naming the party, the round and the
+        field) or a failure. Never raises for what a peer sent."""
+        round = None
+        try:
+            kind, body = messages.read_request(data, max_bytes=self.policy.limits.message_bytes)
+            round = body.get("round")
+            return messages.reply(self.handle(kind, body))
+        except PartyRefusedError as exc:
+            return messages.refusal(exc)
+        except SchemaError as exc:
+            return messages.refusal(_refuse(self.name, round, f"its request does not fit the protocol: {exc}.",
+                                            reason="message", field=exc.field or None))
+        except WireError as exc:
+            return messages.refusal(_refuse(self.name, round, f"unreadable request: {exc}.", reason="message"))
+        except CvxdpError as exc:
+            return messages.failure(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - reported to the coordinator, which names the party and the round
+            return messages.failure(f"{type(exc).__name__}: {exc}")
 
-    def _hello(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The party's public declaration: its name, its agents' declarations and its own budget."""
-        return {"party": self.file.name, "declarations": [a.declaration().to_dict() for a in self.agents.values()],
-                "budget": None if self.file.budget is None else list(self.file.budget)}
+    def handle(self, kind: str, body: dict[str, Any]) -> Any:
+        """The value answering one request (``body`` already checked against its schema)."""
+        return {"hello": self._hello, "start": self._start, "step": self._step, "finish": self._finish,
+                "release": self._release}[kind](body)
 
-    def _start(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Build this party's nodes from the run's public specs, its own agents and its own entropy; a run that
-        resumes keeps the state it has."""
-        run = {"token": payload["token"], "specs": payload["specs"], "indices": payload["indices"]}
-        missing = sorted(set(run["specs"]) - set(self.agents))
+    def _hello(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The party's public introduction: its name, its agents' declarations, its policy and its budget."""
+        return {"party": self.name, "protocol": messages.PROTOCOL,
+                "declarations": [a.declaration().to_dict() for a in self.agents.values()],
+                "policy": self.policy.describe(),
+                "budget": None if self.policy.budget is None else list(self.policy.budget)}
+
+    # ---------------------------------------------------------------- start
+    def _start(self, body: dict[str, Any]) -> dict[str, Any]:
+        token = body["token"]
+        run = self.runs.get(token) or self._load(token)
+        if run is not None:
+            if digest(encode(run.start)) != digest(encode(body)):
+                raise _refuse(self.name, 0, f"run {token} was started with other parameters; a run keeps its own.",
+                              reason="replay", field="token")
+            self._take(run, None)
+            return {"party": self.name, "round": run.latest, "owner": run.owner, "declare": run.declared}
+        missing = sorted(set(body["agents"]) - set(self.agents))
         if missing:
-            raise CvxdpError(f"Party {self.file.name!r} holds no agent {missing[0]!r}.")
-        saved = self._load("run.pkl")
-        if payload.get("resume") and saved is not None and saved["token"] == run["token"]:
-            return {"party": self.file.name, "round": self._latest(), "declare": self._declare({})}
-        for old in self.state.glob("round_*.pkl"):
-            old.unlink()
-        self._save("run.pkl", run)
-        nodes = {name: spec.make(self.agents[name], self._seed(run["indices"][name]))
-                 for name, spec in run["specs"].items()}
-        # its ledger reports at the run's (public) target delta; its own budget is checked at its own delta
-        target = payload.get("target_delta") or (self.file.budget[1] if self.file.budget else 1e-6)
-        ledger = PrivacyLedger(list(nodes), target_delta=target)
-        self._save_round(0, nodes, ledger)
-        return {"party": self.file.name, "round": 0, "declare": {n: node.declare() for n, node in nodes.items()}}
+            raise _refuse(self.name, 0, f"it holds no agent {missing[0]!r}.", reason="policy", field="agents")
+        for name in body["agents"]:
+            if self.ledger.exhausted(name):
+                raise _refuse(self.name, 0, f"agent {name!r} has spent its whole lifetime budget "
+                              f"{self.policy.budget} on data set {self.file.dataset!r}.", reason="budget")
+        algorithm = self.policy.accept(body["algorithm"], body["privacy"], body["accountant"], party=self.name)
+        if self.file.seed is not None:
+            for info in body["agents"].values():
+                used = self.ledger.stream_owner(self.file.seed, info["index"])
+                if used is not None and used != token:
+                    raise _refuse(self.name, 0, f"its research seed's noise stream (seed {self.file.seed}, index "
+                                  f"{info['index']}) served run {used} already; a second run would draw the same "
+                                  "noise. Change the seed in the party file.", reason="policy", field="agents.index")
+        folder = self.state / f"run-{token}"
+        nodes = {name: self._node(algorithm, name, info, body, self._seed(info["index"]))
+                 for name, info in body["agents"].items()}
+        declared = {name: messages.declaration_to_wire(node.declare()) for name, node in nodes.items()}
+        if self.file.seed is not None:
+            for name, info in body["agents"].items():
+                self.ledger.use_stream(token, name, self.file.seed, info["index"])
+        folder.mkdir(parents=True, exist_ok=True)
+        run = _Run(folder, body, declared, nodes, algorithm, 0)
+        self._write(folder / "run.msg", {"start": body, "declare": declared})
+        self._save_state(run)
+        self.runs[token] = run
+        self._take(run, None)
+        return {"party": self.name, "round": 0, "owner": run.owner, "declare": declared}
 
-    def _declare(self, payload: dict[str, Any]) -> dict[str, Any]:
-        nodes, _ = self._nodes()
-        return {name: node.declare() for name, node in nodes.items()}
+    def _take(self, run: _Run, owner: str | None) -> None:
+        """Hand run ``run`` to a new coordinator (``owner`` None: a start), unless another holds it."""
+        now = time.monotonic()
+        if run.owner is not None and now - run.seen < self.policy.limits.lock_timeout:
+            raise _refuse(self.name, 0, f"run {run.token} is held by another coordinator (last heard "
+                          f"{now - run.seen:.0f} s ago); it is free when that one finishes or gives it up, or after "
+                          f"{self.policy.limits.lock_timeout:g} s of silence.", reason="owner", field="token")
+        run.owner, run.seen = secrets.token_hex(16), now
 
-    def _step(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One round: check every charge against the party's own budget first, then step every node."""
-        t, messages = payload["round"], payload["messages"]
-        if payload.get("restore") is not None:  # the run resumes from the coordinator's checkpoint of that round
-            self._restore({"round": payload["restore"]})
-        if payload.get("committed") is not None:  # older rounds are no longer needed to resume
-            self._prune(below=payload["committed"])
-        nodes, ledger = self._nodes()
-        charges = {name: nodes[name].charge(msg) for name, msg in messages.items()}
-        budget = self.file.budget
+    def _held(self, body: dict[str, Any]) -> _Run:
+        """The run of a request, if the request's owner holds it."""
+        run = self.runs.get(body["token"]) or self._load(body["token"])
+        if run is None:
+            raise _refuse(self.name, body.get("round"), f"it has no run {body['token']} (start it first).",
+                          reason="order", field="token")
+        if run.owner is None or not secrets.compare_digest(run.owner, body["owner"]):
+            raise _refuse(self.name, body.get("round"), f"run {run.token} is not held by this coordinator (start "
+                          "it again to hold it).", reason="owner", field="owner")
+        run.seen = time.monotonic()
+        return run
+
+    def _node(self, algorithm: Any, name: str, info: Mapping[str, Any], body: Mapping[str, Any],
+              seed: np.random.SeedSequence) -> Node:
+        """Agent ``name``'s node, built here from the checked algorithm, the party's own mechanism and accountant,
+        and the run's public values."""
+        agent, family = self.agents[name], type(algorithm).family
+        mechanism = self.policy.mechanism_for(name, party=self.name)
+        solvers, accountant = tuple(body["solvers"]) or ("CLARABEL", "ECOS", "OSQP"), self.policy.accountant
+        where = f"agents.{name}"
+        try:
+            if family == "consensus":
+                resolved = algorithm.resolved(mechanism.epsilon if mechanism is not None else None)
+                return ConsensusNode(agent, seed, resolved, solvers, mechanism, accountant)
+            if family == "graph":
+                degree = info.get("degree")
+                if degree is None:
+                    raise SchemaError(f"{where}.degree", "missing (a graph node's degree)")
+                if mechanism is not None:
+                    names, index = body["names"], info["index"]
+                    if not 0 <= index < len(names) or names[index] != name:
+                        raise SchemaError(f"{where}.index", f"names[{index}] is not {name!r}")
+                    weight = (penalty_schedule(algorithm, names)(1) if algorithm.kind == "radmm"
+                              else algorithm.thetas(names))[index]
+                    check_bound_condition([erm_constants(agent)], np.array([weight]), np.array([degree]), [name],
+                                          weight_name="eta_i(1)" if algorithm.kind == "radmm" else "theta",
+                                          owner=type(algorithm).__name__)
+                return GraphNode(agent, seed, algorithm, int(degree), solvers, mechanism)
+            if family == "sharing":
+                return SharingNode(agent, seed, algorithm, solvers, as_mechanism(mechanism), accountant,
+                                   info.get("b1"), int(info.get("parties", 1)))
+        except SchemaError:
+            raise
+        except CvxdpError as exc:
+            raise _refuse(self.name, 0, f"agent {name!r} cannot run the coordinator's {algorithm.name}: {exc}",
+                          reason="policy", field=where) from None
+        raise _refuse(self.name, 0, f"no node for the {family!r} family.", reason="policy", field="algorithm.name")
+
+    # ---------------------------------------------------------------- one round
+    def _step(self, body: dict[str, Any]) -> dict[str, Any]:
+        run, t = self._held(body), body["round"]
+        raw = body["messages"]
+        if set(raw) != set(run.nodes):
+            raise _refuse(self.name, t, f"the round's messages are for {sorted(raw)}; its nodes in run {run.token} "
+                          f"are {sorted(run.nodes)}.", reason="message", field="messages")
+        requests = {name: digest(encode(value)) for name, value in raw.items()}
+        if t <= run.latest:  # a resumed coordinator asks again: the recorded release, or a refusal
+            recorded = self._recorded(run, t)
+            if recorded is not None and recorded["requests"] == requests:
+                return recorded["releases"]
+            raise _refuse(self.name, t, f"round {t} of run {run.token} was released already, for "
+                          f"{'another request' if recorded is not None else 'a request it no longer holds'}; a "
+                          "released round is never computed again.", reason="replay", field="round")
+        if t != run.latest + 1:
+            raise _refuse(self.name, t, f"the next round of run {run.token} is {run.latest + 1}.", reason="order",
+                          field="round")
+        rounds = int(getattr(run.algorithm, "rounds", None) or getattr(run.algorithm, "epochs", 0))
+        if t > rounds:
+            raise _refuse(self.name, t, f"run {run.token} has {rounds} rounds.", reason="limits", field="round")
+        msgs = {name: messages.from_wire(run.nodes[name], value, f"messages.{name}") for name, value in raw.items()}
+        for name, msg in msgs.items():
+            self._check_limits(name, msg, t, exact=bool(getattr(run.algorithm, "exact", False)))
+        charges = {name: run.nodes[name].charge(msg) for name, msg in msgs.items()}
         for name, charge in charges.items():
-            if charge is not None and budget is not None and charge[1][0] > 0 and ledger.would_exceed(
-                    name, charge[0], charge[2], budget, self.file.accountant, claim=charge[1]):
-                raise PartyRefusedError(
-                    f"Party {self.file.name!r} refuses round {t}: agent {name!r} would pass the party's own budget "
-                    f"(epsilon {budget[0]:g}, delta {budget[1]:g}) under {self.file.accountant}.",
-                    party=self.file.name, round=t, reason="budget")
-        releases = {name: nodes[name].step(msg) for name, msg in messages.items()}
-        for name, charge in charges.items():
-            if charge is not None:
-                ledger.record(name, charge[0], charge[2], claim=charge[1])
-        self._save_round(t, nodes, ledger)
+            if charge is not None and self.ledger.would_exceed(name, charge):
+                raise _refuse(self.name, t, f"agent {name!r} would pass its lifetime budget {self.policy.budget} on "
+                              f"data set {self.file.dataset!r} under {self.policy.accountant}.", reason="budget")
+        releases = {name: messages.release_to_wire(run.nodes[name].step(msg)) for name, msg in msgs.items()}
+        self.ledger.charge(run.token, t, {n: c for n, c in charges.items() if c is not None}, requests)
+        self._record(run, t, requests, releases)
         if self.file.evaluate:
-            self._evaluation(t, nodes)
+            self._evaluation(run, t)
         return releases
 
-    def _prune(self, *, below: int) -> None:
-        """The coordinator checkpointed round ``below``: states of older rounds are no longer needed."""
-        for path in self.state.glob("round_*.pkl"):
-            if int(path.stem.split("_")[1]) < below:
-                path.unlink()
+    def _check_limits(self, name: str, msg: Any, t: int, *, exact: bool) -> None:
+        """The round's penalties inside the party's limits (exact ADMM has no eta: it sends 0)."""
+        limits = self.policy.limits
+        eta = getattr(msg, "eta", None)
+        if eta is not None and not exact:
+            limits.check_weight("eta", float(eta), party=self.name, round=t, field=f"messages.{name}.eta")
+        rho = getattr(msg, "rho", None)
+        if rho is not None:
+            for value in (float(np.min(rho)), float(np.max(rho))):
+                limits.check_weight("rho", value, party=self.name, round=t, field=f"messages.{name}.rho")
 
-    def _restore(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Resume from round ``t`` (the coordinator's checkpoint): later rounds' states are dropped."""
-        t = payload["round"]
-        if not (self.state / f"round_{t}.pkl").is_file():
-            raise CvxdpError(f"Party {self.file.name!r} has no checkpoint of round {t} in {str(self.state)!r}.")
-        for path in self.state.glob("round_*.pkl"):
-            if int(path.stem.split("_")[1]) > t:
-                path.unlink()
-        return {"round": t}
-
-    def _finish(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """Write the party's own final outputs (its local solutions, its ledger); release the feasibility bits
-        only when its party file allows it."""
-        if payload.get("restore") is not None:
-            self._restore({"round": payload["restore"]})
-        nodes, ledger = self._nodes()
+    # ---------------------------------------------------------------- the end
+    def _finish(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Write the party's own final outputs (its local solutions, this run's ledger) and give the run up; release
+        the feasibility bits only when its party file allows it."""
+        run = self._held(body)
+        charges = [r for r in self.ledger.records if r.get("kind") == "charge" and r["run"] == run.token]
+        mine = PrivacyLedger(list(run.nodes), target_delta=float(run.start["target_delta"]))
+        for r in charges:
+            mine.record(r["agent"], event_from_dict(r["event"]), int(r["count"]), claim=tuple(r["claim"]))
+        out: dict[str, Any] = {"party": self.name}
         if self.file.report_feasibility:
-            ledger.note(FEASIBILITY_NOTE.format(party=self.file.name), voids=True, warn=False)
-        summary = ledger.summary()
-        (self.state / "ledger.json").write_text(json.dumps(summary, indent=2, default=float))
-        np.savez(self.state / "local.npz", **{name: node.local() for name, node in nodes.items()})
-        out: dict[str, Any] = {"party": self.file.name, "ledger": summary["worst"]}
-        if self.file.report_feasibility:
-            distances = solution_violation(list(self.agents.values()), payload["solution"], warn=False)
+            note = FEASIBILITY_NOTE.format(party=self.name)
+            mine.note(note, voids=True, warn=False)
+            if not any(r.get("kind") == "note" and r.get("run") == run.token for r in self.ledger.records):
+                self.ledger.note(run.token, note)
+            distances = solution_violation([self.agents[n] for n in run.nodes], body["solution"], warn=False)
             out["feasible"] = {n: bool(d <= 1e-6) for n, d in distances["per_agent"].items()}
+        summary = mine.summary()
+        atomic_write(run.folder / "ledger.json",
+                     lambda fh: fh.write(json.dumps({"run": summary, "lifetime": self.ledger.summary()}, indent=2,
+                                                    default=float).encode()), "party ledger")
+        np.savez(run.folder / "local.npz", **{name: node.local() for name, node in run.nodes.items()})
+        out["ledger"] = summary["worst"]
+        run.owner = None
         return out
 
-    # ---------------------------------------------------------------- the party's own state
+    def _release(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A coordinator gives its run up (it failed): the run is free for the next one."""
+        run = self._held(body)
+        run.owner = None
+        return {"party": self.name, "round": run.latest}
+
+    # ---------------------------------------------------------------- the party's own disk
     def _seed(self, index: int) -> np.random.SeedSequence:
         """A research seed reproduces a simulation's stream of the same agent; otherwise fresh OS entropy."""
         if self.file.seed is None:
             return np.random.SeedSequence()
         return np.random.SeedSequence(self.file.seed, spawn_key=(int(index),))
 
-    def _latest(self) -> int:
-        rounds = [int(p.stem.split("_")[1]) for p in self.state.glob("round_*.pkl")]
-        if not rounds:
-            raise CvxdpError(f"Party {self.file.name!r} has no state in {str(self.state)!r}: was the run started?")
-        return max(rounds)
+    @staticmethod
+    def _write(path: Path, value: Any) -> None:
+        atomic_write(path, lambda fh: fh.write(encode(value)), "party state")
 
-    def _nodes(self) -> tuple[dict[str, Node], PrivacyLedger]:
-        run = self._load("run.pkl")
-        if run is None:
-            raise CvxdpError(f"Party {self.file.name!r}: no run was started in {str(self.state)!r}.")
-        saved = self._load(f"round_{self._latest()}.pkl")
-        nodes = {}
-        for name, spec in run["specs"].items():
-            node = spec.make(self.agents[name], np.random.SeedSequence(0))  # the generator's state is restored
-            node.restore(saved["nodes"][name])
-            nodes[name] = node
-        return nodes, PrivacyLedger.from_dict(saved["ledger"])
+    def _save_state(self, run: _Run) -> None:
+        self._write(run.folder / "state.msg", {"round": run.latest,
+                                               "nodes": {n: node.state() for n, node in run.nodes.items()}})
 
-    def _save_round(self, t: int, nodes: dict[str, Node], ledger: PrivacyLedger) -> None:
-        self._save(f"round_{t}.pkl", {"nodes": {n: node.state() for n, node in nodes.items()},
-                                      "ledger": ledger.to_dict()})
+    def _record(self, run: _Run, t: int, requests: dict[str, str], releases: dict[str, Any]) -> None:
+        """Round ``t`` on disk: its release (for a resumed coordinator), then the nodes' state; both before the
+        release leaves."""
+        log = run.folder / "releases.log"
+        data = encode({"round": t, "requests": requests, "releases": releases})
+        offset = log.stat().st_size if log.exists() else 0
+        append_synced_bytes(log, struct.pack(">Q", len(data)) + data)
+        run.index[t] = (offset + 8, len(data))
+        run.latest = t
+        self._save_state(run)
 
-    def _save(self, name: str, obj: Any) -> None:
-        atomic_write(self.state / name, lambda fh: pickle.dump(obj, fh, protocol=5), "party state")
-
-    def _load(self, name: str) -> Any:
-        path = self.state / name
-        if not path.is_file():
+    def _recorded(self, run: _Run, t: int) -> dict[str, Any] | None:
+        where = run.index.get(t)
+        if where is None:
             return None
-        with open(path, "rb") as fh:  # the party's own file
-            return pickle.load(fh)
+        with open(run.folder / "releases.log", "rb") as fh:
+            fh.seek(where[0])
+            return decode(fh.read(where[1]))
 
-    def _evaluation(self, t: int, nodes: dict[str, Node]) -> None:
-        """The party's own evaluation on its own data, written to its own directory (never sent)."""
-        path = self.state / "evaluation.csv"
-        rows = [{"round": t, "agent": name, **{k: v for k, v in node.evaluate(t).values.items()}}
-                for name, node in nodes.items()]
+    def _load(self, token: str) -> _Run | None:
+        """Run ``token`` from the party's disk (a party started again), or None."""
+        folder = self.state / f"run-{token}"
+        if not (folder / "run.msg").is_file():
+            return None
+        saved = decode((folder / "run.msg").read_bytes())
+        state = decode((folder / "state.msg").read_bytes())
+        start = saved["start"]
+        algorithm = self.policy.accept(start["algorithm"], start["privacy"], start["accountant"], party=self.name)
+        nodes = {}
+        for name, info in start["agents"].items():
+            node = self._node(algorithm, name, info, start, np.random.SeedSequence(0))  # its generator is restored
+            node.restore({k: _writable(v) for k, v in state["nodes"][name].items()})
+            nodes[name] = node
+        run = _Run(folder, start, saved["declare"], nodes, algorithm, int(state["round"]))
+        run.index = _index(folder / "releases.log", run.latest)
+        run.evaluated = _last_evaluated(folder / "evaluation.csv")
+        self.runs[token] = run
+        return run
+
+    def _evaluation(self, run: _Run, t: int) -> None:
+        """The party's own evaluation on its own data, written to its own folder (never sent), once per round."""
+        if t <= run.evaluated:
+            return
+        path = run.folder / "evaluation.csv"
+        rows = [{"round": t, "agent": name, **dict(node.evaluate(t).values)} for name, node in run.nodes.items()]
         fields = sorted({k for r in rows for k in r} - {"round", "agent"})
         new = not path.exists()
         with open(path, "a", newline="") as fh:
@@ -290,6 +511,57 @@ class Party:
             if new:
                 writer.writeheader()
             writer.writerows(rows)
+        run.evaluated = t
+
+    def ledger_report(self) -> dict[str, Any]:
+        """The lifetime ledger's summary (``cvxdp party PARTY.toml --ledger``)."""
+        return self.ledger.summary()
 
 
-__all__ = ["PARTY_KEYS", "Party", "PartyFile"]
+def append_synced_bytes(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path`` and wait until it is on disk."""
+    with open(path, "ab") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _index(log: Path, latest: int) -> dict[int, tuple[int, int]]:
+    """Where each round's record lies in a run's release log; records past ``latest`` (written just before a crash,
+    never answered) are cut off."""
+    index: dict[int, tuple[int, int]] = {}
+    if not log.exists():
+        return index
+    data, pos, keep = log.read_bytes(), 0, 0
+    while pos + 8 <= len(data):
+        (size,) = struct.unpack_from(">Q", data, pos)
+        if pos + 8 + size > len(data):
+            break
+        t = int(decode(data[pos + 8:pos + 8 + size])["round"])
+        if t > latest:
+            break
+        index[t] = (pos + 8, size)
+        pos = keep = pos + 8 + size
+    if keep < len(data):
+        with open(log, "r+b") as fh:
+            fh.truncate(keep)
+    return index
+
+
+def _last_evaluated(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, newline="") as fh:
+        rounds = [int(row["round"]) for row in csv.DictReader(fh)]
+    return max(rounds, default=0)
+
+
+def _writable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return np.array(value)
+    if isinstance(value, list):
+        return [_writable(v) for v in value]
+    return value
+
+
+__all__ = ["FEASIBILITY_NOTE", "PARTY_KEYS", "Party", "PartyFile"]

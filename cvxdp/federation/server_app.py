@@ -20,9 +20,9 @@ from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid, ServerApp
 
 from ..errors import BackendError, CvxdpError
+from . import messages
 from .coordinator import Channel, run_federation
 from .launch import STATUS_FILE
-from .wire import dumps, unpack
 
 app = ServerApp()
 #: Flower's errors for a reply that will not come: the node left, did not report a heartbeat, or the message expired
@@ -60,7 +60,7 @@ class FlowerChannel(Channel):
             pending.update(self._push({node: ("hello", {}) for node in new}))
             for node, reply in self._pull(pending, 0, {n: f"node {n}" for n in asked}, skip_gone=True):
                 if reply is not None:
-                    self._introduce(node, unpack(f"node {node}", reply, 0), registered)
+                    self._introduce(node, messages.read_reply(f"node {node}", reply, 0), registered)
             time.sleep(0.2)
 
     def _introduce(self, node: int, reply: dict[str, Any], registered: Mapping[int, str]) -> None:
@@ -80,8 +80,9 @@ class FlowerChannel(Channel):
 
     def _push(self, requests: Mapping[int, tuple[str, dict]]) -> dict[str, int]:
         """Send one request per node; the message ids and their nodes."""
-        msgs = [Message(RecordDict({"request": ConfigRecord({"payload": dumps(request)})}), dst_node_id=node,
-                        message_type="query.cvxdp", ttl=self.timeout) for node, request in requests.items()]
+        msgs = [Message(RecordDict({"request": ConfigRecord({"payload": messages.request(*request)})}),
+                        dst_node_id=node, message_type="query.cvxdp", ttl=self.timeout)
+                for node, request in requests.items()]
         ids = list(self.grid.push_messages(msgs)) if msgs else []
         return {mid: msg.metadata.dst_node_id for mid, msg in zip(ids, msgs)}
 
@@ -126,7 +127,7 @@ class FlowerChannel(Channel):
             raise BackendError(f"Party {unknown[0]!r} is not connected.", agents=tuple(unknown), round=round)
         names = {self.nodes[p]: p for p in requests}
         replies = self._exchange({self.nodes[p]: r for p, r in requests.items()}, round, names)
-        return {names[node]: unpack(names[node], data, round) for node, data in replies.items()}
+        return {names[node]: messages.read_reply(names[node], data, round) for node, data in replies.items()}
 
 
 def _flower_error(party: str, round: int | None, code: int, reason: str) -> str:

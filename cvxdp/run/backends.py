@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import fail
@@ -35,12 +35,17 @@ class NodeSpec:
         A public estimate of the node's work per round, relative to the other nodes (the families give the
         agent's number of variables: a shape, not data). A backend that places several nodes per worker
         balances the workers by it (:func:`balanced_groups`); it never changes the numbers.
+    public : mapping
+        The run's public values this node needs beyond the algorithm (a graph node's ``degree``; a vertical party's
+        ``b1`` and number of ``parties``): in a federation, a party builds its node from them, its own agent, its
+        own policy and its own entropy.
     """
 
     name: str
     build: Callable[..., Any]
     args: tuple = ()
     work: float = 1.0
+    public: Mapping[str, Any] = field(default_factory=dict)
 
     def make(self, agent: Any, seed: Any) -> Any:
         """The node, built from the party's own ``agent`` and ``seed``."""

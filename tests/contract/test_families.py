@@ -89,7 +89,7 @@ def test_the_federation_gives_the_serial_released_numbers(case, tmp_path):
     if labels is not None:
         agents[0].labels = labels  # the label holder hosts the centre
     algorithm, privacy = CASES[case].tables()
-    files = party_folders(agents, tmp_path, seed=11)
+    files = party_folders(agents, tmp_path, seed=11, privacy=privacy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fed = run_federation({"name": case, "algorithm": algorithm, "privacy": privacy, "run": {"seed": 11},

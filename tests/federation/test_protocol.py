@@ -31,7 +31,7 @@ def _setup(tmp_path, *, seed=3, budget=None):
     from cvxdp_models.toy import make_agents
 
     agents = make_agents(agents=3, seed=1)
-    files = party_folders(agents, tmp_path / "parties", seed=seed, budget=budget)
+    files = party_folders(agents, tmp_path / "parties", seed=seed, budget=budget, privacy=PRIVACY)
     plan = {"name": "toy", "algorithm": dict(ALGORITHM), "privacy": dict(PRIVACY), "run": {"seed": seed},
             "agents": [a.name for a in agents], "checkpoint": str(tmp_path / "checkpoint")}
     return agents, files, plan

@@ -134,7 +134,8 @@ class GraphFamily(Family):
         # each node draws its own noise from its own alpha_i(1) (a mechanism of one node); work: the agent's number of
         # variables (public), as in consensus
         return [NodeSpec(a.name, GraphNode, (self.algorithm, int(v), self.solvers, self._node_mechanism(i)),
-                         work=float(a.layout.size)) for i, (a, v) in enumerate(zip(self.agents, self.V))]
+                         work=float(a.layout.size), public={"degree": int(v)})
+                for i, (a, v) in enumerate(zip(self.agents, self.V))]
 
     def _node_mechanism(self, i: int) -> PenaltyPerturbation | None:
         """Node ``i``'s own mechanism: the run's growth and its own ``alpha_i(1)`` (None: a non-private run)."""

@@ -4,7 +4,7 @@
 ``server.py`` (the centre).
 """
 
-from .params import ADMMSharing, SharingGaussian, party_plan
-from .server import SharingFamily, as_mechanism
+from .params import ADMMSharing, SharingGaussian, as_mechanism, party_plan
+from .server import SharingFamily
 
 __all__ = ["ADMMSharing", "SharingFamily", "SharingGaussian", "as_mechanism", "party_plan"]

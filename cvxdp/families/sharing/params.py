@@ -55,6 +55,7 @@ from ...params import (
 )
 from ...privacy import (
     NoisePlan,
+    OutputPerturbation,
     calibrate_to_total,
     gaussian_epsilon,
     gaussian_sigma_analytic,
@@ -426,7 +427,7 @@ class ADMMSharing(Algorithm):
 __all__ = [
     "ADMMSharing", "AssumptionViolation", "LOSSES", "SharingGaussian", "corollary1", "log_loss",
     "lemma1_sensitivity", "loss_value", "sharing_dual_update", "theorem1_epsilon", "theorem1_sigma",
-    "party_plan", "worst_case_sensitivity", "z_update", "z_update_logistic", "z_update_squared",
+    "as_mechanism", "party_plan", "worst_case_sensitivity", "z_update", "z_update_logistic", "z_update_squared",
 ]
 
 
@@ -446,3 +447,21 @@ def party_plan(mechanism: SharingGaussian, party: Any, *, rho: float, lam: float
     info = {"sensitivity": C, "sigma": sigma, "noise_multiplier": sigma / C, "eps_step": eps_step,
             "delta_step": delta_step, "d_m": party.n_features, "c1": party.c1, "bound": float(party.bound)}
     return plan, info
+
+
+def as_mechanism(privacy: Any) -> SharingGaussian | None:
+    """``privacy`` as the sharing family's mechanism: a :class:`SharingGaussian` as it is, a Gaussian
+    :class:`~cvxdp.OutputPerturbation` (OutG: the same mechanism, with the sound default sensitivity) converted;
+    None stays None."""
+    if privacy is None:
+        return None
+    if isinstance(privacy, SharingGaussian):
+        return privacy.validate()
+    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
+        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
+        privacy.validate()
+        calibration = "classic" if privacy.calibration == "classic" else "analytic"
+        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
+                               calibrate=privacy.scope).validate()
+    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
+               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import DeclarationError, InvalidParameterError, check_float, fail
+from ...errors import DeclarationError, InvalidParameterError, check_float
 from ...model import (
     RELATION,
     Evaluation,
@@ -29,13 +29,13 @@ from ...model import (
     check_parties,
     check_public_initial,
 )
-from ...privacy import COROLLARY1_NOTE, LEMMA1_PRESET, MIN_PLD_MULTIPLIER, OutputPerturbation
+from ...privacy import COROLLARY1_NOTE, LEMMA1_PRESET, MIN_PLD_MULTIPLIER
 from ...run import Backend, Charge, Family, NodeSpec, RoundPlan
 from .node import SharingMessage, SharingNode
 from .params import (
     ADMMSharing,
     AssumptionViolation,
-    SharingGaussian,
+    as_mechanism,
     corollary1,
     log_loss,
     loss_value,
@@ -137,8 +137,10 @@ class SharingFamily(Family):
     def nodes(self) -> list[NodeSpec]:
         # each party calibrates its own plan (the same numbers as self.plans, the coordinator's copy); work: the
         # party's number of variables (a shape, public), as in the other families (backends balance by it)
+        public = {"parties": len(self.agents), **({} if self.b1 is None else {"b1": float(self.b1)})}
         return [NodeSpec(p.name, SharingNode, (self.algorithm, self.solvers, self.privacy, self.accountant, self.b1,
-                                               len(self.agents)), work=float(p.n_features)) for p in self.agents]
+                                               len(self.agents)), work=float(p.n_features), public=public)
+                for p in self.agents]
 
     def start(self, declarations: Sequence[Mapping[str, Any]]) -> SharingState:
         n = len(self.labels)
@@ -281,21 +283,6 @@ SHARING_LABELS = ("the training labels are public to the centre (held by {host!r
 SHARING_BOUNDS = ("the bounds each party declares are public and true: its sample count N, its model bound b "
                   "(||x_m|| <= b; b1 = max b, Assumption 1.1) and its regulariser's curvature c1; the noise is "
                   "calibrated to them (the feature rows' norm <= 1, Assumption 1.3, each party checks itself)")
-
-
-def as_mechanism(privacy: Any) -> SharingGaussian | None:
-    if privacy is None:
-        return None
-    if isinstance(privacy, SharingGaussian):
-        return privacy.validate()
-    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
-        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
-        privacy.validate()
-        calibration = "classic" if privacy.calibration == "classic" else "analytic"
-        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
-                               calibrate=privacy.scope).validate()
-    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
-               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
 
 
 def centre_labels(algorithm: ADMMSharing, parties: list[VerticalParty]) -> tuple[np.ndarray, np.ndarray | None, str]:
