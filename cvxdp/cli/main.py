@@ -191,19 +191,24 @@ def parties_cmd(case_file, out, data, seed, budget_epsilon, budget_delta, report
 
 @cli.command("party")
 @click.argument("party_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--superlink", required=True, help="The coordinator's SuperLink, HOST:PORT.")
+@click.option("--superlink", default=None, help="The coordinator's SuperLink, HOST:PORT.")
 @click.option("--root-certificates", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The CA certificate the SuperLink's TLS certificate is checked against.")
 @click.option("--auth-key", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="This party's SuperNode key (registered at the SuperLink under the party's name).")
 @click.option("--insecure", is_flag=True, help="Plain HTTP, no TLS: only for a test on one machine.")
-@click.option("--port", type=click.IntRange(1, 65535), default=None, help="The SuperNode's own port (loopback).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="The SuperNode's own local port on 127.0.0.1 (default: a free one, printed at start).")
+@click.option("--ledger", is_flag=True, help="Print the party's lifetime ledger (what it has released and spent on "
+              "its data set, its budget and its history) and exit.")
+@click.option("--json", "as_json", is_flag=True, help="With --ledger: print one JSON object as the last line.")
 @friendly_errors
-def party_cmd(party_file, superlink, root_certificates, auth_key, insecure, port) -> None:
-    """Run PARTY_FILE's node: flower-supernode with cvxdp's ClientApp and this party file in --node-config."""
+def party_cmd(party_file, superlink, root_certificates, auth_key, insecure, port, ledger, as_json) -> None:
+    """Run PARTY_FILE's party: its SuperNode and its own executor, which answers with cvxdp's app only and keeps
+    the party's own policy, lifetime ledger and state (docs/federation.md)."""
     from .tasks import party_task  # start-up: Flower loads only when a party runs
 
-    party_task(party_file, superlink, root_certificates, auth_key, insecure, port)
+    party_task(party_file, superlink, root_certificates, auth_key, insecure, port, ledger, as_json)
 
 
 @cli.command("federate", epilog=schema_epilog())

@@ -3,9 +3,7 @@ one of them runs, so ``--help`` and the light commands never load the modelling 
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
 import sys
 import time
 import warnings
@@ -16,9 +14,9 @@ import click
 
 from ..config.build import Case, build_instance, default_run_dir, load_case, power_case, run_case
 from ..errors import CvxdpError, OutputError
-from ..federation.launch import QUIET, LocalFederation, require_flower, submit, supernode_command
+from ..federation.launch import LocalFederation, require_flower, submit
 from ..federation.parties import write_parties, write_plan
-from ..federation.party import PartyFile
+from ..federation.serve import describe_ledger, serve_party
 from ..model import EVALUATION_LABEL, SolverFallbackWarning, solve_central
 from ..run import (
     PUBLIC_ASSUMPTION,
@@ -334,18 +332,39 @@ def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, repor
     emit(info, as_json, f"{len(files)} party files for {case.name}:\n" + "\n".join(f"  {f}" for f in files))
 
 
-def party_task(party_file, superlink, root_certificates, auth_key, insecure, port) -> None:
-    """``cvxdp party``: runs the party's SuperNode until it is stopped."""
+def party_task(party_file, superlink, root_certificates, auth_key, insecure, port, ledger, as_json) -> None:
+    """``cvxdp party``: runs the party (its SuperNode and its own executor) until it is stopped; with ``--ledger``
+    prints its lifetime ledger instead."""
+    if ledger:
+        report = describe_ledger(party_file)
+        emit(report, as_json, _ledger_text(report))
+        return
+    if superlink is None:
+        raise click.UsageError("Give --superlink HOST:PORT (the coordinator's SuperLink), or --ledger.")
     require_flower()
-    PartyFile(party_file)  # a clear error now, not inside Flower
     if not insecure and root_certificates is None:
         raise click.UsageError("Give --root-certificates (the SuperLink's CA), or --insecure for a test on one "
                                "machine (plain HTTP).")
     if insecure:
         click.echo("warning: --insecure: plain HTTP, no TLS (a test on one machine only)", err=True)
-    cmd = supernode_command(party_file, superlink, port=port, root_certificates=root_certificates,
-                            auth_key=auth_key, insecure=insecure)
-    raise SystemExit(subprocess.run(cmd, env={**os.environ, **QUIET}, check=False).returncode)
+    raise SystemExit(serve_party(party_file, superlink, port=port, root_certificates=root_certificates,
+                                 auth_key=auth_key, insecure=insecure, say=lambda line: click.echo(line)))
+
+
+def _ledger_text(report: dict) -> str:
+    budget = report["budget"]
+    lines = [f"lifetime ledger of data set {report['dataset']!r} ({report['accountant']}): budget "
+             + ("none" if budget is None else f"({budget[0]:g}, {budget[1]:g})")]
+    for agent, row in report["agents"].items():
+        spent = row["spent"]
+        lines.append(f"  {agent}: {row['releases']} releases ({row['calls']} calls) in {len(row['runs'])} run(s); "
+                     f"spent basic ({spent['basic'][0]:.4g}, {spent['basic'][1]:.3g}), rdp {spent['rdp'][0]:.4g}, "
+                     f"pld {spent['pld'][0]:.4g} at delta {spent['pld'][1]:.3g}")
+    for row in report["budget_history"]:
+        lines.append(f"  {row['time']}: budget {row['budget']} ({row['accountant']})")
+    for note in report["notes"]:
+        lines.append(f"  note: {note['reason']}")
+    return "\n".join(lines)
 
 
 def federate_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,

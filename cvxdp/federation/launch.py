@@ -1,8 +1,9 @@
-"""A federation on this machine's loopback: a real SuperLink and one real SuperNode process per party.
+"""A federation on this machine's loopback: a real SuperLink and one real party process per party.
 
-:class:`LocalFederation` starts them (on free ports of 127.0.0.1, each with its own ``FLWR_HOME``), submits cvxdp's
-Flower app with ``flwr run`` and waits for the coordinator's status file, then stops every process it started
-(SuperExec and ``flwr-*app`` children included). With ``tls=True`` it makes a throw-away CA and a certificate for
+:class:`LocalFederation` starts them (on free ports of 127.0.0.1, each with its own ``FLWR_HOME``): the SuperLink,
+and per party ``cvxdp party`` (:mod:`.serve`: its SuperNode and its own executor), submits cvxdp's Flower app with
+``flwr run`` and waits for the coordinator's status file, then stops every process it started (SuperExec and
+``flwr-*app`` children included). With ``tls=True`` it makes a throw-away CA and a certificate for
 127.0.0.1 and every connection is TLS; with ``auth=True`` (TLS too) each party gets its own key pair, registered at
 the SuperLink under the party's name, and a SuperNode without a registered key is refused.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..errors import BackendError, OptionalDependencyError
 from .party import PartyFile
+from .serve import QUIET, free_port
 
 APP_DIR = Path(__file__).resolve().parent / "app"
 BIN = Path(sys.executable).parent
@@ -31,15 +33,8 @@ BIN = Path(sys.executable).parent
 STATUS_FILE = "federation.json"
 #: how long a restarted party with a registered key keeps trying to be activated (Flower: 2 x 30 s heartbeat)
 ACTIVATION_WAIT = 90.0
-#: no telemetry, no update check: nothing leaves the machine
-QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that is free now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: how often the SuperLink's executor looks for a run to start (Flower's default: 1 s)
+SERVERAPP_POLL = {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": "0.1"}
 
 
 def _wait_port(port: int, timeout: float) -> bool:
@@ -106,21 +101,14 @@ def make_node_key(folder: Path, name: str) -> tuple[Path, Path]:
     return private, public
 
 
-def supernode_command(party_file: Path, superlink: str, *, port: int | None = None, root_certificates: Path | None = None,
-                      auth_key: Path | None = None, insecure: bool = False) -> list[str]:
-    """The ``flower-supernode`` command that runs a party: its ClientApp reads the party file named in the node
-    config. ``insecure`` (plain HTTP) must be asked for; otherwise the SuperLink's certificate is checked against
-    ``root_certificates``."""
-    cmd = [str(BIN / "flower-supernode"), "--superlink", superlink, "--node-config",
-           f"party-file='{Path(party_file).resolve()}'"]
-    if port is not None:
-        cmd += ["--host", "127.0.0.1", "--port", str(port)]
-    if insecure:
-        cmd.append("--insecure")
-    elif root_certificates is not None:
-        cmd += ["--root-certificates", str(root_certificates)]
+def party_command(party_file: Path, superlink: str, *, port: int, root_certificates: Path | None = None,
+                  auth_key: Path | None = None) -> list[str]:
+    """``cvxdp party`` for ``party_file`` (plain HTTP on loopback unless a CA is given)."""
+    cmd = [sys.executable, "-m", "cvxdp.cli.main", "party", str(Path(party_file).resolve()), "--superlink", superlink,
+           "--port", str(port)]
+    cmd += ["--root-certificates", str(root_certificates)] if root_certificates is not None else ["--insecure"]
     if auth_key is not None:
-        cmd += ["--auth-supernode-private-key", str(auth_key)]
+        cmd += ["--auth-key", str(auth_key)]
     return cmd
 
 
@@ -154,7 +142,8 @@ class LocalFederation:
         self.tls, self.auth = tls or auth, auth
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.certs: dict[str, Path] | None = None
-        self.env = {**os.environ, **QUIET, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.env = {**os.environ, **QUIET, **SERVERAPP_POLL,
+                    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     # ---------------------------------------------------------------- processes
     def _home(self, name: str) -> Path:
@@ -214,8 +203,9 @@ class LocalFederation:
                               capture_output=True, text=True, timeout=timeout, cwd=self.work, check=False)
 
     def start_party(self, party_file: Path, *, register: bool = True) -> subprocess.Popen:
-        """One SuperNode for ``party_file`` (with auth: its key, registered under the party's name unless
-        ``register`` is False; a party started again keeps its key and registration)."""
+        """One party process (``cvxdp party``: its SuperNode and executor) for ``party_file`` (with auth: its key,
+        registered under the party's name unless ``register`` is False; a party started again keeps its key and
+        registration)."""
         name = PartyFile(party_file).name
         key = None
         restart = self.auth and (self.work / "keys" / name).is_file()
@@ -227,9 +217,8 @@ class LocalFederation:
                 done = self.flwr("supernode", "register", str(public), "local", "--name", name)
                 if done.returncode != 0:
                     raise BackendError(f"Could not register party {name!r}'s key: {done.stdout}{done.stderr}")
-        cmd = supernode_command(party_file, f"127.0.0.1:{self.port}", port=free_port(),
-                                root_certificates=self.certs["ca"] if self.certs else None, auth_key=key,
-                                insecure=not self.tls)
+        cmd = party_command(party_file, f"127.0.0.1:{self.port}", port=free_port(),
+                            root_certificates=self.certs["ca"] if self.certs else None, auth_key=key)
         deadline = time.monotonic() + ACTIVATION_WAIT
         while True:
             proc = self._spawn(f"party-{name}", cmd)

@@ -52,7 +52,7 @@ import secrets
 import struct
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +229,8 @@ class Party:
         self.ledger = LifetimeLedger(self.state, self.file.dataset, list(self.agents), self.policy.budget,
                                      self.policy.accountant)
         self.runs: dict[str, _Run] = {}
+        #: one line per request (``cvxdp party`` prints them); None: silent
+        self.log: Callable[[str], None] | None = None
 
     def close(self) -> None:
         """Release the state folder's lock."""
@@ -239,22 +241,29 @@ class Party:
     def answer(self, data: bytes) -> bytes:
         """The reply to one request's bytes: its value, a refusal (one line naming the party, the round and the
         field) or a failure. Never raises for what a peer sent."""
-        round = None
+        round, kind = None, "request"
         try:
             kind, body = messages.read_request(data, max_bytes=self.policy.limits.message_bytes)
             round = body.get("round")
-            return messages.reply(self.handle(kind, body))
+            value = self.handle(kind, body)
+            self._say(f"{kind}{'' if round is None else f' round {round}'} of run {body.get('token', '-')}: answered")
+            return messages.reply(value)
         except PartyRefusedError as exc:
-            return messages.refusal(exc)
+            refused = exc
         except SchemaError as exc:
-            return messages.refusal(_refuse(self.name, round, f"its request does not fit the protocol: {exc}.",
-                                            reason="message", field=exc.field or None))
+            refused = _refuse(self.name, round, f"its request does not fit the protocol: {exc}.", reason="message",
+                              field=exc.field or None)
         except WireError as exc:
-            return messages.refusal(_refuse(self.name, round, f"unreadable request: {exc}.", reason="message"))
-        except CvxdpError as exc:
-            return messages.failure(f"{type(exc).__name__}: {exc}")
+            refused = _refuse(self.name, round, f"unreadable request: {exc}.", reason="message")
         except Exception as exc:  # noqa: BLE001 - reported to the coordinator, which names the party and the round
+            self._say(f"{kind}: failed: {type(exc).__name__}: {exc}")
             return messages.failure(f"{type(exc).__name__}: {exc}")
+        self._say(f"{kind}: refused: {refused}")
+        return messages.refusal(refused)
+
+    def _say(self, line: str) -> None:
+        if self.log is not None:
+            self.log(f"party {self.name!r}: {line}")
 
     def handle(self, kind: str, body: dict[str, Any]) -> Any:
         """The value answering one request (``body`` already checked against its schema)."""
