@@ -60,9 +60,13 @@ class LocalChannel(Channel):
         return list(self._files)
 
     def party(self, name: str) -> Party:
-        """Party ``name``'s object (built on first use, from its own folder)."""
+        """Party ``name``'s object (built on first use, from its own folder; a party that cannot start is a
+        :class:`~cvxdp.errors.BackendError` naming it, as a party process that fails its checks is)."""
         if name not in self._parties:
-            self._parties[name] = Party(self._files[name], lock=False)
+            try:
+                self._parties[name] = Party(self._files[name], lock=False)
+            except CvxdpError as exc:
+                raise BackendError(f"Party {name!r} cannot start: {exc}", agents=(name,)) from None
         return self._parties[name]
 
     def restart(self, name: str) -> None:

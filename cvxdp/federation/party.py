@@ -157,11 +157,17 @@ class PartyFile:
             if spec is None or spec.loader is None or not self.module.is_file():
                 raise ConfigError(f"{self.path}: the module {str(self.module)!r} does not exist.")
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            if not hasattr(module, self.function):
-                raise ConfigError(f"{self.path}: the module {str(self.module)!r} has no function "
-                                  f"{self.function!r}.")
-            agents = getattr(module, self.function)()
+            try:
+                spec.loader.exec_module(module)
+                if not hasattr(module, self.function):
+                    raise ConfigError(f"{self.path}: the module {str(self.module)!r} has no function "
+                                      f"{self.function!r}.")
+                agents = getattr(module, self.function)()
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the party's own code: one line naming it
+                raise ConfigError(f"{self.path}: {self.module.name}:{self.function}() failed: "
+                                  f"{type(exc).__name__}: {exc}") from None
         agents = list(agents) if isinstance(agents, (list, tuple)) else [agents]
         for agent in agents:
             if not isinstance(agent, Agent) and not hasattr(agent, "n_features"):
@@ -382,16 +388,9 @@ class Party:
             raise _refuse(self.name, t, f"the round's messages are for {sorted(raw)}; its nodes in run {run.token} "
                           f"are {sorted(run.nodes)}.", reason="message", field="messages")
         requests = {name: digest(encode(value)) for name, value in raw.items()}
-        if t <= run.latest:  # a resumed coordinator asks again: the recorded release, or a refusal
-            recorded = self._recorded(run, t)
-            if recorded is not None and recorded["requests"] == requests:
-                return recorded["releases"]
-            raise _refuse(self.name, t, f"round {t} of run {run.token} was released already, for "
-                          f"{'another request' if recorded is not None else 'a request it no longer holds'}; a "
-                          "released round is never computed again.", reason="replay", field="round")
-        if t != run.latest + 1:
-            raise _refuse(self.name, t, f"the next round of run {run.token} is {run.latest + 1}.", reason="order",
-                          field="round")
+        recorded = self._order(run, t, requests)
+        if recorded is not None:
+            return recorded
         rounds = int(getattr(run.algorithm, "rounds", None) or getattr(run.algorithm, "epochs", 0))
         if t > rounds:
             raise _refuse(self.name, t, f"run {run.token} has {rounds} rounds.", reason="limits", field="round")
@@ -409,6 +408,22 @@ class Party:
         if self.file.evaluate:
             self._evaluation(run, t)
         return releases
+
+    def _order(self, run: _Run, t: int, requests: Mapping[str, str]) -> dict[str, Any] | None:
+        """None for the run's next round; for a released round asked again with the same request (a coordinator
+        resuming), the recorded release (no new draw, no new charge). Anything else is refused: a released round asked
+        with another request, a round that skips ahead."""
+        if t <= run.latest:
+            recorded = self._recorded(run, t)
+            if recorded is not None and recorded["requests"] == dict(requests):
+                return recorded["releases"]
+            raise _refuse(self.name, t, f"round {t} of run {run.token} was released already, for "
+                          f"{'another request' if recorded is not None else 'a request it no longer holds'}; a "
+                          "released round is never computed again.", reason="replay", field="round")
+        if t != run.latest + 1:
+            raise _refuse(self.name, t, f"the next round of run {run.token} is {run.latest + 1}.", reason="order",
+                          field="round")
+        return None
 
     def _check_limits(self, name: str, msg: Any, t: int, *, exact: bool) -> None:
         """The round's penalties inside the party's limits (exact ADMM has no eta: it sends 0)."""

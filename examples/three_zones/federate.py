@@ -36,6 +36,8 @@ def party_folders(out: Path, seed: int | None = 0) -> list[Path]:
         lines = ["[party]", f'name = "zone{k}"', 'module = "zone_party.py"', f'function = "zone{k}"', 'state = "state"']
         if seed is not None:
             lines.append(f"seed = {seed}  # research only: reproducible noise")
+        # the utility's own policy: what it releases, whatever the coordinator asks
+        lines += ["", "[privacy]", 'mechanism = "ObjG"', "epsilon = 1.0", "delta = 1e-6"]
         (folder / "party.toml").write_text("\n".join(lines) + "\n")
         files.append(folder / "party.toml")
     return files

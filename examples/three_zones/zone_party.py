@@ -8,6 +8,11 @@ Each of the three utilities keeps a copy of this file in its party folder, next 
     function = "zone1"            # zone2, zone3 for the other utilities
     state = "state"
 
+    [privacy]                     # the utility's own policy: what it releases, whatever the coordinator asks
+    mechanism = "ObjG"
+    epsilon = 1.0
+    delta = 1e-6
+
 The network (lines, generators, limits) and the zones are public: the utilities agree on them. The loads are each
 utility's private data: ``loads.csv`` in the party folder (columns ``bus,p_mw,q_mvar``, the utility's own buses
 only) replaces the public case's loads at those buses; without it the case's own loads are used (a demonstration).
