@@ -78,6 +78,13 @@ class Limits:
             kw["lock_timeout"] = check_float(table["lock_timeout"], "lock_timeout", owner, 0.0, math.inf)
         return cls(**kw)
 
+    def check_rounds(self, rounds: int, *, party: str) -> None:
+        """Refuse a run of more rounds than the party's limit."""
+        if rounds > self.rounds:
+            raise PartyRefusedError(f"Party {party!r} refuses the run: the coordinator asks for {rounds} rounds; its "
+                                    f"limit is {self.rounds}.", party=party, round=0, reason="limits",
+                                    field="algorithm.rounds")
+
     def check_weight(self, name: str, value: float, *, party: str, round: int, field: str) -> None:
         """Refuse a round whose eta or rho lies outside the party's bounds."""
         lo, hi = getattr(self, name)
@@ -189,10 +196,7 @@ class PartyPolicy:
         if self.mechanism_name not in type(alg).mechanisms:
             raise refuse(f"its policy runs {self.mechanism_name!r}; {name!r} runs "
                          f"{', '.join(type(alg).mechanisms)}.", "algorithm.name")
-        rounds = int(getattr(alg, "rounds", None) or getattr(alg, "epochs", 0))
-        if rounds > self.limits.rounds:
-            raise refuse(f"the coordinator asks for {rounds} rounds; its limit is {self.limits.rounds}.",
-                         "algorithm.rounds", "limits")
+        self.limits.check_rounds(int(getattr(alg, "rounds", None) or getattr(alg, "epochs", 0)), party=party)
         theirs = dict(privacy)
         if theirs.get("mechanism", "none") != self.mechanism_name:
             raise refuse(f"the coordinator's [privacy] mechanism is {theirs.get('mechanism', 'none')!r}; its own "
