@@ -229,13 +229,15 @@ def party_cmd(party_file, superlink, root_certificates, auth_key, insecure, port
 @click.option("--party-budget-delta", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0)
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Seconds a party may take to answer a round.")
+@click.option("--wait", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds to wait for every party to connect before the run starts.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The coordinator's folder: plan, checkpoint, public result (default runs/<case>-...-federated).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
 def federate_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
                  rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates, tls,
-                 auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json) -> None:
+                 auth, insecure, party_budget_epsilon, party_budget_delta, timeout, wait, out, as_json) -> None:
     """Run CASE_FILE as a federation: each party runs its own node (Flower), the coordinator holds releases only.
 
     Rerunning the same command resumes from the last round the coordinator and the parties checkpointed.
@@ -244,7 +246,7 @@ def federate_cmd(case_file, network, zones, objective, data, mechanism, epsilon,
 
     federate_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
                   rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates,
-                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json)
+                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, wait, out, as_json)
 
 
 cli.add_command(privacy)

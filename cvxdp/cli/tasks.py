@@ -369,7 +369,7 @@ def _ledger_text(report: dict) -> str:
 
 def federate_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
                   rounds, local_updates, algorithm, seed, accountant, local, superlink, parties, root_certificates,
-                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, out, as_json) -> None:
+                  tls, auth, insecure, party_budget_epsilon, party_budget_delta, timeout, wait, out, as_json) -> None:
     """``cvxdp federate``: the coordinator's side of a federation (and, with --local, the parties' too)."""
     require_flower()
     if local == (superlink is not None):
@@ -396,14 +396,16 @@ def federate_task(case_file, network, zones, objective, data, mechanism, epsilon
                                    "test on one machine only).")
         names = [n.strip() for n in parties.split(",") if n.strip()]
     plan = write_plan(case, out / "plan.json", parties=names, agents=names, out=out, checkpoint=out / "checkpoint",
-                      timeout=timeout)
-    wait = timeout * (int(case.algorithm.get("rounds", 100)) + 5)
-    try:  # Ctrl-C: a local SuperLink and its SuperNodes stop with the context; the checkpoints stay
+                      timeout=timeout, wait=wait)
+    longest = wait + timeout * (int(case.algorithm.get("rounds", 100)) + 5)
+    say = (lambda line: click.echo(f"coordinator: {line}", err=True))  # noqa: E731 - one line per event
+    try:  # Ctrl-C: a local SuperLink and its parties stop with the context; the checkpoints stay
         if local:
             with LocalFederation(files, out / "federation", tls=tls, auth=auth) as fed:
-                status = fed.run(plan, timeout=wait)
+                status = fed.run(plan, timeout=longest, say=say)
         else:
-            status = submit(superlink, plan, root_certificates=root_certificates, insecure=insecure, timeout=wait)
+            status = submit(superlink, plan, root_certificates=root_certificates, insecure=insecure,
+                            timeout=longest, say=say)
     except KeyboardInterrupt:
         _interrupted("during the federation", _checkpointed(out / "checkpoint"))
     if status["status"] != "done":

@@ -36,11 +36,12 @@ class Channel(abc.ABC):
     """How the coordinator reaches the parties: one request per party, one reply per party."""
 
     @abc.abstractmethod
-    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
-             ) -> dict[str, Any]:
+    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
         """Send ``{party: (kind, body)}``; return ``{party: value}``. A party's refusal raises
-        :class:`~cvxdp.errors.PartyRefusedError`; a party that drops, times out or answers garbage raises
-        :class:`~cvxdp.errors.BackendError` naming it and the round."""
+        :class:`~cvxdp.errors.PartyRefusedError`; a party that drops, does not answer within ``timeout`` seconds
+        (default: the channel's) or answers garbage raises :class:`~cvxdp.errors.BackendError` naming it and the
+        round."""
 
     def parties(self) -> list[str]:
         """The parties this channel reaches (after their ``hello``)."""
@@ -77,12 +78,15 @@ class LocalChannel(Channel):
         """The reply bytes of party ``party`` to the request bytes ``data`` (what crosses a real wire)."""
         return self.party(party).answer(data)
 
-    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
-             ) -> dict[str, Any]:
+    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
         return {party: messages.read_reply(party, self.raw(party, messages.request(kind, body)), round)
                 for party, (kind, body) in requests.items()}
 
 
+#: how long a failed coordinator waits for the parties to take back their runs (a party it cannot reach frees the
+#: run after its own lock timeout)
+GIVE_UP_SECONDS = 10.0
 #: the arrays each family's node releases, by the node's class name: name -> shape from its declaration
 RELEASED = {"ConsensusNode": lambda d: {"ez": np.shape(d["shared"]), "polished": (1,)},
             "GraphNode": lambda d: {"f": np.shape(d["initial"])},
@@ -165,9 +169,9 @@ class FederationBackend(Backend):
     def give_up(self) -> None:
         """Tell every party this coordinator gives the run up (after a failure), so that the next one may hold it;
         a party that cannot be reached lets it lapse after its lock timeout."""
-        for party, owner in self.holds.items():
-            with contextlib.suppress(CvxdpError, OSError):
-                self.channel.send({party: ("release", {"token": self.token, "owner": owner})})
+        with contextlib.suppress(CvxdpError, OSError):
+            self.channel.send({p: ("release", {"token": self.token, "owner": o}) for p, o in self.holds.items()},
+                              timeout=GIVE_UP_SECONDS)
 
 
 def declarations(hello: Mapping[str, Mapping[str, Any]], order: Sequence[str] | None

@@ -27,6 +27,7 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 from flwr.app import ConfigRecord, Error, Message, RecordDict
 from flwr.common.constant import ErrorCode, SubStatus
 from flwr.proto.runtime_pb2 import AcquireTaskRequest, SendTaskHeartbeatRequest  # pylint: disable=E0611
@@ -36,7 +37,7 @@ from flwr.supercore.interceptors import (
     RuntimeVersionHttpInterceptor,
     SuperExecAuthHttpInterceptor,
 )
-from flwr.supercore.retry import make_simple_http_retry_invoker
+from flwr.supercore.retry import RetryInvoker, exponential
 from flwr.supercore.runtime import RuntimeHttpClient
 from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
@@ -53,6 +54,12 @@ FAB_FILES = {"pyproject.toml", ".info/CONTENT"}
 MESSAGE_TYPE = "query.cvxdp"
 #: how often a claimed task's token is renewed while the party works on it (Flower lets it lapse after 60 s)
 HEARTBEAT_SECONDS = 20.0
+
+
+def _retries(tries: int) -> RetryInvoker:
+    """Retry a local call a few times on a transport error, nothing else (Flower's own invoker retries forever and
+    sends its process SIGINT on a 401: right for a process per task, not for a long-lived party)."""
+    return RetryInvoker(lambda: exponential(max_delay=2.0), (httpx.TransportError,), max_tries=tries, max_time=30.0)
 
 
 def is_cvxdp_app(fab_content: bytes) -> tuple[bool, str]:
@@ -100,7 +107,7 @@ class PartyExecutor:
             interceptors=[RuntimeVersionHttpInterceptor(component_name="SuperExec"),
                           SuperExecAuthHttpInterceptor(master_secret=secret, protected_methods=frozenset(
                               {"/flwr.proto.Runtime/AcquireTask"}))],
-            retry_invoker=make_simple_http_retry_invoker())
+            retry_invoker=_retries(1))
         self.handled = 0
         self.refused_apps = 0
 
@@ -112,36 +119,45 @@ class PartyExecutor:
 
     def serve_one(self) -> bool:
         """Claim and answer one task, if the SuperNode has one; whether it had."""
-        claim = self.claims.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
+        try:
+            claim = self.claims.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
+        except httpx.HTTPError:  # the SuperNode is gone or restarting: the caller checks its process
+            return False
         if not (claim.HasField("task") and claim.token):
             return False
         client = RuntimeHttpClient.from_server_address(
             server_address=self.address, insecure=True, root_certificates=None,
             interceptors=[RuntimeVersionHttpInterceptor(component_name="flwr-clientapp"),
                           RuntimeTokenHttpInterceptor(claim.token)],
-            retry_invoker=make_simple_http_retry_invoker())
+            retry_invoker=_retries(5))
         done = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(client, done), daemon=True)
         beat.start()
         try:
-            message, context, run, fab = pull_task_input(client)
-            ok, why = is_cvxdp_app(fab.content)
-            if not ok:
-                self.refused_apps += 1
-                self.log(f"refused run {run.run_id} of app {run.fab_id!r}: {why}; party {self.party!r} runs only "
-                         "cvxdp's own app")
-                reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
-                                                  reason=f"party {self.party!r} runs only cvxdp's app; {why}"),
-                                      reply_to=message)
-            else:
-                reply = self._reply(message)
-            push_message(client, reply, context)
-            push_task_output(client, context, SubStatus.COMPLETED, "")
+            self._serve(client)
+        except Exception as exc:  # noqa: BLE001 - one task lost (its coordinator names the party); the party goes on
+            self.log(f"party {self.party!r}: a task failed at the SuperNode's Runtime API ({type(exc).__name__}: {exc}); its coordinator "
+                     "will report the party as not answering")
         finally:
             done.set()
             client.close()
         self.handled += 1
         return True
+
+    def _serve(self, client: Any) -> None:
+        """One claimed task: its message, the party's answer (or the refusal of a foreign app), its end."""
+        message, context, run, fab = pull_task_input(client)
+        ok, why = is_cvxdp_app(fab.content)
+        if not ok:
+            self.refused_apps += 1
+            self.log(f"party {self.party!r}: refused run {run.run_id} of app {run.fab_id!r}: {why}; it runs only "
+                     "cvxdp's own app")
+            reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION,
+                                  reason=f"party {self.party!r} runs only cvxdp's app; {why}"), reply_to=message)
+        else:
+            reply = self._reply(message)
+        push_message(client, reply, context)
+        push_task_output(client, context, SubStatus.COMPLETED, "")
 
     def _reply(self, message: Any) -> Any:
         content = message.content

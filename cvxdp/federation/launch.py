@@ -31,8 +31,14 @@ APP_DIR = Path(__file__).resolve().parent / "app"
 BIN = Path(sys.executable).parent
 #: the file the coordinator's ServerApp writes into the plan's output directory when it ends
 STATUS_FILE = "federation.json"
+#: the file the coordinator's ServerApp appends one line per event to (``cvxdp federate`` prints them)
+PROGRESS_FILE = "progress.log"
 #: how long a restarted party with a registered key keeps trying to be activated (Flower: 2 x 30 s heartbeat)
 ACTIVATION_WAIT = 90.0
+#: how long the coordinator's ServerApp may stay silent (it says something at least every few seconds while it runs)
+QUIET_SECONDS = 120.0
+#: how long ``flwr run`` may take to submit a run
+SUBMIT_SECONDS = 60.0
 #: how often the SuperLink's executor looks for a run to start (Flower's default: 1 s)
 SERVERAPP_POLL = {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": "0.1"}
 
@@ -197,7 +203,7 @@ class LocalFederation:
         _write_cli_config(self._home("cli"), "local", f"127.0.0.1:{self.port}",
                           self.certs["ca"] if self.certs else None)
 
-    def flwr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    def flwr(self, *args: str, timeout: float = SUBMIT_SECONDS) -> subprocess.CompletedProcess:
         """The ``flwr`` CLI against this SuperLink."""
         return subprocess.run([str(BIN / "flwr"), *args], env={**self.env, "FLWR_HOME": str(self._home("cli"))},
                               capture_output=True, text=True, timeout=timeout, cwd=self.work, check=False)
@@ -233,14 +239,16 @@ class LocalFederation:
             self.procs.remove((f"party-{name}", proc))
             time.sleep(5)
 
-    def run(self, plan: str | Path, *, timeout: float = 1800.0) -> dict[str, Any]:
-        """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file; its content."""
+    def run(self, plan: str | Path, *, timeout: float = 1800.0,
+            say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+        """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file, passing its progress lines to
+        ``say``; its content."""
         def superlink_alive() -> None:
             if self.procs[0][1].poll() is not None:
                 raise BackendError("The SuperLink stopped:\n" + self.log("superlink")[-2000:])
 
         return _run_app(self.flwr, "local", Path(plan).resolve(), timeout, check=superlink_alive,
-                        where=f" (logs in {self.work})")
+                        where=f" (logs in {self.work})", say=say)
 
     # ---------------------------------------------------------------- stopping
     def _descendants(self) -> set[int]:
@@ -295,28 +303,66 @@ def _write_cli_config(home: Path, name: str, address: str, root_certificates: Pa
     (home / "config.toml").write_text("\n".join(lines) + "\n")
 
 
+def _submitted(done: subprocess.CompletedProcess, where: str) -> None:
+    """``flwr run --format json``'s answer: raise with its reason when the SuperLink did not take the run (an
+    unreachable SuperLink, a refused certificate: ``flwr run`` exits 0 then, with ``"success": false``)."""
+    try:
+        answer = json.loads(done.stdout[done.stdout.find("{"):]) if "{" in done.stdout else {}
+    except ValueError:
+        answer = {}
+    if done.returncode == 0 and answer.get("success", True):
+        return
+    reason = str(answer.get("error-message") or done.stderr or done.stdout).strip().splitlines()
+    reason = [line for line in reason if line.strip() and "configuration warnings" not in line
+              and not line.startswith("- Recommended")]
+    raise BackendError(f"flwr run was refused{where}: {' '.join(reason[-2:]) or 'no reason given'}")
+
+
 def _run_app(flwr: Callable[..., subprocess.CompletedProcess], connection: str, plan: Path, timeout: float, *,
-             check: Callable[[], None] = lambda: None, where: str = "") -> dict[str, Any]:
+             check: Callable[[], None] = lambda: None, where: str = "", say: Callable[[str], None] = lambda s: None,
+             quiet: float = QUIET_SECONDS) -> dict[str, Any]:
     """``flwr run`` cvxdp's app over ``connection`` with ``plan``, then wait for the status file the ServerApp
-    writes in the plan's ``out`` (``check`` raises when the run can no longer finish); its content."""
-    status_file = Path(json.loads(plan.read_text())["out"]) / STATUS_FILE
+    writes in the plan's ``out`` (``check`` raises when the run can no longer finish), passing each progress line it
+    writes to ``say``; its status. A refused submission, or a ServerApp silent for ``quiet`` seconds, ends it with one
+    line."""
+    out = Path(json.loads(plan.read_text())["out"])
+    status_file, progress = out / STATUS_FILE, out / PROGRESS_FILE
     status_file.unlink(missing_ok=True)
-    done = flwr("run", str(APP_DIR), connection, "--run-config", f'plan="{plan}"', "--format", "json")
-    if done.returncode != 0:
-        raise BackendError(f"flwr run failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    progress.unlink(missing_ok=True)
+    try:
+        done = flwr("run", str(APP_DIR), connection, "--run-config", f'plan="{plan}"', "--format", "json")
+    except subprocess.TimeoutExpired:
+        raise BackendError(f"flwr run did not submit the run within {SUBMIT_SECONDS:g} s{where}.") from None
+    _submitted(done, where)
     deadline = time.monotonic() + timeout
+    heard, seen = time.monotonic(), 0
     while not status_file.exists():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise BackendError(f"The federation did not finish within {timeout:g} s{where}.")
+        if progress.exists():
+            lines = progress.read_text(errors="replace").splitlines()
+            for line in lines[seen:]:
+                say(line)
+            if len(lines) > seen:
+                heard, seen = now, len(lines)
+        if now - heard > quiet:
+            raise BackendError(f"The coordinator's ServerApp has said nothing for {quiet:g} s{where}: it did not "
+                               "start (is cvxdp installed in the SuperLink's environment?) or it stopped.")
         check()
-        time.sleep(0.5)
+        time.sleep(0.25)
+    if progress.exists():
+        for line in progress.read_text(errors="replace").splitlines()[seen:]:
+            say(line)
     return json.loads(status_file.read_text())
 
 
 def submit(superlink: str, plan: str | Path, *, root_certificates: Path | None = None, insecure: bool = False,
-           timeout: float = 1800.0, work: str | Path | None = None) -> dict[str, Any]:
+           timeout: float = 1800.0, work: str | Path | None = None,
+           say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Run cvxdp's app on a running SuperLink (the coordinator's, HOST:PORT) with ``plan``; wait for the status
-    file the ServerApp writes (it runs next to the SuperLink, on the coordinator's machine) and return it."""
+    file the ServerApp writes (it runs next to the SuperLink, on the coordinator's machine), passing its progress
+    lines to ``say``, and return it."""
     require_flower()
     plan = Path(plan).resolve()
     home = Path(work or json.loads(plan.read_text())["out"]) / "flwr-home"
@@ -325,6 +371,6 @@ def submit(superlink: str, plan: str | Path, *, root_certificates: Path | None =
 
     def flwr(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(BIN / "flwr"), *args], env={**os.environ, **QUIET, "FLWR_HOME": str(home)},
-                              capture_output=True, text=True, timeout=300, check=False)
+                              capture_output=True, text=True, timeout=SUBMIT_SECONDS, check=False)
 
-    return _run_app(flwr, "coordinator", plan, timeout)
+    return _run_app(flwr, "coordinator", plan, timeout, where=f" (SuperLink {superlink})", say=say)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +22,21 @@ from flwr.serverapp import Grid, ServerApp
 from ..errors import BackendError, CvxdpError
 from . import messages
 from .coordinator import Channel, run_federation
-from .launch import STATUS_FILE
+from .launch import PROGRESS_FILE, STATUS_FILE
 
 app = ServerApp()
 #: Flower's errors for a reply that will not come: the node left, did not report a heartbeat, or the message expired
 GONE = (ErrorCode.MESSAGE_UNAVAILABLE, ErrorCode.REPLY_MESSAGE_UNAVAILABLE, ErrorCode.NODE_UNAVAILABLE)
-
-
+#: seconds after which the coordinator says whom it is waiting for (and again every as many seconds)
+WAIT_NOTICE = 5.0
 
 class FlowerChannel(Channel):
     """The parties behind a Flower Grid: SuperNodes are matched to parties by the name each party's ClientApp gives
     (and, with SuperNode authentication, the name its key was registered under); unknown parties are refused."""
 
     def __init__(self, grid: Grid, expected: Sequence[str], *, wait: float = 120.0, timeout: float = 600.0,
-                 poll: float = 0.1) -> None:
-        self.grid, self.expected, self.timeout, self.poll = grid, list(expected), timeout, poll
+                 poll: float = 0.1, say: Callable[[str], None] = lambda line: None) -> None:
+        self.grid, self.expected, self.timeout, self.poll, self.say = grid, list(expected), timeout, poll, say
         self.nodes: dict[str, int] = {}
         self._hello: dict[str, Any] = {}
         self._connect(wait)
@@ -44,7 +44,8 @@ class FlowerChannel(Channel):
     def _connect(self, wait: float) -> None:
         """Ask every SuperNode that connects who it is until every expected party has answered (a node that left,
         e.g. one that dropped before a rerun and is still listed, is skipped; an unknown party is refused)."""
-        deadline = time.monotonic() + wait
+        start = time.monotonic()
+        deadline, notice = start + wait, start + WAIT_NOTICE
         registered: dict[int, str] = {}
         asked: set[int] = set()
         pending: dict[str, int] = {}  # message id -> node, for the introductions not answered yet
@@ -60,10 +61,16 @@ class FlowerChannel(Channel):
             pending.update(self._push({node: ("hello", {}) for node in new}))
             for node, reply in self._pull(pending, 0, {n: f"node {n}" for n in asked}, skip_gone=True):
                 if reply is not None:
-                    self._introduce(node, messages.read_reply(f"node {node}", reply, 0), registered)
+                    party = self._introduce(node, messages.read_reply(f"node {node}", reply, 0), registered)
+                    self.say(f"party {party} connected")
+            if time.monotonic() >= notice and set(self.expected) - set(self.nodes):
+                missing = sorted(set(self.expected) - set(self.nodes))
+                self.say(f"waiting for {', '.join(missing)} to connect ({time.monotonic() - start:.0f} s of "
+                         f"{wait:g} s)")
+                notice += WAIT_NOTICE
             time.sleep(0.2)
 
-    def _introduce(self, node: int, reply: dict[str, Any], registered: Mapping[int, str]) -> None:
+    def _introduce(self, node: int, reply: dict[str, Any], registered: Mapping[int, str]) -> str:
         party = reply["party"]
         if party not in self.expected:
             raise BackendError(f"An unknown party {party!r} (SuperNode {node}) joined; the run expects "
@@ -74,6 +81,7 @@ class FlowerChannel(Channel):
         if party in self.nodes:
             raise BackendError(f"Two SuperNodes introduced themselves as {party!r}.", agents=(party,))
         self.nodes[party], self._hello[party] = node, reply
+        return party
 
     def parties(self) -> list[str]:
         return [p for p in self.expected if p in self.nodes]
@@ -104,30 +112,46 @@ class FlowerChannel(Channel):
         return out
 
     def _exchange(self, requests: Mapping[int, tuple[str, dict]], round: int | None,
-                  names: Mapping[int, str]) -> dict[int, bytes]:
+                  names: Mapping[int, str], timeout: float) -> dict[int, bytes]:
+        """Push the requests and pull the replies; say who is awaited after :data:`WAIT_NOTICE` seconds, and again
+        every :data:`WAIT_NOTICE` seconds."""
         pending = self._push(requests)
         replies: dict[int, bytes] = {}
-        deadline = time.monotonic() + self.timeout + 5.0
+        start = time.monotonic()
+        deadline, notice = start + timeout + 5.0, start + WAIT_NOTICE
         while pending and time.monotonic() < deadline:
             replies.update(self._pull(pending, round, names))
             if pending:
+                if time.monotonic() >= notice:
+                    waiting = sorted(names[node] for node in pending.values())
+                    self.say(f"{_when(round)}: waiting for {', '.join(waiting)} ({time.monotonic() - start:.0f} s; "
+                             f"a party gives up after {timeout:g} s)")
+                    notice += WAIT_NOTICE
                 time.sleep(self.poll)
         if pending:
             missing = sorted(names[node] for node in pending.values())
-            raise BackendError(f"Party {missing[0]!r} did not answer within {self.timeout:g} s in round {round}.",
+            raise BackendError(f"Party {missing[0]!r} did not answer within {timeout:g} s in round {round}.",
                                agents=tuple(missing), round=round)
+        if round:
+            self.say(f"round {round}: {time.monotonic() - start:.1f} s, answered by "
+                     f"{', '.join(sorted(names.values()))}")
         return replies
 
-    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None
-             ) -> dict[str, Any]:
+    def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], *, round: int | None = None,
+             timeout: float | None = None) -> dict[str, Any]:
         if all(kind == "hello" for kind, _ in requests.values()):
             return {p: self._hello[p] for p in requests}
         unknown = [p for p in requests if p not in self.nodes]
         if unknown:
             raise BackendError(f"Party {unknown[0]!r} is not connected.", agents=tuple(unknown), round=round)
         names = {self.nodes[p]: p for p in requests}
-        replies = self._exchange({self.nodes[p]: r for p, r in requests.items()}, round, names)
+        replies = self._exchange({self.nodes[p]: r for p, r in requests.items()}, round, names,
+                                 self.timeout if timeout is None else timeout)
         return {names[node]: messages.read_reply(names[node], data, round) for node, data in replies.items()}
+
+
+def _when(round: int | None) -> str:
+    return "start" if round == 0 else "introduction" if round is None else f"round {round}"
 
 
 def _flower_error(party: str, round: int | None, code: int, reason: str) -> str:
@@ -140,13 +164,20 @@ def _flower_error(party: str, round: int | None, code: int, reason: str) -> str:
 
 @app.main()
 def main(grid: Grid, context: Context) -> None:
-    """Run the plan named by the run config's ``plan`` and write the public result and the status file."""
+    """Run the plan named by the run config's ``plan``; write the public result, the status file and one progress
+    line per event to the plan's output folder (``cvxdp federate`` prints them as they come)."""
     plan = json.loads(Path(str(context.run_config["plan"])).read_text())
     out = Path(plan["out"])
+    progress = out / PROGRESS_FILE
+
+    def say(line: str) -> None:
+        with open(progress, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+
     status: dict[str, Any] = {"status": "failed"}
     try:
         channel = FlowerChannel(grid, plan["parties"], wait=float(plan.get("wait", 120.0)),
-                                timeout=float(plan.get("timeout", 600.0)))
+                                timeout=float(plan.get("timeout", 600.0)), say=say)
         result = run_federation(plan, channel)
         result.save(out / "result", overwrite=True, public=True)
         status = {"status": "done", "stop_reason": result.stop_reason, "rounds": int(len(result.history))}

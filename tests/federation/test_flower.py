@@ -42,7 +42,7 @@ RELEASED_KEYS = ("rounds", "stop_reason", "consensus_residual", "primal_residual
 def _cli(*args: str) -> dict:
     out = CliRunner().invoke(cli, [*args, "--json"])
     assert out.exit_code == 0, out.output
-    return json.loads(out.output.strip().splitlines()[-1])
+    return json.loads([line for line in out.output.splitlines() if line.startswith("{")][-1])
 
 
 def _released(history: pd.DataFrame) -> pd.DataFrame:
