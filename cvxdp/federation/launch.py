@@ -187,14 +187,16 @@ class LocalFederation:
         cmd = [str(BIN / "flower-superlink"), "--host", "127.0.0.1", "--port", str(self.port),
                "--disable-runtime-dependency-installation"]
         if self.tls:
-            self.certs = make_certificates(self.work / "certificates")
+            self.certs = self.certs or make_certificates(self.work / "certificates")
             cmd += ["--ssl-ca-certfile", str(self.certs["ca"]), "--ssl-certfile", str(self.certs["cert"]),
                     "--ssl-keyfile", str(self.certs["key"])]
         else:
             cmd.append("--insecure")
         if self.auth:
             cmd.append("--enable-supernode-auth")
-        self._spawn("superlink", cmd)
+        proc = self._spawn("superlink", cmd)
+        self.procs.remove(("superlink", proc))
+        self.procs.insert(0, ("superlink", proc))  # the first process: the SuperLink
         if not _wait_port(self.port, 60):
             raise BackendError("The SuperLink did not open its port within 60 s:\n" + self.log("superlink")[-2000:])
         self._write_cli_config()
@@ -243,15 +245,17 @@ class LocalFederation:
             say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
         """Submit cvxdp's app with ``plan`` and wait for the coordinator's status file, passing its progress lines to
         ``say``; its content."""
+        superlink = self.procs[0][1]
+
         def superlink_alive() -> None:
-            if self.procs[0][1].poll() is not None:
+            if superlink.poll() is not None:
                 raise BackendError("The SuperLink stopped:\n" + self.log("superlink")[-2000:])
 
         return _run_app(self.flwr, "local", Path(plan).resolve(), timeout, check=superlink_alive,
                         where=f" (logs in {self.work})", say=say)
 
     # ---------------------------------------------------------------- stopping
-    def _descendants(self) -> set[int]:
+    def _descendants(self, roots: Sequence[int] | None = None) -> set[int]:
         children: dict[int, list[int]] = {}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
@@ -259,7 +263,7 @@ class LocalFederation:
                     ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
                     children.setdefault(ppid, []).append(int(entry.name))
         out: set[int] = set()
-        todo = [proc.pid for _, proc in self.procs]
+        todo = [proc.pid for _, proc in self.procs] if roots is None else list(roots)
         while todo:
             for child in children.get(todo.pop(), []):
                 if child not in out:
@@ -267,12 +271,31 @@ class LocalFederation:
                     todo.append(child)
         return out
 
+    def kill_superlink(self) -> None:
+        """Kill the SuperLink outright (SIGKILL), with its executor and the coordinator's ServerApp (a test of a
+        coordinator's machine that fails); the parties keep running and try to reconnect."""
+        name, proc = self.procs[0]
+        descendants = self._descendants([proc.pid])
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in descendants:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        self.procs.pop(0)
+
+    def restart_superlink(self) -> None:
+        """Start the SuperLink again on its port (its state is gone; the parties' SuperNodes reconnect)."""
+        self._start_superlink()
+
     def stop_party(self, name: str, sig: int = signal.SIGKILL) -> None:
-        """Stop one party's SuperNode (a test of a party that drops)."""
+        """Stop one party's process and its SuperNode (a test of a party that drops), and wait for it."""
         for label, proc in self.procs:
             if label == f"party-{name}" and proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=30)
 
     def stop(self) -> None:
         """Stop every process this federation started (SuperExec and flwr-*app children included)."""

@@ -35,6 +35,9 @@ QUIET = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
 #: how long the SuperNode may take to open its Runtime API
 START_SECONDS = 60.0
 SUPERNODE_LOG = "supernode.log"
+#: a SuperNode that the SuperLink forgot (it exits 0) is started again, at most this many times in RESTART_WINDOW s
+MAX_RESTARTS = 5
+RESTART_WINDOW = 600.0
 SECRET_FILE = ".superexec-secret"
 
 
@@ -82,6 +85,21 @@ def _listening(port: int) -> bool:
     return False
 
 
+def _start_supernode(cmd: list[str], log: Path, port: int, stop: threading.Event, name: str) -> subprocess.Popen:
+    """Start the party's SuperNode and wait until its Runtime API listens."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **QUIET},
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    deadline = time.monotonic() + START_SECONDS
+    while not _listening(port):
+        if proc.poll() is not None or time.monotonic() > deadline or stop.is_set():
+            if proc.poll() is None:
+                proc.terminate()
+            raise BackendError(f"Party {name!r}: its SuperNode did not start (log {log}):\n{_tail(log)}")
+        time.sleep(0.1)
+    return proc
+
+
 def serve_party(party_file: str | Path, superlink: str, *, port: int | None = None,
                 root_certificates: Path | None = None, auth_key: Path | None = None, insecure: bool = False,
                 say: Callable[[str], None] = print, poll: float = 0.1) -> int:
@@ -105,26 +123,29 @@ def serve_party(party_file: str | Path, superlink: str, *, port: int | None = No
         log = party.state / SUPERNODE_LOG
         cmd = supernode_command(name, superlink, port=port, secret_file=secret_file,
                                 root_certificates=root_certificates, auth_key=auth_key, insecure=insecure)
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **QUIET},
-                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        deadline = time.monotonic() + START_SECONDS
-        while not _listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline or stop.is_set():
-                raise BackendError(f"Party {name!r}: its SuperNode did not start (log {log}):\n{_tail(log)}")
-            time.sleep(0.1)
+        proc = _start_supernode(cmd, log, port, stop, name)
         say(f"party {name!r}: SuperNode on 127.0.0.1:{port} (its log: {log}), connecting to {superlink}; it answers "
             "with cvxdp's own app only. Stop it with Ctrl-C or SIGTERM.")
         from .executor import PartyExecutor  # noqa: PLC0415 - optional: Flower loads only when a party serves
 
         executor = PartyExecutor(party.answer, f"127.0.0.1:{port}", secret, party=name, log=say, poll=poll)
         party.log = say
+        restarts: list[float] = []
         try:
             while not stop.is_set():
                 if proc.poll() is not None:
-                    say(f"party {name!r}: its SuperNode stopped (exit code {proc.returncode}); last lines of "
-                        f"{log}:\n{_tail(log)}")
-                    return proc.returncode or 1
+                    # exit code 0 that the party did not ask for: the SuperLink forgot the node (it was started
+                    # again); start the SuperNode again, the party keeping everything it holds
+                    now = time.monotonic()
+                    restarts = [r for r in restarts if now - r < RESTART_WINDOW] + [now]
+                    if proc.returncode != 0 or len(restarts) > MAX_RESTARTS:
+                        say(f"party {name!r}: its SuperNode stopped (exit code {proc.returncode}); last lines of "
+                            f"{log}:\n{_tail(log)}")
+                        return proc.returncode or 1
+                    say(f"party {name!r}: the SuperLink no longer knows its SuperNode (it was started again?); "
+                        "starting the SuperNode again")
+                    proc = _start_supernode(cmd, log, port, stop, name)
+                    continue
                 if not executor.serve_one():
                     stop.wait(poll)
         finally:

@@ -168,6 +168,7 @@ def main(grid: Grid, context: Context) -> None:
     line per event to the plan's output folder (``cvxdp federate`` prints them as they come)."""
     plan = json.loads(Path(str(context.run_config["plan"])).read_text())
     out = Path(plan["out"])
+    out.mkdir(parents=True, exist_ok=True)
     progress = out / PROGRESS_FILE
 
     def say(line: str) -> None:

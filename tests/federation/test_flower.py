@@ -14,6 +14,7 @@ import re
 import signal
 import stat
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from click.testing import CliRunner
 
 from cvxdp.cli.main import cli
 from cvxdp.config.build import load_case
+from cvxdp.errors import BackendError
 from cvxdp.federation.coordinator import LocalChannel, run_federation
 from cvxdp.federation.launch import LocalFederation
 from cvxdp.federation.parties import write_parties, write_plan
@@ -154,3 +156,177 @@ def test_a_party_that_drops_stops_the_run_and_the_rerun_resumes(tmp_path):
         status = flower.run(plan, timeout=600)
     assert status["status"] == "done", status
     _same_as_in_one_process(case, plan, tmp_path)
+
+
+def _charged_rounds(file: Path) -> list[int]:
+    lines = (file.parent / "state" / "ledger.jsonl").read_text().splitlines()
+    return [r["round"] for r in map(json.loads, lines) if r["kind"] == "charge"]
+
+
+FOREIGN_SERVER = '''
+import json, time
+from pathlib import Path
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    out = Path(context.run_config["out"])
+    crafted = Path(context.run_config["crafted"]).read_bytes()
+    nodes = []
+    for _ in range(120):
+        nodes = list(grid.get_node_ids())
+        if len(nodes) >= 2:
+            break
+        time.sleep(0.5)
+    msgs = [Message(RecordDict({"request": ConfigRecord({"payload": crafted})}), dst_node_id=n,
+                    message_type="query.cvxdp") for n in nodes]
+    replies = list(grid.send_and_receive(msgs, timeout=120))
+    (out / "foreign.json").write_text(json.dumps(
+        [{"error": r.has_error(), "reason": r.error.reason if r.has_error() else None} for r in replies]))
+'''
+FOREIGN_CLIENT = '''
+from pathlib import Path
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+app = ClientApp()
+
+
+@app.query("cvxdp")
+def handle(msg: Message, context: Context) -> Message:
+    Path(context.run_config["out"], f"ran-{context.node_id}").write_text("the foreign app ran at a party")
+    return Message(RecordDict({"reply": ConfigRecord({"payload": b"x"})}), reply_to=msg)
+'''
+
+
+class _Pwn:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.path}",))
+
+
+def test_only_cvxdps_app_runs_at_a_party_and_crafted_bytes_never_run(tmp_path):
+    """A Flower app of someone else's, submitted to the SuperLink with `flwr run`, reaches the parties' SuperNodes:
+    each party refuses it (its ClientApp never runs: no marker file) and its crafted pickle bytes (which would touch
+    a file if unpickled) are never read; the same parties then run cvxdp's own app."""
+    import pickle
+
+    case, files, plan = _toy(tmp_path, rounds=1, timeout=120)
+    app = tmp_path / "foreign"
+    (app / "foreign").mkdir(parents=True)
+    (app / "foreign" / "__init__.py").write_text("")
+    (app / "foreign" / "server_app.py").write_text(FOREIGN_SERVER)
+    (app / "foreign" / "client_app.py").write_text(FOREIGN_CLIENT)
+    (app / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[project]\nname = "foreign"\n'
+        'version = "1.0.0"\ndependencies = []\nlicense = "Apache-2.0"\n\n[tool.hatch.build.targets.wheel]\n'
+        'packages = ["."]\n\n[tool.flwr.app]\npublisher = "mallory"\n\n[tool.flwr.app.components]\n'
+        'serverapp = "foreign.server_app:app"\nclientapp = "foreign.client_app:app"\n\n[tool.flwr.app.config]\n'
+        'out = ""\ncrafted = ""\n')
+    out = tmp_path / "foreign-out"
+    out.mkdir()
+    crafted = tmp_path / "crafted.bin"
+    crafted.write_bytes(pickle.dumps(_Pwn(out / "pwned")))
+    with LocalFederation(files, tmp_path / "federation") as flower:
+        done = flower.flwr("run", str(app), "local", "--run-config", f'out="{out}" crafted="{crafted}"', "--format",
+                           "json")
+        assert '"success": true' in done.stdout, done.stdout + done.stderr
+        for _ in range(480):
+            if (out / "foreign.json").exists():
+                break
+            time.sleep(0.25)
+        replies = json.loads((out / "foreign.json").read_text())
+        assert len(replies) == 2 and all(r["error"] and "runs only cvxdp's app" in r["reason"] for r in replies)
+        assert not list(out.glob("ran-*")) and not (out / "pwned").exists()
+        for name in ("agent0", "agent1"):
+            assert "refused run" in flower.log(f"party-{name}") and "mallory/foreign" in flower.log(f"party-{name}")
+        status = flower.run(plan, timeout=600)  # the parties go on serving cvxdp's own app
+    assert status["status"] == "done", status
+    _same_as_in_one_process(case, plan, tmp_path)
+
+
+def test_a_superlink_killed_mid_run_resumes_and_each_release_is_charged_once(tmp_path):
+    """kill -9 of the SuperLink (and the coordinator's ServerApp with it) after round 1: the parties keep their state
+    and reconnect to the SuperLink started again; the same plan resumes from the coordinator's checkpoint, the
+    parties answer the rounds they released already from their records, and the result equals the uninterrupted
+    run's, each round charged once in each party's lifetime ledger."""
+    case, files, plan = _toy(tmp_path, rounds=3, timeout=60)
+    for file in files:  # a coordinator that died holds its run for a short while only
+        file.write_text(file.read_text() + "\n[limits]\nlock_timeout = 2.0\n")
+    with LocalFederation(files, tmp_path / "federation") as flower:
+        outcome: dict = {}
+
+        def first_run() -> None:
+            try:
+                outcome["status"] = flower.run(plan, timeout=600)
+            except BackendError as exc:
+                outcome["error"] = str(exc)
+
+        runner = threading.Thread(target=first_run)
+        runner.start()
+        checkpoint = tmp_path / "out" / "checkpoint" / "checkpoint.pkl"
+        while not checkpoint.is_file() and runner.is_alive():
+            runner.join(0.1)
+        assert checkpoint.is_file(), outcome
+        flower.kill_superlink()
+        runner.join(timeout=120)
+        assert "SuperLink stopped" in outcome.get("error", ""), outcome
+        flower.restart_superlink()
+        status = flower.run(plan, timeout=600)
+    assert status["status"] == "done", status
+    _same_as_in_one_process(case, plan, tmp_path)
+    for file in files:
+        assert _charged_rounds(file) == [1, 2, 3]
+
+
+def test_a_party_picks_a_free_port_checks_itself_first_and_stops_its_supernode_on_sigterm(tmp_path):
+    """Two parties on one machine without --port each get their own port and say which; a party with a broken agents
+    file stops before it connects, in one line; SIGTERM to a party (what a service manager sends) stops its SuperNode
+    too; and cvxdp party runs from a shell whose PATH does not hold the venv."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    case = load_case(CASES / "toy.toml")
+    case.model["agents"] = 2
+    case.privacy = {"mechanism": "ObjG", "epsilon": 1.0, "delta": 1e-6}
+    files = write_parties(case, tmp_path / "parties")
+    cvxdp_script = Path(sys.executable).parent / "cvxdp"
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no venv on PATH
+    procs = [subprocess.Popen([str(cvxdp_script), "party", str(f), "--superlink", "127.0.0.1:9", "--insecure"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) for f in files]
+    lines = []
+    try:
+        for proc in procs:
+            for line in proc.stdout:
+                lines.append(line)
+                if "SuperNode on 127.0.0.1:" in line:
+                    break
+        ports = {re.search(r"SuperNode on 127\.0\.0\.1:(\d+)", line).group(1) for line in lines
+                 if "SuperNode on" in line}
+        assert len(ports) == 2, lines  # both running, on two ports
+        children = [int(c) for c in Path(f"/proc/{procs[0].pid}/task/{procs[0].pid}/children").read_text().split()]
+        assert children, "the party's SuperNode"
+        os.kill(procs[0].pid, signal.SIGTERM)  # the party's process only, not its group
+        assert procs[0].wait(timeout=60) == 0
+        for child in children:
+            assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+    (files[1].parent / "agents.pkl").write_bytes(b"not a pickle")
+    broken = subprocess.run([str(cvxdp_script), "party", str(files[1]), "--superlink", "127.0.0.1:9", "--insecure"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert broken.returncode != 0 and "agents file" in broken.stderr and "cannot be read" in broken.stderr
+    assert "Traceback" not in broken.stderr
