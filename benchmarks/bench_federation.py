@@ -1,114 +1,168 @@
-"""The federation on real Flower processes vs the serial backend: time per round, start-up, time to the rule.
+"""cvxdp's federation against Flower's own floor, in one sitting: round time and CPU per message at the parties.
 
-    python benchmarks/bench_federation.py                              # case14 and case118, 3 zones each
-    python benchmarks/bench_federation.py --only "case14 (3 zones)" --rounds 4
+    python benchmarks/bench_federation.py                      # 3, 10 and 30 parties, 6 rounds
+    python benchmarks/bench_federation.py --parties 3 --rounds 4
 
-Each row builds the zone agents of a power case with the cost objective (``bench_power.py``'s acceptance data) and
-runs exact ADMM with polishing (non-private, its defaults) twice with the same seed: once on the serial backend and
-once as a federation on this machine (``LocalFederation``: a real SuperLink and one real SuperNode process per
-zone on 127.0.0.1, cvxdp's ServerApp submitted with ``flwr run``, plain HTTP). The released histories must agree
-bit for bit (checked). Columns:
+For each number of parties P, two federations on this machine's loopback, one after the other, each with a real
+SuperLink and P real SuperNodes:
 
-- ``serial s/round``: the loop's ``wall_time`` per round (rounds 2..T); ``fed s/round``: the federation's run time
-  with T rounds minus its run time with 2 rounds, over T - 2 (the public view carries no timings: they are measured
-  from outside, and the federation runs twice); their ratio;
-- ``launch s``: starting the SuperLink and the SuperNodes (until the SuperLink's port is open);
-- ``fed fixed s``: the run's time outside its rounds (``flwr run`` submitting the app, the ServerApp process, the
-  SuperNodes' introduction, the start and the finish round trips): the T-round run's time minus T rounds;
-- ``rule round``: the first round whose polished point meets PowerModelsADA's rule (half the pairwise mismatch
-  below 0.01 and the polished cost within 1 % of the centralized optimum; judged on the serial run, which holds the
-  private evaluation, the federation's iterates being the same); ``serial s to rule`` and ``fed s to rule``: the
-  time until then (serial: start-up + rounds; federation: launch + fixed + rounds);
-- ``party compute s/round``: the zones' own solve time per round (serial ``solver_time``): what the federation
-  spends outside it is Flower's floor (an idle SuperNode polls every 3 s; a new ClientApp process per message).
+- **cvxdp**: ``cvxdp federate``'s local federation of P toy agents (``cases/toy.toml``, LinearizedADMM, ObjG at
+  epsilon 1, tiny local solves): each party is a ``cvxdp party`` process (its SuperNode with ``--isolation process``
+  and the party's own executor, the party in memory);
+- **trivial**: ``benchmarks/flower_trivial``, a Flower app of the same shape (one message of a small array per party
+  per round, every reply awaited), run the standard Flower way: each SuperNode starts a ClientApp process per
+  message.
 
-Timings depend on the machine's load: the script prints ``uptime`` beside them.
+Columns, measured from the parties' side: ``s/round``, the median time between two consecutive round messages
+arriving at a party (cvxdp: the party's own log; trivial: its ClientApp's), which includes Flower's polling (an idle
+SuperNode asks the SuperLink every 3 s) and the slowest party; ``CPU s/message``, the CPU time of every process on
+the parties' side (the SuperNodes and everything they or ``cvxdp party`` started), from the submission of the run to
+its end, over the messages the parties answered (cvxdp: the introduction, the start, the rounds and the finish;
+trivial: the rounds); and the ratios cvxdp / trivial. Timings depend on the machine's load: ``uptime`` is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
-from types import SimpleNamespace
 
-import numpy as np
-from bench_power import ACCEPTANCE_CASES, _first_hit, _table
-
-import cvxdp
+from cvxdp.config.build import load_case
 from cvxdp.federation.launch import LocalFederation
-from cvxdp.federation.parties import party_folders, write_plan
-from cvxdp.run import load_result
-from cvxdp_models.power.template import build
+from cvxdp.federation.parties import write_parties, write_plan
+from cvxdp.federation.serve import free_port
 
-ROWS = ("case14 (3 zones)", "case118 (3 zones)")
+HERE = Path(__file__).resolve().parent
+CASES = HERE.parent / "cases"
+TRIVIAL = HERE / "flower_trivial"
+TICKS = __import__("os").sysconf("SC_CLK_TCK")
 
 
-def row(label: str, rounds: int, work: Path, short: int = 2) -> dict:
-    inst = build(dict(ACCEPTANCE_CASES[label], objective="cost"), base_dir=".")
-    ref = inst.central(ac_check=False)["objective"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        serial = cvxdp.solve(inst.agents, algorithm=cvxdp.ADMM(rounds=rounds), seed=0)
-        serial_total = time.perf_counter() - start
-    hit = _first_hit(serial.history, ref, 0.01, 0.01, factor=0.5, polished=True)
-    names = [a.name for a in inst.agents]
-    files = party_folders(inst.agents, work / "parties", seed=0)
-    timed = {}
-    for n in (short, rounds):  # the public view carries no timings: per round = the difference of two runs
-        case = SimpleNamespace(name=label, algorithm={"name": "admm", "rounds": n}, privacy={"mechanism": "none"},
-                               run={"seed": 0})
-        out = work / f"out{n}"
-        out.mkdir(parents=True, exist_ok=True)
-        plan = write_plan(case, work / f"plan{n}.json", parties=names, agents=names, out=out)
-        start = time.perf_counter()
-        with LocalFederation(files, work / f"flower{n}") as fed:
-            launched = time.perf_counter()
-            status = fed.run(plan)
-            done = time.perf_counter()
-        if status["status"] != "done":
-            raise SystemExit(f"{label}: the federation failed: {status.get('error')}")
-        timed[n] = (launched - start, done - launched, load_result(out / "result"))
-    public = timed[rounds][2]
-    released = list(public.history.columns)
-    mine = serial.history[released].iloc[:len(public.history)]
-    differ = [c for c in released  # values, bit for bit (a reloaded CSV column may be int where the run's is float)
-              if not np.array_equal(public.history[c].to_numpy(float), mine[c].to_numpy(float), equal_nan=True)]
-    same = not differ
-    if differ:
-        print(f"{label}: columns that differ from the serial run: {differ}", flush=True)
-    per_serial = float(serial.history["wall_time"].iloc[1:].mean())
-    per_fed = (timed[rounds][1] - timed[short][1]) / (rounds - short)
-    fixed = timed[rounds][1] - rounds * per_fed
-    launch = timed[rounds][0]
-    serial_start = serial_total - float(serial.history["wall_time"].sum())
-    return {"case": label, "zones": len(names), "rounds": rounds, "bit for bit": same,
-            "serial s/round": per_serial, "fed s/round": per_fed, "fed/serial": per_fed / per_serial,
-            "launch s": launch, "fed fixed s": fixed,
-            "rule round": hit,
-            "serial s to rule": serial_start + float(serial.history["wall_time"].iloc[:hit].sum()) if hit else None,
-            "fed s to rule": launch + fixed + hit * per_fed if hit else None,
-            "party compute s/round": float(serial.history["solver_time"].mean()) / len(names)}
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and everything under it, the reaped children included."""
+    total, todo, seen = 0.0, [pid], set()
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14)) / TICKS  # utime, stime, cutime, cstime
+        todo.extend(children.get(p, []))
+    return total
+
+
+def parties_cpu(federation: LocalFederation) -> float:
+    return sum(tree_cpu(proc.pid) for name, proc in federation.procs if name.startswith("party-"))
+
+
+def periods(times: list[list[float]]) -> float:
+    """The median interval between two consecutive messages at a party, over parties and rounds."""
+    gaps = [b - a for arrivals in times for a, b in zip(arrivals, arrivals[1:])]
+    return statistics.median(gaps) if gaps else float("nan")
+
+
+class TrivialFederation(LocalFederation):
+    """A SuperLink and P plain SuperNodes (Flower's own executor, a ClientApp process per message)."""
+
+    def start_party(self, party_file: Path, *, register: bool = True) -> subprocess.Popen:
+        name = party_file.parent.name
+        cmd = [str(Path(sys.executable).parent / "flower-supernode"), "--insecure", "--superlink",
+               f"127.0.0.1:{self.port}", "--port", str(free_port()), "--node-config", f"party='{name}'"]
+        return self._spawn(f"party-{name}", cmd)
+
+
+def cvxdp_row(parties: int, rounds: int, work: Path) -> dict:
+    case = load_case(CASES / "toy.toml")
+    case.model["agents"] = parties
+    case.algorithm.update(rounds=rounds, eta=2.0)
+    case.privacy = {"mechanism": "ObjG", "epsilon": 1.0, "delta": 1e-6}
+    files = write_parties(case, work / "parties")
+    names = [f.parent.name for f in files]
+    plan = write_plan(case, work / "plan.json", parties=names, agents=names, out=work / "out", wait=600)
+    with LocalFederation(files, work / "federation") as flower:
+        time.sleep(5)  # the parties' start-up is not part of a round
+        before = parties_cpu(flower)
+        status = flower.run(plan, timeout=3600)
+        cpu = parties_cpu(flower) - before
+        logs = {n: flower.log(f"party-{n}") for n in names}
+    assert status["status"] == "done", status
+    times = []
+    for text in logs.values():
+        stamps = [_seconds(m.group(1)) for m in re.finditer(r"^(\d\d:\d\d:\d\d\.\d{3}) party '[^']+': step round",
+                                                             text, re.M)]
+        times.append(stamps)
+    return {"s/round": periods(times), "cpu": cpu / (parties * (rounds + 3)), "messages": parties * (rounds + 3)}
+
+
+def _seconds(stamp: str) -> float:
+    h, m, s = stamp.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(s)
+
+
+def trivial_row(parties: int, rounds: int, work: Path) -> dict:
+    files = []
+    for k in range(parties):
+        folder = work / "names" / f"node{k}"
+        folder.mkdir(parents=True)
+        (folder / "party.toml").write_text(f'[party]\nname = "node{k}"\nagents = "x"\n\n[privacy]\nmechanism = '
+                                           '"none"\n')
+        files.append(folder / "party.toml")
+    out = work / "trivial-out"
+    out.mkdir()
+    with TrivialFederation(files, work / "federation") as flower:
+        time.sleep(5)
+        before = parties_cpu(flower)
+        done = flower.flwr("run", str(TRIVIAL), "local", "--run-config",
+                           f'out="{out}" parties={parties} rounds={rounds}', "--format", "json")
+        assert '"success": true' in done.stdout, done.stdout + done.stderr
+        deadline = time.monotonic() + 120 + 60 * rounds
+        while not (out / "trivial.json").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the trivial app did not finish; logs in " + str(work / "federation"))
+            time.sleep(0.5)
+        time.sleep(2)  # the last replies' ClientApp processes end
+        cpu = parties_cpu(flower) - before
+    times = [[float(x) for x in path.read_text().split()] for path in out.glob("node-*.txt")]
+    return {"s/round": periods(times), "cpu": cpu / (parties * rounds), "messages": parties * rounds}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parties", type=int, nargs="+", default=[3, 10, 30])
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--only", nargs="+", choices=ROWS)
     args = parser.parse_args()
-    print("load:", os.getloadavg())
     rows = []
-    for label in args.only or ROWS:
+    for parties in args.parties:
         with tempfile.TemporaryDirectory() as tmp:
-            rows.append(row(label, args.rounds, Path(tmp)))
-        print(_table(rows[-1:]), flush=True)
-    print(_table(rows))
-    print(json.dumps(rows, default=str))
+            mine = cvxdp_row(parties, args.rounds, Path(tmp) / "cvxdp")
+            floor = trivial_row(parties, args.rounds, Path(tmp) / "trivial")
+        rows.append((parties, mine, floor))
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(json.dumps({"parties": parties, "cvxdp": mine, "trivial": floor, "uptime": load}), flush=True)
+    print("\n| parties | cvxdp s/round | trivial s/round | ratio | cvxdp CPU s/message | trivial CPU s/message | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for parties, mine, floor in rows:
+        print(f"| {parties} | {mine['s/round']:.2f} | {floor['s/round']:.2f} | "
+              f"{mine['s/round'] / floor['s/round']:.2f}x | {mine['cpu']:.3f} | {floor['cpu']:.3f} | "
+              f"{mine['cpu'] / floor['cpu']:.2f}x |")
 
 
 if __name__ == "__main__":

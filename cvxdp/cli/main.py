@@ -169,24 +169,27 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
 
 
 @cli.command("parties")
-@click.argument("case_file")
+@case_options
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="One folder per party: DIR/<agent>/party.toml and agents.pkl (readable by its owner only).")
-@click.option("--data", type=click.Path(exists=True, path_type=Path), default=None,
-              help="Local data for the case's [model] path.")
-@click.option("--seed", type=int, default=None, help="Research only: each party's reproducible noise seed.")
 @click.option("--budget-epsilon", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Each party's own privacy budget (its own ledger refuses past it).")
+              help="Each party's lifetime budget on its data set (its own ledger refuses past it).")
 @click.option("--budget-delta", type=click.FloatRange(min=0, max=1, max_open=True), default=0.0, show_default=True)
 @click.option("--report-feasibility", is_flag=True,
               help="Let each party release, at the end, whether the public solution lies in its feasible set.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def parties_cmd(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:
-    """One party file per agent of CASE_FILE, each with that party's agent only (docs/federation.md)."""
+def parties_cmd(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                rounds, local_updates, algorithm, seed, accountant, out, budget_epsilon, budget_delta,
+                report_feasibility, as_json) -> None:
+    """One party folder per agent of CASE_FILE, each with that party's agent only and its own policy: the case's
+    [privacy] table and accountant with the same options as `cvxdp federate` (--seed: each party's research seed;
+    docs/federation.md)."""
     from .tasks import parties_task  # start-up: the modelling stack loads only when a command runs
 
-    parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json)
+    parties_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant, out, budget_epsilon, budget_delta,
+                 report_feasibility, as_json)
 
 
 @cli.command("party")

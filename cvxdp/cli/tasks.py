@@ -321,15 +321,18 @@ def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
     return info
 
 
-def parties_task(case_file, out, data, seed, budget_epsilon, budget_delta, report_feasibility, as_json) -> None:
+def parties_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant, out, budget_epsilon, budget_delta,
+                 report_feasibility, as_json) -> None:
     """``cvxdp parties``."""
-    case = load_case(case_file)
-    if data is not None:
-        case = case.with_data(data)
+    case = _case(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,
+                 rounds, local_updates, algorithm, seed, accountant)
     budget = None if budget_epsilon is None else (budget_epsilon, budget_delta)
     files = write_parties(case, out, seed=seed, budget=budget, report_feasibility=report_feasibility)
-    info = {"case": case.name, "parties": [str(f) for f in files]}
-    emit(info, as_json, f"{len(files)} party files for {case.name}:\n" + "\n".join(f"  {f}" for f in files))
+    policy = case.privacy.get("mechanism", "none")
+    info = {"case": case.name, "policy": case.privacy, "parties": [str(f) for f in files]}
+    emit(info, as_json, f"{len(files)} party files for {case.name} (each party's policy: {policy}):\n"
+         + "\n".join(f"  {f}" for f in files))
 
 
 def party_task(party_file, superlink, root_certificates, auth_key, insecure, port, ledger, as_json) -> None:

@@ -29,7 +29,7 @@ from ..model import Declaration
 from ..run import Backend, NodeSpec, Result, method_name, run_loop
 from . import messages
 from .party import FEASIBILITY_NOTE, Party, PartyFile  # Party, PartyFile: only for the in-process channel
-from .schema import SchemaError
+from .wire import SchemaError
 
 
 class Channel(abc.ABC):

@@ -27,11 +27,13 @@ import numpy as np
 
 from ..errors import BackendError, CvxdpError, PartyRefusedError
 from ..families.consensus.node import ConsensusNode, RoundMessage
+from ..families.graph.mechanism import check_bound_condition, erm_constants, penalty_schedule
 from ..families.graph.node import GraphMessage, GraphNode
 from ..families.sharing.node import SharingMessage, SharingNode
-from ..model import Curvature, Release
+from ..families.sharing.params import as_mechanism
+from ..model import DEFAULT_SOLVERS, Curvature, Node, Release
 from ..privacy import ACCOUNTANTS, NOISE_SOURCES, NoisePlan
-from .schema import (
+from .wire import (
     Array,
     Bool,
     Either,
@@ -46,8 +48,10 @@ from .schema import (
     Struct,
     Table,
     Text,
+    WireError,
+    decode,
+    encode,
 )
-from .wire import WireError, decode, encode
 
 PROTOCOL = "cvxdp-federation/1"
 KINDS = ("hello", "start", "step", "finish", "release")
@@ -204,6 +208,38 @@ def from_wire(node: Any, value: Any, path: str) -> Any:
                           plan=plan_from_wire(d["plan"], f"{path}.plan"))
 
 
+# ---------------------------------------------------------------- a start's nodes
+def build_node(algorithm: Any, agent: Any, info: Mapping[str, Any], start: Mapping[str, Any],
+               seed: np.random.SeedSequence, mechanism: Any, accountant: str) -> Node:
+    """The node a party builds for ``agent`` from a coordinator's start: the checked ``algorithm``, the party's own
+    ``mechanism`` and ``accountant``, its own entropy (``seed``) and the run's public values (``info``: the agent's
+    index, a graph node's degree, a vertical party's ``b1`` and number of parties). A consensus node resolves the
+    algorithm with the mechanism's epsilon; a private graph node checks the papers' parameter condition with its own
+    ERM constants and degree. A value a family needs and the start lacks is a :class:`SchemaError`."""
+    family, name = type(algorithm).family, agent.name
+    solvers = tuple(start["solvers"]) or DEFAULT_SOLVERS
+    if family == "consensus":
+        resolved = algorithm.resolved(mechanism.epsilon if mechanism is not None else None)
+        return ConsensusNode(agent, seed, resolved, solvers, mechanism, accountant)
+    if family == "graph":
+        degree = info.get("degree")
+        if degree is None:
+            raise SchemaError(f"agents.{name}.degree", "missing (a graph node's degree)")
+        if mechanism is not None:
+            names, index = start["names"], info["index"]
+            if not 0 <= index < len(names) or names[index] != name:
+                raise SchemaError(f"agents.{name}.index", f"names[{index}] is not {name!r}")
+            recycling = algorithm.kind == "radmm"
+            weight = (penalty_schedule(algorithm, names)(1) if recycling else algorithm.thetas(names))[index]
+            check_bound_condition([erm_constants(agent)], np.array([weight]), np.array([degree]), [name],
+                                  weight_name="eta_i(1)" if recycling else "theta", owner=type(algorithm).__name__)
+        return GraphNode(agent, seed, algorithm, int(degree), solvers, mechanism)
+    if family == "sharing":
+        return SharingNode(agent, seed, algorithm, solvers, as_mechanism(mechanism), accountant, info.get("b1"),
+                           int(info.get("parties", 1)))
+    raise SchemaError("algorithm.name", f"no node for the {family!r} family")
+
+
 # ---------------------------------------------------------------- declarations and releases
 def declaration_to_wire(declared: Mapping[str, Any]) -> dict[str, Any]:
     """A node's declaration (:meth:`cvxdp.model.Node.declare`) as plain values (a curvature bound as a table)."""
@@ -245,6 +281,6 @@ def release_from_wire(agent: str, value: Any, round: int, shapes: Mapping[str, t
     return Release(agent, round, out)
 
 
-__all__ = ["KINDS", "PROTOCOL", "REQUESTS", "declaration_from_wire", "declaration_to_wire", "failure", "from_wire",
+__all__ = ["KINDS", "PROTOCOL", "REQUESTS", "build_node", "declaration_from_wire", "declaration_to_wire", "failure", "from_wire",
            "message_schema", "plan_from_wire", "plan_to_wire", "read_reply", "read_request", "refusal",
            "release_from_wire", "release_to_wire", "reply", "request", "to_wire"]

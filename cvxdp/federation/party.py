@@ -59,19 +59,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, CvxdpError, PartyRefusedError, check_int
-from ..families.consensus.node import ConsensusNode
-from ..families.graph.mechanism import check_bound_condition, erm_constants, penalty_schedule
-from ..families.graph.node import GraphNode
-from ..families.sharing.node import SharingNode
-from ..families.sharing.params import as_mechanism
 from ..model import Agent, Node, solution_violation
-from ..privacy import PrivacyLedger, event_from_dict
 from ..run.storage import OutputLock, atomic_write
 from . import messages
-from .lifetime import LifetimeLedger
-from .policy import PartyPolicy
-from .schema import SchemaError
-from .wire import WireError, decode, digest, encode
+from .policy import LifetimeLedger, PartyPolicy
+from .wire import SchemaError, WireError, decode, digest, encode
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -347,38 +339,15 @@ class Party:
     def _node(self, algorithm: Any, name: str, info: Mapping[str, Any], body: Mapping[str, Any],
               seed: np.random.SeedSequence) -> Node:
         """Agent ``name``'s node, built here from the checked algorithm, the party's own mechanism and accountant,
-        and the run's public values."""
-        agent, family = self.agents[name], type(algorithm).family
-        mechanism = self.policy.mechanism_for(name, party=self.name)
-        solvers, accountant = tuple(body["solvers"]) or ("CLARABEL", "ECOS", "OSQP"), self.policy.accountant
-        where = f"agents.{name}"
+        and the run's public values (:func:`cvxdp.federation.messages.build_node`)."""
         try:
-            if family == "consensus":
-                resolved = algorithm.resolved(mechanism.epsilon if mechanism is not None else None)
-                return ConsensusNode(agent, seed, resolved, solvers, mechanism, accountant)
-            if family == "graph":
-                degree = info.get("degree")
-                if degree is None:
-                    raise SchemaError(f"{where}.degree", "missing (a graph node's degree)")
-                if mechanism is not None:
-                    names, index = body["names"], info["index"]
-                    if not 0 <= index < len(names) or names[index] != name:
-                        raise SchemaError(f"{where}.index", f"names[{index}] is not {name!r}")
-                    weight = (penalty_schedule(algorithm, names)(1) if algorithm.kind == "radmm"
-                              else algorithm.thetas(names))[index]
-                    check_bound_condition([erm_constants(agent)], np.array([weight]), np.array([degree]), [name],
-                                          weight_name="eta_i(1)" if algorithm.kind == "radmm" else "theta",
-                                          owner=type(algorithm).__name__)
-                return GraphNode(agent, seed, algorithm, int(degree), solvers, mechanism)
-            if family == "sharing":
-                return SharingNode(agent, seed, algorithm, solvers, as_mechanism(mechanism), accountant,
-                                   info.get("b1"), int(info.get("parties", 1)))
+            return messages.build_node(algorithm, self.agents[name], info, body, seed,
+                                       self.policy.mechanism_for(name, party=self.name), self.policy.accountant)
         except SchemaError:
             raise
         except CvxdpError as exc:
             raise _refuse(self.name, 0, f"agent {name!r} cannot run the coordinator's {algorithm.name}: {exc}",
-                          reason="policy", field=where) from None
-        raise _refuse(self.name, 0, f"no node for the {family!r} family.", reason="policy", field="algorithm.name")
+                          reason="policy", field=f"agents.{name}") from None
 
     # ---------------------------------------------------------------- one round
     def _step(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -441,10 +410,7 @@ class Party:
         """Write the party's own final outputs (its local solutions, this run's ledger) and give the run up; release
         the feasibility bits only when its party file allows it."""
         run = self._held(body)
-        charges = [r for r in self.ledger.records if r.get("kind") == "charge" and r["run"] == run.token]
-        mine = PrivacyLedger(list(run.nodes), target_delta=float(run.start["target_delta"]))
-        for r in charges:
-            mine.record(r["agent"], event_from_dict(r["event"]), int(r["count"]), claim=tuple(r["claim"]))
+        mine = self.ledger.run_ledger(run.token, list(run.nodes), float(run.start["target_delta"]))
         out: dict[str, Any] = {"party": self.name}
         if self.file.report_feasibility:
             note = FEASIBILITY_NOTE.format(party=self.name)

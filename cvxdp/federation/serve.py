@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import datetime
 import os
 import secrets
 import signal
@@ -106,6 +107,11 @@ def serve_party(party_file: str | Path, superlink: str, *, port: int | None = No
     """Run one party until it is stopped (see the module docstring); its exit code (0 after a stop signal)."""
     party = Party(party_file)
     name = party.name
+    plain = say
+
+    def say(line: str) -> None:  # every line with its time (milliseconds): the party's log
+        plain(f"{datetime.datetime.now().strftime('%H:%M:%S.%f')[:-3]} {line}")
+
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT,
                                                                           signal.SIGHUP)}

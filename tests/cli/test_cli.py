@@ -22,7 +22,7 @@ def invoke(*args, ok=True):
 
 
 def last_json(result) -> dict:
-    return json.loads(result.output.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_cases_lists_shipped_cases():

@@ -23,7 +23,7 @@ def invoke(*args, ok=True):
 
 
 def last_json(result) -> dict:
-    return json.loads(result.output.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_default_run_directories_do_not_overwrite_each_other(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ def run(*args):
 
 def last_json(result):
     assert result.exit_code == 0, result.output
-    return json.loads(result.output.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_scale_mode_reports_every_accountant():

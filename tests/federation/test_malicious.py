@@ -25,13 +25,12 @@ from cvxdp.families.consensus.node import ConsensusNode, RoundMessage
 from cvxdp.families.graph import node as graph_node
 from cvxdp.families.sharing import node as sharing_node
 from cvxdp.families.sharing.node import SharingMessage
-from cvxdp.federation import messages, schema
+from cvxdp.federation import messages, wire
 from cvxdp.federation.coordinator import LocalChannel, run_federation
-from cvxdp.federation.lifetime import LEDGER_FILE, LifetimeLedger
 from cvxdp.federation.parties import party_folders
 from cvxdp.federation.party import Party
-from cvxdp.federation.policy import Limits, PartyPolicy
-from cvxdp.federation.schema import Str
+from cvxdp.federation.policy import LEDGER_FILE, LifetimeLedger, Limits, PartyPolicy
+from cvxdp.federation.wire import Str
 from cvxdp.privacy import gaussian_sigma_analytic
 
 TOKEN = "0123456789abcdef"
@@ -311,7 +310,7 @@ def test_a_start_naming_a_callable_or_a_non_private_curvature_estimate_is_refuse
                                                                                  agents, field):
     coordinator = Coordinator(_party(tmp_path))
     if twin:
-        monkeypatch.setitem(messages.REQUESTS, "start", schema.Table())
+        monkeypatch.setitem(messages.REQUESTS, "start", wire.Table())
     out = coordinator.start(agents=agents)
     if twin:
         assert out.refused is None or out.refused.field != field
@@ -368,7 +367,7 @@ def test_nan_oversized_and_unknown_message_fields_are_refused(tmp_path, monkeypa
     coordinator.start()
     before = _ledger(coordinator.file)
     if twin:
-        monkeypatch.setattr(messages, "message_schema", lambda node: schema.Table())
+        monkeypatch.setattr(messages, "message_schema", lambda node: wire.Table())
     out = coordinator.step(1, coordinator.message(1, **change))
     if twin:
         assert out.refused is None or out.refused.field != field

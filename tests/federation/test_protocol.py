@@ -17,9 +17,9 @@ import pytest
 import cvxdp
 from cvxdp.errors import BackendError, CvxdpError, PartyRefusedError
 from cvxdp.federation.coordinator import LocalChannel, run_federation
-from cvxdp.federation.lifetime import LEDGER_FILE
 from cvxdp.federation.parties import party_folders
 from cvxdp.federation.party import Party
+from cvxdp.federation.policy import LEDGER_FILE
 from cvxdp.privacy import gaussian_sigma_analytic
 
 PRIVATE = ("objective", "max_violation", "noise_magnitude", "solver_time", "polished_objective")

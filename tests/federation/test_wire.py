@@ -13,8 +13,20 @@ import pytest
 
 from cvxdp.errors import BackendError, PartyRefusedError
 from cvxdp.federation import messages, wire
-from cvxdp.federation.schema import Array, Either, Float, Int, MapOf, Plain, SchemaError, Str, Struct
-from cvxdp.federation.wire import WireError, decode, encode
+from cvxdp.federation.wire import (
+    Array,
+    Either,
+    Float,
+    Int,
+    MapOf,
+    Plain,
+    SchemaError,
+    Str,
+    Struct,
+    WireError,
+    decode,
+    encode,
+)
 
 
 class _Marker:

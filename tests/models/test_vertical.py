@@ -137,17 +137,17 @@ def test_cli_run_and_central_on_the_case(tmp_path):
     out = runner.invoke(cli, ["run", str(CASES / "sharing_breast_cancer.toml"), "--out", str(tmp_path / "r"),
                               "--no-progress", "--json"])
     assert out.exit_code == 0, out.output
-    summary = json.loads(out.output.strip().splitlines()[-1])
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["rounds"] == 60 and summary["test_logloss"] < summary["baseline_party1_test_logloss"]
     assert (tmp_path / "r" / "history.csv").exists()
     out = runner.invoke(cli, ["run", "sharing_breast_cancer", "--algorithm", "sharing", "--rounds", "3",
                               "--mechanism", "OutG", "--epsilon", "0.5", "--out", str(tmp_path / "p"), "--json"])
     assert out.exit_code == 0, out.output
-    summary = json.loads(out.output.strip().splitlines()[-1])
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["rounds"] == 3 and summary["privacy"]["basic"][0] == pytest.approx(1.5)
     out = runner.invoke(cli, ["central", "sharing_breast_cancer", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output.strip().splitlines()[-1])["status"] == "optimal"
+    assert json.loads(out.stdout.strip().splitlines()[-1])["status"] == "optimal"
 
 
 # --------------------------------------------------------------------------- the study

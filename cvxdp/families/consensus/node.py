@@ -34,7 +34,6 @@ from ...model import (
     set_verdict,
 )
 from ...privacy import check_plan_matches
-from .step_sizes import needs_curvature
 from .updates import dual_update, linearized_updates, smallest_weight, take, whole_range
 
 if TYPE_CHECKING:  # annotations only
@@ -92,7 +91,7 @@ class ConsensusNode(Node):
         self.steps = algorithm.rounds * algorithm.local_updates  # the run's calls per agent (calibrate="total")
         self._plans: tuple[float, Any] | None = None  # (min weight, the noise plan calibrated for it)
         private = mechanism is not None
-        curvature = needs_curvature(algorithm, private)
+        curvature = algorithm.needs_curvature(private)
         self.rng = np.random.default_rng(seed)
         self.sidx = agent.layout.shared_indices
         # one canonicalization per agent and data (cached across runs) serves the projection, the checks and the

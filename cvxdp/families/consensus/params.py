@@ -17,7 +17,16 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from ...params import COUNT, OPTIONAL_POSITIVE, Algorithm, Boolean, Check, Interval, Options, Param, param
-from ...schedules import AdaptiveRho, AutoEta, BlockBalance, Schedule, StepSchedule, as_schedule, describe
+from ...schedules import (
+    AdaptiveRho,
+    AutoEta,
+    BlockBalance,
+    Constant,
+    Schedule,
+    StepSchedule,
+    as_schedule,
+    describe,
+)
 
 
 def _schedule(name: str) -> Check:
@@ -110,6 +119,15 @@ class ConsensusAlgorithm(Algorithm):
             if isinstance(sched, StepSchedule) and sched.epsilon is None:
                 setattr(new, name, replace(sched, epsilon=float(epsilon) if epsilon else math.inf))
         return new
+
+    def needs_curvature(self, private: bool) -> bool:
+        """Whether the nodes measure ``L_p`` before round 1 (of a :meth:`resolved` copy): LinearizedADMM with
+        ``eta="auto"``, or a non-private run with a constant eta (checked against it: an agent's declared bound as
+        it is, an estimate only for an agent that declares none). Never when eta is given otherwise: nothing to
+        estimate for. A private node reads declared bounds only, whatever it is asked."""
+        if self.exact:
+            return False
+        return self.auto_eta is not None or (not private and isinstance(self.eta_schedule, Constant))
 
     def eta_at(self, t: int) -> float:
         """eta in round ``t`` (of a :meth:`resolved` copy; 0 for exact ADMM)."""

@@ -33,7 +33,7 @@ import pandas as pd
 
 from ...errors import DeclarationError, StepSizeWarning
 from ...model import Curvature
-from ...schedules import AdaptiveRho, Constant
+from ...schedules import AdaptiveRho
 
 if TYPE_CHECKING:
     from .params import ConsensusAlgorithm
@@ -98,15 +98,6 @@ def check_explicit_eta(names: Sequence[str], eta: float, constants: Sequence[Cur
             stacklevel=6)  # <- EtaPlan.start <- family.start <- run_loop <- solve <- caller
 
 
-def needs_curvature(algorithm, private: bool) -> bool:
-    """Whether the nodes measure ``L_p`` before round 1: LinearizedADMM with ``eta="auto"``, or a non-private run
-    with a constant eta (checked against it: an agent's declared bound as it is, an estimate only for an agent that
-    declares none). Never when eta is given otherwise: nothing to estimate for."""
-    if algorithm.exact:
-        return False
-    return algorithm.auto_eta is not None or (not private and isinstance(algorithm.eta_schedule, Constant))
-
-
 class EtaPlan:
     """The eta of every agent in every round, resolved once at the start of a run (engine hook)."""
 
@@ -121,7 +112,7 @@ class EtaPlan:
               private: bool) -> EtaPlan:
         """Resolve eta per agent (LinearizedADMM) and warn about an explicit eta below a known ``L_p``.
 
-        ``curvatures`` come from the nodes' declarations (:func:`needs_curvature` says when they measure one:
+        ``curvatures`` come from the nodes' declarations (:meth:`~cvxdp.families.consensus.params.ConsensusAlgorithm.needs_curvature` says when they measure one:
         declared, or estimated where the data live in a non-private run; a private run with ``eta="auto"`` and an
         undeclared bound is refused by the node, naming the agent).
         """
@@ -131,7 +122,7 @@ class EtaPlan:
         if algorithm.auto_eta is not None:
             return cls(algorithm, names, list(curvatures), private=private)
         plan = cls(algorithm, names, None)
-        if needs_curvature(algorithm, private):
+        if algorithm.needs_curvature(private):
             # an explicit eta is checked against the same L_p as eta="auto" would use: the smaller of the declared
             # bound and the curvature measured at the start (non-private runs only: a private run may not look at
             # its data; its residuals are still diagnosed at the end).
@@ -376,4 +367,4 @@ class NoiseEta:
             self.moves[p] = move
 
 
-__all__ = ['ALIGNED', 'auto_etas', 'auto_rho_start', 'BURN_IN', 'CAP', 'check_explicit_eta', 'diagnose', 'ETA_FACTOR', 'eta_factor', 'ETA_FACTOR_QUADRATIC', 'ETA_FLOOR', 'EtaPlan', 'GROWTH', 'needs_curvature', 'next_rho', 'noise_dominated', 'NoiseEta', 'release_noise_std', 'unsettled', 'UNSETTLED_RATIO', 'UNSETTLED_SHARE']
+__all__ = ['ALIGNED', 'auto_etas', 'auto_rho_start', 'BURN_IN', 'CAP', 'check_explicit_eta', 'diagnose', 'ETA_FACTOR', 'eta_factor', 'ETA_FACTOR_QUADRATIC', 'ETA_FLOOR', 'EtaPlan', 'GROWTH', 'next_rho', 'noise_dominated', 'NoiseEta', 'release_noise_std', 'unsettled', 'UNSETTLED_RATIO', 'UNSETTLED_SHARE']

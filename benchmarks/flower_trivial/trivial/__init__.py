@@ -1,0 +1,1 @@
+"""A trivial Flower app (benchmarks/bench_federation.py)."""
