@@ -152,10 +152,14 @@ def test_a_party_that_drops_stops_the_run_and_the_rerun_resumes(tmp_path):
         assert status["status"] == "failed"
         assert re.fullmatch(r"BackendError: Party 'agent1' did not answer (within 40 s )?in round 2\b.*", status["error"])
         assert checkpoint.is_file()
+        progress = (tmp_path / "out" / "progress.log").read_text()  # loud while it waits: whom, for how long
+        assert "round 1: " in progress and "round 2: waiting for agent1" in progress
         flower.start_party(files[1])  # the party comes back with its state: run the same plan again
         status = flower.run(plan, timeout=600)
     assert status["status"] == "done", status
     _same_as_in_one_process(case, plan, tmp_path)
+    for file in files:  # round 2 was released by agent0 before the drop and answered again from its record
+        assert _charged_rounds(file) == [1, 2]
 
 
 def _charged_rounds(file: Path) -> list[int]:
