@@ -100,7 +100,7 @@ class PartyExecutor:
     """
 
     def __init__(self, answer: Callable[[bytes], bytes], address: str, secret: bytes, *, party: str,
-                 log: Callable[[str], None] = lambda line: None, poll: float = 0.1) -> None:
+                 log: Callable[[str], None] = lambda line: None, poll: float = 0.2) -> None:
         self.answer, self.address, self.party, self.log, self.poll = answer, address, party, log, poll
         self.claims = RuntimeHttpClient.from_server_address(
             server_address=address, insecure=True, root_certificates=None,

@@ -229,6 +229,7 @@ class Party:
         self.runs: dict[str, _Run] = {}
         #: one line per request (``cvxdp party`` prints them); None: silent
         self.log: Callable[[str], None] | None = None
+        self._done = "answered"  # what the request being answered did (the log line's end)
 
     def close(self) -> None:
         """Release the state folder's lock."""
@@ -243,8 +244,10 @@ class Party:
         try:
             kind, body = messages.read_request(data, max_bytes=self.policy.limits.message_bytes)
             round = body.get("round")
+            self._done = "answered"
             value = self.handle(kind, body)
-            self._say(f"{kind}{'' if round is None else f' round {round}'} of run {body.get('token', '-')}: answered")
+            what = f"{kind} round {round}" if round is not None else kind
+            self._say(f"{what}{' of run ' + body['token'] if 'token' in body else ''}: {self._done}")
             return messages.reply(value)
         except PartyRefusedError as exc:
             refused = exc
@@ -359,6 +362,7 @@ class Party:
         requests = {name: digest(encode(value)) for name, value in raw.items()}
         recorded = self._order(run, t, requests)
         if recorded is not None:
+            self._done = "answered again from its record (nothing drawn, nothing charged)"
             return recorded
         rounds = int(getattr(run.algorithm, "rounds", None) or getattr(run.algorithm, "epochs", 0))
         if t > rounds:
@@ -376,6 +380,7 @@ class Party:
         self._record(run, t, requests, releases)
         if self.file.evaluate:
             self._evaluation(run, t)
+        self._done = f"released ({', '.join(releases)})"
         return releases
 
     def _order(self, run: _Run, t: int, requests: Mapping[str, str]) -> dict[str, Any] | None:

@@ -103,7 +103,7 @@ def _start_supernode(cmd: list[str], log: Path, port: int, stop: threading.Event
 
 def serve_party(party_file: str | Path, superlink: str, *, port: int | None = None,
                 root_certificates: Path | None = None, auth_key: Path | None = None, insecure: bool = False,
-                say: Callable[[str], None] = print, poll: float = 0.1) -> int:
+                say: Callable[[str], None] = print, poll: float = 0.2) -> int:
     """Run one party until it is stopped (see the module docstring); its exit code (0 after a stop signal)."""
     party = Party(party_file)
     name = party.name
