@@ -11,11 +11,10 @@ from typing import Any
 
 from ..engine import solve
 from ..errors import ConfigError, CvxdpError
+from ..families import ALGORITHM_KEYS as _ALGORITHM_KEYS
 from ..families import MECHANISMS as MECHANISM_CLASSES
-from ..families import Algorithm
-from ..families.catalog import ALGORITHM_KEYS as _ALGORITHM_KEYS
-from ..families.catalog import PRIVACY_KEYS as _PRIVACY_KEYS
-from ..families.catalog import algorithm_from_table, mechanism_from_table
+from ..families import PRIVACY_KEYS as _PRIVACY_KEYS
+from ..families import Algorithm, algorithm_from_table, mechanism_from_table
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend
 from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)

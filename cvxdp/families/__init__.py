@@ -13,7 +13,15 @@ each other; this module is the one place that knows them all, and derives the ca
 from __future__ import annotations
 
 from ..params import Algorithm, schema_rows
-from .catalog import ALGORITHMS, MECHANISMS
+from .catalog import (
+    ALGORITHM_KEYS,
+    ALGORITHMS,
+    MECHANISMS,
+    PRIVACY_KEYS,
+    algorithm_from_table,
+    mechanism_from_table,
+    own_algorithm_table,
+)
 from .consensus import ConsensusFamily, LinearizedADMM
 from .graph import ERMConstants, GraphFamily
 from .sharing import SharingFamily
@@ -46,4 +54,5 @@ def privacy_schema() -> list[tuple[str, str, str, str]]:
     rows += [r for r in schema_rows(classes) if r[0] != "noise"]
     return rows
 
-__all__ = ["ALGORITHMS", "Algorithm", "algorithm_schema", "privacy_schema", "ERMConstants", "FAMILIES", "LinearizedADMM", "MECHANISMS", "family_class"]
+__all__ = ["ALGORITHMS", "ALGORITHM_KEYS", "Algorithm", "PRIVACY_KEYS", "algorithm_from_table", "mechanism_from_table",
+           "own_algorithm_table", "algorithm_schema", "privacy_schema", "ERMConstants", "FAMILIES", "LinearizedADMM", "MECHANISMS", "family_class"]

@@ -23,8 +23,7 @@ import numpy as np
 
 from ..config.build import make_algorithm, make_privacy
 from ..errors import BackendError, CvxdpError
-from ..families import ERMConstants, family_class
-from ..families.catalog import own_algorithm_table
+from ..families import ERMConstants, family_class, own_algorithm_table
 from ..model import Declaration
 from ..run import Backend, NodeSpec, Result, method_name, run_loop
 from . import messages
