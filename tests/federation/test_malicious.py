@@ -455,11 +455,8 @@ def _run_second(plan: dict, channel: LocalChannel) -> BaseException | None:
 
 
 # ---------------------------------------------------------------- the other families
-@TWIN
-@pytest.mark.parametrize(("change", "field"), [({"alpha": None}, "alpha"), ({"alpha": 30.0}, "alpha"),
-                                               ({"exact": False}, "exact")])
-def test_a_graph_node_refuses_no_noise_less_noise_or_a_skipped_exact_iteration(tmp_path, monkeypatch, twin, change,
-                                                                               field):
+def _graph_party(tmp_path: Path) -> tuple[Coordinator, list]:
+    """One M-ADMM node (Gamma-norm noise at alpha 3, degree 2) started by a coordinator."""
     from cvxdp_models.erm import make_erm
 
     agents = make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60, "data_seed": 0}).agents[:1]
@@ -468,6 +465,29 @@ def test_a_graph_node_refuses_no_noise_less_noise_or_a_skipped_exact_iteration(t
     out = coordinator.start(algorithm={"name": "madmm", "graph": "complete", "rounds": 3}, privacy=policy,
                             agents={agents[0].name: {"index": 0, "degree": 2}})
     assert out.refused is None, out.refused
+    return coordinator, agents
+
+
+def _sharing_party(tmp_path: Path) -> Coordinator:
+    """The label holder of ADMM sharing (OutG at epsilon 0.3 per epoch) started by a coordinator."""
+    from cvxdp_models.vertical import synthetic_parties
+
+    parties, labels = synthetic_parties(12, 2, 2, seed=0)
+    parties[0].labels = labels
+    policy = {"mechanism": "OutG", "epsilon": 0.3, "delta": 1e-5}
+    coordinator = Coordinator(_party(tmp_path, privacy=policy, agents=parties[:1]), agent="p0")
+    out = coordinator.start(algorithm={"name": "sharing", "rho": 1.0, "lam": 0.1, "epochs": 3}, privacy=policy,
+                            agents={"p0": {"index": 0, "b1": 1.0, "parties": 2}}, names=["p0", "p1"])
+    assert out.refused is None, out.refused
+    return coordinator
+
+
+@TWIN
+@pytest.mark.parametrize(("change", "field"), [({"alpha": None}, "alpha"), ({"alpha": 30.0}, "alpha"),
+                                               ({"exact": False}, "exact")])
+def test_a_graph_node_refuses_no_noise_less_noise_or_a_skipped_exact_iteration(tmp_path, monkeypatch, twin, change,
+                                                                               field):
+    coordinator, agents = _graph_party(tmp_path)
     node = coordinator.node()
     honest = {"round": 1, "neighbours": np.zeros((2, node.d)), "dual_step": None, "eta": float(node.V),
               "exact": True, "alpha": node.alpha(1)}
@@ -485,15 +505,7 @@ def test_a_graph_node_refuses_no_noise_less_noise_or_a_skipped_exact_iteration(t
 
 @TWIN
 def test_a_sharing_party_refuses_a_tiny_noise_scale_claiming_its_epsilon(tmp_path, monkeypatch, twin):
-    from cvxdp_models.vertical import synthetic_parties
-
-    parties, labels = synthetic_parties(12, 2, 2, seed=0)
-    parties[0].labels = labels
-    policy = {"mechanism": "OutG", "epsilon": 0.3, "delta": 1e-5}
-    coordinator = Coordinator(_party(tmp_path, privacy=policy, agents=parties[:1]), agent="p0")
-    out = coordinator.start(algorithm={"name": "sharing", "rho": 1.0, "lam": 0.1, "epochs": 3}, privacy=policy,
-                            agents={"p0": {"index": 0, "b1": 1.0, "parties": 2}}, names=["p0", "p1"])
-    assert out.refused is None, out.refused
+    coordinator = _sharing_party(tmp_path)
     node = coordinator.node()
     honest = messages.to_wire(SharingMessage(1, np.zeros(12), np.zeros(12), node.plan))
     tiny = dict(honest, plan={**honest["plan"], "scale": honest["plan"]["scale"] * 1e-3})
@@ -515,13 +527,7 @@ def test_a_sharing_party_refuses_a_tiny_noise_scale_claiming_its_epsilon(tmp_pat
 def test_a_graph_partys_charge_is_the_papers_summand_with_its_own_degree(tmp_path):
     """Bound (26)'s summand C (1.4 c1 + alpha) / (eta V B), computed here from the node's ERM constants and its
     degree V = 2 (a node charged with another degree would record another epsilon)."""
-    from cvxdp_models.erm import make_erm
-
-    agents = make_erm({"nodes": 3, "C": 10.0, "rho": 1.0, "max_samples": 60, "data_seed": 0}).agents[:1]
-    policy = {"mechanism": "gamma", "alpha": 3.0}
-    coordinator = Coordinator(_party(tmp_path, privacy=policy, agents=agents), agent=agents[0].name)
-    coordinator.start(algorithm={"name": "madmm", "graph": "complete", "rounds": 3}, privacy=policy,
-                      agents={agents[0].name: {"index": 0, "degree": 2}})
+    coordinator, agents = _graph_party(tmp_path)
     node = coordinator.node()
     eta = 1.7
     for t in (1, 2):
@@ -535,14 +541,7 @@ def test_a_graph_partys_charge_is_the_papers_summand_with_its_own_degree(tmp_pat
 
 def test_a_sharing_partys_charges_are_one_gaussian_release_per_epoch(tmp_path):
     """sigma from the worst-case sensitivity 2 sqrt(N) b and the analytic Gaussian at (0.3, 1e-5), one call an epoch."""
-    from cvxdp_models.vertical import synthetic_parties
-
-    parties, labels = synthetic_parties(12, 2, 2, seed=0)
-    parties[0].labels = labels
-    policy = {"mechanism": "OutG", "epsilon": 0.3, "delta": 1e-5}
-    coordinator = Coordinator(_party(tmp_path, privacy=policy, agents=parties[:1]), agent="p0")
-    coordinator.start(algorithm={"name": "sharing", "rho": 1.0, "lam": 0.1, "epochs": 3}, privacy=policy,
-                      agents={"p0": {"index": 0, "b1": 1.0, "parties": 2}}, names=["p0", "p1"])
+    coordinator = _sharing_party(tmp_path)
     node = coordinator.node()
     for t in (1, 2, 3):
         assert coordinator.step(t, messages.to_wire(SharingMessage(t, np.zeros(12), np.zeros(12),
