@@ -239,3 +239,20 @@ def test_a_party_keeps_one_folder_per_run_and_answers_a_finished_run_again_from_
     assert [len(_charges(f)) for f in files] == charged  # replayed from the records: nothing new released
     for file in files:
         assert len(list((file.parent / "state").glob("run-*"))) == 1
+
+
+def test_a_runs_token_names_its_configuration_and_every_declaration(tmp_path):
+    """Two runs that differ only in one party's declaration (or in their run id) are two runs at every party: a
+    party never answers one from the other's records."""
+    agents, files, plan = _setup(tmp_path / "a", seed=None)
+    tokens = []
+    for run_id, sensitivity in (("", None), ("", 0.2), ("other", None)):
+        if sensitivity is not None:
+            changed = agents[2]
+            changed.sensitivity = cvxdp.Sensitivity(l2=sensitivity, relation="changed")
+            pickle.dump([changed], open(files[2].parent / "agents.pkl", "wb"))
+        run_federation({**plan, "checkpoint": None, "run_id": run_id, "algorithm": {**ALGORITHM, "rounds": 1}},
+                       LocalChannel(files))
+        tokens.append({p.name.removeprefix("run-") for p in (files[0].parent / "state").glob("run-*")})
+    first, second, third = tokens[0], tokens[1] - tokens[0], tokens[2] - tokens[1]
+    assert len(first) == 1 and len(second) == 1 and len(third) == 1
