@@ -1,6 +1,7 @@
 """The one-machine blocks of docs/federation.md, run as written: the page's own commands, in its order, each
 ``background`` block a process of its own (a terminal), then the coordinator's command; plain HTTP and TLS with
-SuperNode authentication. Real SuperLink and party processes on 127.0.0.1."""
+SuperNode authentication (where a party whose key is not registered is then refused). Real SuperLink and party
+processes on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -45,6 +46,20 @@ def _wait_port(port: int, seconds: float = 60.0) -> None:
     raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
 
 
+def _an_unregistered_party_is_refused(coordinator: str, tmp_path: Path, env: dict) -> None:
+    """With SuperNode authentication, a party whose key the coordinator did not register is refused by the SuperLink:
+    its SuperNode is not activated and the party stops, saying so."""
+    superlink = re.search(r"--superlink (\S+)", coordinator).group(1)
+    for cmd in (["ssh-keygen", "-q", "-t", "ecdsa", "-b", "384", "-N", "", "-f", "intruder.key"],
+                ["cvxdp", "parties", "case14_3zones", "--mechanism", "ObjG", "--epsilon", "1", "--out", "intruder"]):
+        subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True, env=env, timeout=300)
+    intruder = subprocess.run(["cvxdp", "party", "intruder/zone1/party.toml", "--superlink", superlink,
+                               "--root-certificates", "ca.crt", "--auth-key", "intruder.key"], cwd=tmp_path,
+                              capture_output=True, text=True, env={**env, "FLWR_HOME": str(tmp_path / "home-x")},
+                              timeout=300)
+    assert intruder.returncode != 0 and "Failed to activate SuperNode" in intruder.stdout, intruder.stdout[-2000:]
+
+
 @pytest.mark.parametrize("variant", ["one-machine", "one-machine-tls"])
 def test_the_pages_one_machine_blocks_run_as_written(variant, tmp_path):
     blocks = page_blocks(variant)
@@ -73,6 +88,8 @@ def test_the_pages_one_machine_blocks_run_as_written(variant, tmp_path):
             assert done.returncode == 0, f"{kind} block failed:\n{commands}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
             if kind == "coordinator":
                 assert "coordinator: round 3:" in done.stderr  # one line per round, as the page says
+                if variant == "one-machine-tls":
+                    _an_unregistered_party_is_refused(commands, tmp_path, env)
     finally:
         for proc in background:
             with contextlib.suppress(ProcessLookupError):
