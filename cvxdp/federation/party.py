@@ -252,6 +252,7 @@ class Party:
         except PartyRefusedError as exc:
             refused = exc
         except SchemaError as exc:
+            round = round if round is not None else _round_of(data)
             refused = _refuse(self.name, round, f"its request does not fit the protocol: {exc}.", reason="message",
                               field=exc.field or None)
         except WireError as exc:
@@ -511,6 +512,16 @@ class Party:
     def ledger_report(self) -> dict[str, Any]:
         """The lifetime ledger's summary (``cvxdp party PARTY.toml --ledger``)."""
         return self.ledger.summary()
+
+
+def _round_of(data: bytes) -> int | None:
+    """The round a request names, if it names one (for the refusal of a request that does not fit its schema)."""
+    try:
+        body = decode(data).get("body")
+        value = body.get("round") if isinstance(body, dict) else None
+    except (WireError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10 ** 9 else None
 
 
 def append_synced_bytes(path: Path, data: bytes) -> None:

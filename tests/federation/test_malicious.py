@@ -221,6 +221,17 @@ def test_the_same_request_again_gets_the_recorded_release_and_costs_nothing(tmp_
     np.testing.assert_array_equal(again.value["agent0"]["arrays"]["ez"], first.value["agent0"]["arrays"]["ez"])
 
 
+def test_a_step_asking_the_party_to_roll_back_is_refused(tmp_path):
+    """The old protocol's ``restore`` (a coordinator rolling a party's generator and ledger back to a round) is no
+    field of a round any more: refused, and nothing rolls back."""
+    coordinator = Coordinator(_party(tmp_path))
+    coordinator.start()
+    coordinator.step(1)
+    before = _ledger(coordinator.file)
+    assert_refused(coordinator.step(2, restore=0), round=2, field="restore", reason="message")
+    assert _ledger(coordinator.file) == before and coordinator.party.runs[TOKEN].latest == 1
+
+
 @TWIN
 def test_a_round_out_of_order_is_refused(tmp_path, monkeypatch, twin):
     coordinator = Coordinator(_party(tmp_path))
