@@ -388,9 +388,10 @@ def public_lipschitz(m: MulticlassLogistic | BinaryLogistic, relation: str) -> f
     each sample adds at most ``C^2/4`` (logistic) or ``C^2/2`` (softmax) over ``N`` to the Hessian. Under
     "replace" the agent's sample count ``n_p`` is fixed across neighbours (``n_p C^2/(k N)``); under
     "add_remove" it is not, so the bound uses ``n_p <= N`` (``C^2/k``)."""
-    binary = isinstance(m, BinaryLogistic)
+    if not isinstance(m, BinaryLogistic):  # the multiclass model declares its own (MulticlassLogistic.public_lipschitz)
+        return m.public_lipschitz
     share = len(m.y) / m.total if relation == "replace" else 1.0
-    return (0.25 if binary else 0.5) * m.clip ** 2 * share + (m.reg * m.reg_weight if binary else 0.0)
+    return 0.25 * m.clip ** 2 * share + m.reg * m.reg_weight
 
 
 def private_refusals(cfg: dict[str, Any], n_train: int, agents: int) -> list[str]:
