@@ -34,8 +34,8 @@ CLARABEL_MAX_CONES = 20_000
 
 
 def lbfgsb_box(value: Callable[[np.ndarray], float], grad: Callable[[np.ndarray], np.ndarray], x0: np.ndarray,
-               lo: float, hi: float, *, tol: float = 1e-9, max_iter: int = 50_000, restarts: int = 10
-               ) -> tuple[np.ndarray, float, int, str]:
+               lo: float, hi: float, *, tol: float = 1e-9, max_iter: int = 50_000, restarts: int = 10,
+               time_limit: float | None = None) -> tuple[np.ndarray, float, int, str]:
     """Minimise a smooth convex function over the box ``[lo, hi]^n`` with SciPy's L-BFGS-B.
 
     Parameters
@@ -54,26 +54,46 @@ def lbfgsb_box(value: Callable[[np.ndarray], float], grad: Callable[[np.ndarray]
         L-BFGS-B stops early when its line search stalls on an ill-conditioned problem (a box with few samples per
         parameter); it starts again from where it stopped, with a fresh curvature memory, up to this many times
         while the objective still decreases.
+    time_limit : float, optional
+        Seconds (wall clock) the whole solve may take: checked after every iteration, so it stops within one
+        iteration of the limit with the current iterate (in the box). None: no limit.
 
     Returns
     -------
-    x, f(x), iterations, status ("optimal", or L-BFGS-B's message when it stopped short)
+    x, f(x), iterations, status ("optimal"; "time limit (T s): projected gradient G > tol" when the limit stopped it
+    short; else "inaccurate: " and L-BFGS-B's message)
     """
+    start = time.perf_counter()
     n = int(np.size(x0))
     bounds = Bounds(np.full(n, lo), np.full(n, hi))
     options = {"gtol": tol, "ftol": 0.0, "maxiter": max_iter, "maxfun": 2 * max_iter, "maxcor": 20}
     x, iterations, fx, message = np.clip(np.asarray(x0, dtype=float), lo, hi), 0, math.inf, ""
+    timed_out = False
+
+    def deadline(intermediate_result: Any) -> None:  # SciPy ends the solve, keeping the iterate, on StopIteration
+        nonlocal timed_out
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            timed_out = True
+            raise StopIteration
+
     for _ in range(restarts + 1):  # a fresh start drops a curvature memory that stalls the line search
-        res = minimize(value, x, jac=grad, method="L-BFGS-B", bounds=bounds, options=options)
+        res = minimize(value, x, jac=grad, method="L-BFGS-B", bounds=bounds, options=options, callback=deadline)
         x, iterations, message = res.x, iterations + int(res.nit), str(res.message)  # L-BFGS-B stays in the box
         pg = float(np.max(np.abs(x - np.clip(x - grad(x), lo, hi)))) if n else 0.0  # the projected gradient
         improved, fx = float(res.fun) < fx, min(fx, float(res.fun))
-        if pg <= tol or not improved or iterations >= max_iter:
+        if pg <= tol or not improved or iterations >= max_iter or timed_out:
             break
-    return x, float(res.fun), iterations, "optimal" if pg <= tol else f"inaccurate: {message}"  # f at res.x (in the box)
+    if pg <= tol:
+        status = "optimal"
+    elif timed_out:
+        status = f"time limit ({time_limit:g} s): projected gradient {pg:.3g} > tol {tol:g}"
+    else:
+        status = f"inaccurate: {message}"
+    return x, float(res.fun), iterations, status  # f at res.x (in the box)
 
 
-def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -> dict[str, Any]:
+def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9, time_limit: float = 300.0,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Centralized constrained optimum of the pooled model (a ``MulticlassLogistic`` / ``BinaryLogistic``
     built with ``.pooled(models)``, whose value is ``sum_p f_p``).
 
@@ -84,12 +104,21 @@ def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -
         "auto": Clarabel through CVXPY up to :data:`CLARABEL_MAX_CONES` samples x classes, L-BFGS-B above.
     tol : float
         L-BFGS-B's tolerance on the projected gradient.
+    time_limit : float
+        Seconds the solve may take: L-BFGS-B stops at it with its current iterate (the status says so); a conic
+        solver runs under :func:`cvxdp.solve_with_fallback` (each solver of the chain capped at it, a fallback
+        announced).
+    progress : callable(str), optional
+        Receives one line per step.
 
     Returns
     -------
     dict
         ``objective``, ``solver``, ``status``, ``time_s``, ``solution`` (flat, column-major).
     """
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
+        raise ValueError(f"The 'time_limit' parameter of central_reference must be a float in (0, inf). "
+                         f"Got {time_limit!r} instead.")
     classes = getattr(pooled, "classes", 1)
     if solver == "auto":
         solver = "CLARABEL" if len(pooled.X) * classes <= CLARABEL_MAX_CONES else "L-BFGS-B"
@@ -97,11 +126,16 @@ def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -
     if solver == "L-BFGS-B":
         lo, hi = pooled.box
         size = int(np.prod(pooled.shape))
-        x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol)
+        if progress is not None:
+            progress(f"the centralized solve: L-BFGS-B to a projected gradient of {tol:g} ({time_limit:g} s)")
+        x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol,
+                                          time_limit=time_limit)
+        if progress is not None:
+            progress(f"the centralized solve: L-BFGS-B status {status!r} after {time.perf_counter() - t0:.1f} s")
         return {"objective": fx, "solver": solver, "status": status, "iterations": iters,
                 "time_s": time.perf_counter() - t0, "solution": x}
     prob, var = pooled.constant_problem()
-    prob.solve(solver=solver)
+    solver = cvxdp.solve_with_fallback(prob, solver, time_limit=float(time_limit), progress=progress)
     u = np.clip(np.ravel(var.value, order="F"), *pooled.box)
     return {"objective": pooled.value(u), "solver": solver, "status": prob.status,
             "time_s": time.perf_counter() - t0, "solution": u}

@@ -494,12 +494,14 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
             out.update(baselines())
         return out
 
-    def central(solver: str = "auto", tol: float = 1e-9, solution: bool = False, **_: Any) -> dict[str, Any]:
+    def central(solver: str = "auto", tol: float = 1e-9, solution: bool = False, time_limit: float = 300.0,
+                progress: Callable[[str], None] | None = None, **_: Any) -> dict[str, Any]:
         """Centralized constrained optimum (cached): ``objective``, ``solver``, ``status``, ``time_s``,
-        ``train_error``, ``test_error``; with ``solution=True`` also ``{"theta": flat array}``."""
-        key = f"central:{solver}:{tol}"
+        ``train_error``, ``test_error``; with ``solution=True`` also ``{"theta": flat array}``. ``time_limit``:
+        seconds the solve may take (:func:`central_reference`; a stop at it is in the status)."""
+        key = f"central:{solver}:{tol}:{time_limit}"
         if key not in cache:
-            res = central_reference(pooled, solver=solver, tol=tol)
+            res = central_reference(pooled, solver=solver, tol=tol, time_limit=time_limit, progress=progress)
             sol = res.pop("solution")
             res["test_error"] = float(np.mean(pooled.predict(sol, X_test) != y_test)) if len(y_test) else math.nan
             res["train_error"] = float(np.mean(pooled.predict(sol, pooled.X) != pooled.y))
