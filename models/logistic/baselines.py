@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, minimize
 from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
 
 import cvxdp
 
@@ -128,8 +129,9 @@ def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9, t
         size = int(np.prod(pooled.shape))
         if progress is not None:
             progress(f"the centralized solve: L-BFGS-B to a projected gradient of {tol:g} ({time_limit:g} s)")
-        x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol,
-                                          time_limit=time_limit)
+        with threadpool_limits(limits=1, user_api="blas"):  # see cvxdp.run.loop.one_blas_thread
+            x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol,
+                                              time_limit=time_limit)
         if progress is not None:
             progress(f"the centralized solve: L-BFGS-B status {status!r} after {time.perf_counter() - t0:.1f} s")
         return {"objective": fx, "solver": solver, "status": status, "iterations": iters,
@@ -226,9 +228,10 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     rng = np.random.default_rng(seed)
     lo, hi = pooled.box
     theta = np.zeros(int(np.prod(pooled.shape)))
-    for _ in range(int(steps)):  # the Poisson sample and the noise from one generator, never reseeded
-        g = per_example.gradient(theta, rng, q, C)
-        theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
+    with threadpool_limits(limits=1, user_api="blas"):  # small products: one thread (cvxdp.run.loop.one_blas_thread)
+        for _ in range(int(steps)):  # the Poisson sample and the noise from one generator, never reseeded
+            g = per_example.gradient(theta, rng, q, C)
+            theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
     test = float(np.mean(pooled.predict(theta, X_test) != y_test)) if len(y_test) else math.nan
     return {"test_error": test, "train_error": float(np.mean(pooled.predict(theta, pooled.X) != pooled.y)),
             "train_cost": float(pooled.value(theta)), "epsilon": float(epsilon), "delta": float(delta),
