@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -183,7 +184,8 @@ def single_agent_baseline(parts: Sequence[tuple[np.ndarray, np.ndarray]], X_test
 
 def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, *, epsilon: float, delta: float,
                            steps: int = 200, sampling_rate: float = 0.05, clip_norm: float = 1.0, lr: float = 1.0,
-                           seed: int | None = None, accountant: str = "pld") -> dict[str, Any]:
+                           seed: int | None = None, accountant: str = "pld", noise_scale: float = 1.0
+                           ) -> dict[str, Any]:
     """A centralized private anchor: DP-SGD on the pooled training data at a total ``(epsilon, delta)``.
 
     What a trusted curator holding every party's data could release at the same total budget, with the same
@@ -210,11 +212,16 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     seed : int, optional
         Seed of the sample and noise generator (research reproducibility; None: fresh OS entropy).
     accountant : {"rdp", "pld"}
+    noise_scale : float
+        Multiplies the calibrated noise (>= 1). ``sqrt(P)`` gives the noise that the sum of ``P`` parties'
+        independently noised gradients carries at the same per-party budget (what a federated average pays
+        without secure aggregation): a diagnostic, private at the smaller ``epsilon`` it returns.
 
     Returns
     -------
     dict
-        ``test_error``, ``train_error``, ``train_cost`` (the pooled objective, ``sum_p f_p``), ``epsilon``,
+        ``test_error``, ``train_error``, ``train_cost`` (the pooled objective, ``sum_p f_p``), ``epsilon`` (with
+        ``noise_scale`` > 1 the smaller total it spends),
         ``delta``, ``noise_multiplier``, ``sampling_rate``, ``steps``, ``method`` ("dp-sgd"), ``time_s``, ``event``
         (the dp-accounting event of one step, composed ``steps`` times) and ``solution`` (the released flat theta).
     """
@@ -225,6 +232,14 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     per_example = pooled.per_example()
     public = SimpleNamespace(name="central", per_example=per_example.public())  # all the calibration reads
     plan = mech.noise_plan(public, min_weight=1.0, separable=True, steps=int(steps), accountant=accountant)
+    if not (math.isfinite(noise_scale) and noise_scale >= 1.0):
+        raise ValueError(f"The 'noise_scale' parameter of central_private_anchor must be a float in [1, inf). "
+                         f"Got {noise_scale!r} instead.")
+    if noise_scale != 1.0:  # more noise: the same event with a larger multiplier, and the smaller epsilon it has
+        plan = dataclasses.replace(plan, scale=plan.scale * noise_scale)  # (its per-step claim stays an upper bound)
+        ledger = cvxdp.PrivacyLedger(["central"], target_delta=delta)
+        ledger.record("central", plan, int(steps))
+        epsilon = ledger.worst_epsilon("pld")
     rng = np.random.default_rng(seed)
     lo, hi = pooled.box
     theta = np.zeros(int(np.prod(pooled.shape)))
