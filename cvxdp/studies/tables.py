@@ -161,16 +161,24 @@ def cost_lines(table: pd.DataFrame, baselines: dict[str, dict[str, float]], metr
              "noise multiplied by sqrt(P) (what the sum of P independently noised updates carries at the same "
              "per-party budget; secure aggregation would remove it) - the central anchor. Means over seeds.", "",
              markdown_table(costs, floatfmt=".3g"), ""]
+    noise = "of which P parties' noise"
     for ds, grp in costs.groupby("data set", sort=False):
-        dist, noise = grp["distribution cost"], grp["of which P parties' noise"]
-        if dist.isna().all() or noise.isna().all():
+        grp = grp.dropna(subset=["distribution cost", noise])
+        if not len(grp):
             continue
+        parts = [f"eps {eps:g}: {dist:+.3g} vs {share:+.3g}"
+                 for eps, dist, share in zip(grp["total eps"], grp["distribution cost"], grp[noise])]
+        absorbed = [f"{eps:g}" for eps, dist, share in zip(grp["total eps"], grp["distribution cost"], grp[noise])
+                    if share > max(dist, 0.0)]
+        helped = [f"{eps:g}" for eps, share in zip(grp["total eps"], grp[noise]) if share < 0]
         where = f"On {ds}" if ds else "Here"
-        lines.append(f"- {where}, the distribution cost ranges {dist.min():.3g} to {dist.max():.3g} points over the "
-                     f"total epsilons; multiplying the central anchor's noise by sqrt(P) alone costs {noise.min():.3g} "
-                     f"to {noise.max():.3g} points (per epsilon in the table): that share is the parties' "
-                     "independent noise, which only secure aggregation would remove; the rest is the algorithm "
-                     "and the split of the data.")
+        lines.append(f"- {where}, the distribution cost vs what sqrt(P) x the central anchor's noise alone costs it "
+                     f"(points): {'; '.join(parts)}. The sqrt(P) share is the parties' independent noise, which only "
+                     "secure aggregation would remove" + (
+                         f"; where it exceeds the distribution cost (eps {', '.join(absorbed)}) the federated runs "
+                         "absorb more of that noise than the anchor's fixed steps do" if absorbed else "") + (
+                         f"; where it is negative (eps {', '.join(helped)}) the anchor did better with more noise, "
+                         "so it is no measure of the noise there" if helped else "") + ".")
     return lines + [""]
 
 

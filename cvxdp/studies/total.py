@@ -515,10 +515,18 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
         title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
               f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+    figures = [figure.name]
+    if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, the anchors drawn
+        for ds, sub in table.groupby("dataset", sort=False):  # one per data set: their errors differ by decades
+            figures.append(utility_vs_total_epsilon(
+                sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=family,
+                baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
+                title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
+                      f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} seeds").name)
     (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
-                                               figure.name, "report.md"]}
+                                               *figures, "report.md"]}
 
 
 def _kind(method: str) -> str:

@@ -73,6 +73,7 @@ def test_the_optimum_is_a_reference_row_at_every_epsilon_and_never_a_winner(fini
     assert "optimum (non-private, pooled data)" in report and "central-sqrtP (central, sqrt(P) x noise)" in report
     assert "## What privacy costs and what distribution costs (test_error, percent; costs in points)" in report
     assert "which only secure aggregation would remove" in report
+    assert (out / "test_error_vs_total_epsilon_small.png").stat().st_size > 0
 
 
 def test_the_cost_table_is_the_differences_of_the_rows():
