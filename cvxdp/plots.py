@@ -23,7 +23,9 @@ import pandas as pd  # noqa: E402
 
 STYLE = {"ObjL": ("tab:blue", "-", "o"), "ObjG": ("tab:green", "-", "s"), "OutL": ("tab:orange", "--", "^"),
          "OutG": ("tab:red", "--", "v"), "none": ("black", ":", None),
-         "InL": ("tab:purple", "-", "D"), "InG": ("tab:brown", "-", "P")}
+         "InL": ("tab:purple", "-", "D"), "InG": ("tab:brown", "-", "P"),
+         # the equal-total study's central anchors: DP on the pooled data (central-sqrtP hollow), the optimum
+         "central": ("black", "-", "*"), "optimum": ("tab:gray", "-.", "x")}
 
 #: metric -> (definition, unit) per template family; "power" is the SOC template, "fl" the logistic one.
 DEFINITIONS = {

@@ -316,11 +316,15 @@ def vertical_baselines(data: VerticalData, lam: float) -> dict[str, dict]:
             "party1_only": sklearn_baseline(data.train[0], data.y_train, data.test[0], data.y_test, lam)}
 
 
-def central_optimum(data: VerticalData, lam: float, *, bound: float | None = None, solver: str = "auto") -> dict:
+def central_optimum(data: VerticalData, lam: float, *, bound: float | None = None, solver: str = "auto",
+                    time_limit: float = 300.0, progress: Any = None) -> dict:
     """``min (1/N) sum_i log(1 + exp(-b_i x^T d_i)) + lam/2 ||x||^2  s.t. ||x_m|| <= bound``.
 
     "auto": CVXPY with Clarabel up to 20,000 samples, else scipy's L-BFGS-B on the unconstrained problem
     (the bound must then be inactive, which is checked). Returns objective, per-party solution, test log-loss.
+    ``time_limit`` (seconds): L-BFGS-B stops at it with its current iterate (the status says so); a conic solver
+    runs under :func:`cvxdp.solve_with_fallback`, each solver of its chain capped at it. ``progress`` receives one
+    line per step.
     """
     import time
 
@@ -338,18 +342,23 @@ def central_optimum(data: VerticalData, lam: float, *, bound: float | None = Non
             m = X @ w
             return _logloss(m, y) + 0.5 * lam * w @ w, X.T @ (-y * expit(-y * m)) / n + lam * w
 
-        res = minimize(fg, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B",
+        def deadline(intermediate_result: Any) -> None:  # SciPy ends the solve, keeping the iterate
+            if time.perf_counter() - start > time_limit:
+                raise StopIteration
+
+        res = minimize(fg, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", callback=deadline,
                        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20_000})
         w = res.x
         if bound is not None and any(np.linalg.norm(w[c]) > bound for c in data.columns):
             raise ConfigError("central_optimum: the bound is active; use solver='CLARABEL'.")
-        status = "optimal" if res.success else str(res.message)
+        status = "optimal" if res.success else \
+            f"time limit ({time_limit:g} s)" if time.perf_counter() - start > time_limit else str(res.message)
     else:
         x = cp.Variable(X.shape[1])
         obj = cp.sum(cp.logistic(-cp.multiply(y, X @ x))) / n + 0.5 * lam * cp.sum_squares(x)
         cons = [cp.norm(x[c], 2) <= bound for c in data.columns] if bound is not None else []
         prob = cp.Problem(cp.Minimize(obj), cons)
-        prob.solve(solver=solver)
+        solver = cvxdp.solve_with_fallback(prob, solver, time_limit=float(time_limit), progress=progress)
         w, status = np.asarray(x.value).ravel(), prob.status
     value = _logloss(X @ w, y) + 0.5 * lam * float(w @ w)
     return {"objective": value, "solver": solver, "status": status, "time_s": time.perf_counter() - start,
@@ -429,11 +438,13 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
             out["baseline_party1_test_logloss"] = base["party1_only"]["test_logloss"]
         return out
 
-    def central(lam: float | None = None, solver: str = "auto", **_: Any) -> dict[str, Any]:
+    def central(lam: float | None = None, solver: str = "auto", time_limit: float = 300.0, progress: Any = None,
+                **_: Any) -> dict[str, Any]:
         lam = float(cfg["lam"] if lam is None else lam)
-        key = ("central", lam, solver)
+        key = ("central", lam, solver, float(time_limit))
         if key not in cache:
-            cache[key] = central_optimum(data, lam, bound=cfg["bound"], solver=solver)
+            cache[key] = central_optimum(data, lam, bound=cfg["bound"], solver=solver, time_limit=time_limit,
+                                         progress=progress)
         res = cache[key]
         return {**res, "solution": {k: v.copy() for k, v in res["solution"].items()}}
 

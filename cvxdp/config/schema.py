@@ -98,6 +98,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("agents", "int >= 1", "5 (femnist: all writers)", "number of agents (femnist: first N writers)"),
         ("writers", "list of int >= 0", "none", "femnist only: the writers by index in the shards' file order "
          "(e.g. [10, ..., 19], a held-out set); exclusive with agents"),
+        ("silos", "int >= 1 or list of lists", "none", "cross-silo agents silo0, silo1, ...: femnist: the loaded "
+         "writers in S contiguous groups (or the listed writers of each silo); other data sets: S parts of split "
+         "(= agents)"),
         ("split", "str", "iid (femnist: writer)", "iid | label_skew | dirichlet | writer"),
         ("dirichlet_alpha", "float > 0", "0.5", "concentration of the Dirichlet split"),
         ("classes_per_agent", "int >= 1", "2", "labels per agent (label_skew)"),
@@ -183,8 +186,10 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
          "sampling_rate, clip_norm)"),
         ("anchors", "list of str", "[InL, InG]", "one-shot baselines: InL / InG (input perturbation + exact ADMM, "
          "templates with the hook) or ObjL/ObjG/OutL/OutG-once (one release of the mechanism: T = 1, noise drawn "
-         "once with J = 1), or central (a centralized private model on the pooled data at the same budget: the "
-         "logistic template's DP-SGD; what distribution costs)"),
+         "once with J = 1, on every record), central (a centralized private model on the pooled data at the same "
+         "budget: the logistic template's DP-SGD; what distribution costs), central-sqrtP (the same with sqrt(P) x "
+         "its noise: what P parties' independent noises cost) or optimum (the non-private pooled optimum: what "
+         "privacy costs)"),
         ("one_shot_local_updates", "int >= 1", "1", "J of the -once anchors (J > 1: J noisy local updates, composed)"),
         ("datasets", "list of tables", "none", "{ name, model = { ... } }: every cell runs on each data set "
          "([model] entries replaced; writers replaces agents); a winner is stated only when it wins on every one"),

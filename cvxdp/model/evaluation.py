@@ -16,6 +16,7 @@ keeps CVXPY's own evaluation for that constraint or term only, so the numbers ar
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -340,6 +341,8 @@ class Metrics:
             self._maps = maps
             #: a declared box: its violation is read off the bounds (the same numbers as the maps give)
             self._box = agent.box_bounds() if agent.constraints else None
+            #: the box's bounds as two numbers when every coordinate has the same ones (a reduction each, below)
+            self._uniform = _uniform_bounds(self._box) if self._box is not None else None
             self._violation = _Violation(plan, pad=maps.m.size - 1)
             self._tree_constraints = plan.tree
             objective_maps = _Maps()
@@ -369,6 +372,14 @@ class Metrics:
         ``max(lo - u, u - hi, 0)``: each entry is the number its constraint's map computes (``u - c`` and
         ``c - u`` are exact negations), without the sparse product."""
         if self._box is not None:
+            if self._uniform is not None and u.size:
+                # max_k (lo - u_k) = lo - min_k u_k (rounding is monotone; an infinite bound gives -inf either
+                # way), likewise for hi: the same number from two reductions when u is finite (else the
+                # expression below decides, NaN included)
+                lo, hi = self._uniform
+                smallest, largest = float(u.min()), float(u.max())
+                if math.isfinite(smallest) and math.isfinite(largest):
+                    return max(0.0, lo - smallest, largest - hi)
             lo, hi = self._box
             return max(0.0, float(np.maximum(lo - u, u - hi).max())) if u.size else 0.0
         worst = self._violation(u, self._maps.values(u))
@@ -378,6 +389,14 @@ class Metrics:
                 v = con.violation()
                 worst = max(worst, float(np.max(v)) if np.size(v) else 0.0)
         return worst
+
+
+def _uniform_bounds(box: tuple[np.ndarray, np.ndarray]) -> tuple[float, float] | None:
+    """``(lo, hi)`` as numbers when every coordinate of the box has the same bounds, else None."""
+    lo, hi = (np.asarray(b, dtype=float) for b in box)
+    if not lo.size or np.any(lo != lo.flat[0]) or np.any(hi != hi.flat[0]):
+        return None
+    return float(lo.flat[0]), float(hi.flat[0])
 
 
 class TreeMetrics:

@@ -230,9 +230,12 @@ class BoxProjection:
 
     def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
         self.lo, self.hi = lo, hi
+        # the same bounds on every coordinate: clip to two numbers (the same values; reads one array, not three)
+        uniform = np.size(lo) > 0 and np.all(lo == np.ravel(lo)[0]) and np.all(hi == np.ravel(hi)[0])
+        self._bounds = (float(np.ravel(lo)[0]), float(np.ravel(hi)[0])) if uniform else (lo, hi)
 
     def project(self, v: np.ndarray, c: np.ndarray, *, round: int | None = None) -> tuple[np.ndarray, SolveReport]:
-        return np.clip(v, self.lo, self.hi), SolveReport()
+        return np.clip(v, *self._bounds), SolveReport()
 
 
 def _box_bounds(data: ConeData) -> tuple[np.ndarray, np.ndarray] | None:

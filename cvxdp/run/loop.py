@@ -155,6 +155,7 @@ def run_loop(family: Family, *, backend: Backend, agents: Sequence[Any] | None, 
     lock = OutputLock(checkpoint, "checkpoint directory").acquire()
     frozen = contextlib.ExitStack()
     try:
+        frozen.enter_context(one_blas_thread())  # the in-process nodes and the aggregation (see its docstring)
         # a checkpoint of another run is refused before any node is started
         saved = load_checkpoint(checkpoint, fp) if checkpoint is not None else None
         backend.start(family.nodes(), agents, root.spawn(len(names)) if agents is not None else None)
@@ -288,6 +289,25 @@ def long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Limit the BLAS libraries loaded in this process to one thread until the block ends, then restore their
+    counts (threadpoolctl): what runs here (the serial backend's nodes, the family's aggregation) computes as
+    every Ray actor does (``OMP_NUM_THREADS=1``).
+
+    A run's products are small (an agent's rows times a parameter block, dot products of its shared vectors): a
+    second BLAS thread buys little and, on a machine shared with other processes, its spinning workers cost far
+    more. Measured on the FEMNIST-sized round of ``benchmarks/bench_fl.py`` (10 agents of 153 x 784, 62 classes)
+    on 2 cores at a load average of 4.7: 59-126 ms of CPU per round with OpenBLAS's default 2 threads against
+    15-16 ms with one (float32: 62-238 against 12-13 ms); most of the loss was the aggregation's dot products.
+    The caller's own limits come back when the run ends (also when it fails).
+    """
+    from threadpoolctl import threadpool_limits  # with scikit-learn; loaded when a run starts
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def root_seed_sequence(seed: int | None, owner: str = "solve") -> tuple[int | None, np.random.SeedSequence]:
     """Validate ``seed`` and return it with the run's root SeedSequence.
 
@@ -317,4 +337,4 @@ def seed_config(seed: int | None) -> dict:
     return {"seed": seed, "seeded": seed is not None}
 
 
-__all__ = ['LoopState', 'long_lived_frozen', 'run_loop']
+__all__ = ['LoopState', 'long_lived_frozen', 'one_blas_thread', 'run_loop']

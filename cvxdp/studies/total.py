@@ -12,7 +12,15 @@ A study file with ``[study] kind = "total"`` (named by a grid study's ``total`` 
   a per-round mechanism: one round (T = 1) of ``one_shot_local_updates`` local updates (J = 1 by default: noise
   drawn once, after one update from the public start, where the stated sensitivity holds), the whole budget, the
   coordinator's global update of the copies as the model; the ledger holds one entry per party;
-* the non-private line is exact ADMM on the true data (power), else the case's algorithm without noise.
+* the non-private line is exact ADMM on the true data (power), else the case's algorithm without noise;
+* the central anchors (templates with the hooks): ``central``, the template's private model on the pooled data at
+  the same total budget (``ModelInstance.central_private``; the logistic template's DP-SGD); ``central-sqrtP``, the
+  same with its noise multiplied by ``sqrt(P)`` (P the data set's agents: the noise the sum of P parties'
+  independent noises carries; a diagnostic whose ledger shows the smaller epsilon it spends); and ``optimum``, the
+  non-private optimum on the pooled data (``ModelInstance.central``), one cell per data set and a reference row at
+  every epsilon. The report then states what privacy costs and what distribution costs apart
+  (:func:`cvxdp.studies.tables.cost_lines`). One-shot releases use every record: the case's ``sampling_rate`` and ``clip_norm``
+  are for its per-round runs.
 
 ``mechanisms`` may hold variants: ``{ name = "ObjG-q0.1", mechanism = "ObjG", privacy = { sampling_rate = 0.1,
 clip_norm = 1.0 } }`` (its own [privacy] entries). ``datasets = [{ name = "writers 0-9", model = {...} }, ...]``
@@ -64,7 +72,7 @@ from ..plots import utility_vs_total_epsilon
 from ..privacy import InputPerturbation, PrivacyLedger
 from ..run import Result, jsonable, locks_output
 from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
-from .tables import markdown_table
+from .tables import cost_lines, markdown_table
 
 _TOTAL_KEYS = {"kind", "name", "description", "case", "mechanisms", "anchors", "epsilons", "delta", "seeds", "schedule",
                "anchor_rounds", "baseline", "datasets", "one_shot_local_updates"}
@@ -76,6 +84,20 @@ ONE_SHOT = {f"{m}-once": m for m in ("ObjL", "ObjG", "OutL", "OutG")}
 #: the centralized private anchor: a trusted curator's model on the pooled data at the same total budget
 #: (the template's ``ModelInstance.central_private``; the logistic template: DP-SGD)
 CENTRAL = "central"
+#: the central anchor with its noise multiplied by sqrt(P), P the data set's agents: the noise the sum of P
+#: parties' independently noised updates carries at the same per-party budget (secure aggregation would give the
+#: central anchor's); a diagnostic of what distribution costs, private at the smaller epsilon it reports
+CENTRAL_NOISE = "central-sqrtP"
+#: the non-private optimum on the pooled data (the template's ``central``): what privacy costs is the central
+#: anchor against it; one cell per data set, a reference row at every epsilon of the table
+OPTIMUM = "optimum"
+#: every anchor name -> what it is (the study file's ``anchors``)
+ANCHOR_NAMES = (*ANCHORS, *ONE_SHOT, CENTRAL, CENTRAL_NOISE, OPTIMUM)
+#: [privacy] entries of the case that the one-shot releases leave out: they use every record once (the case's
+#: subsampling is for its per-round runs)
+_ONE_SHOT_DROPS = ("sampling_rate", "clip_norm")
+#: seconds the non-private optimum (:data:`OPTIMUM`) may take
+OPTIMUM_SECONDS = 600.0
 #: the table's metrics per template family, the first one decides the winner
 METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
 #: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
@@ -144,12 +166,15 @@ class TotalStudy:
         out = []
         for ds in [name for name, _ in self.datasets] or [""]:
             out += [TotalCell("none", None, self.seeds[0], self.anchor_rounds, 1, ds)] if self.baseline else []
+            out += [TotalCell(OPTIMUM, None, self.seeds[0], 1, 1, ds)] if OPTIMUM in self.anchors else []
             for eps in self.epsilons:
                 rounds, js = self.schedule_for(eps)
                 out += [TotalCell(m, eps, s, rounds, js, ds) for m in self.mechanisms for s in self.seeds]
                 for a in self.anchors:
+                    if a == OPTIMUM:
+                        continue
                     t, j = (1, self.one_shot_local_updates) if a in ONE_SHOT else \
-                        ((1, 1) if a == CENTRAL else (self.anchor_rounds, 1))
+                        ((1, 1) if a in (CENTRAL, CENTRAL_NOISE) else (self.anchor_rounds, 1))
                     out += [TotalCell(a, eps, s, t, j, ds) for s in self.seeds]
         return out
 
@@ -243,10 +268,9 @@ def load_total_study(path: str | Path) -> TotalStudy:
                                                   kind="total")
     variants = _total_methods(table.get("mechanisms", ["ObjG", "OutG"]), path)
     anchors = table.get("anchors", list(ANCHORS))
-    if not isinstance(anchors, list) or any(a not in ANCHORS and a not in ONE_SHOT and a != CENTRAL
-                                            for a in anchors):
-        raise ConfigError(f"{path}: the 'anchors' entry of [study] must be a list of names from "
-                          f"{', '.join([*ANCHORS, *ONE_SHOT, CENTRAL])}. Got {anchors!r} instead.")
+    if not isinstance(anchors, list) or any(a not in ANCHOR_NAMES for a in anchors) or len(set(anchors)) != len(anchors):
+        raise ConfigError(f"{path}: the 'anchors' entry of [study] must be a list of distinct names from "
+                          f"{', '.join(ANCHOR_NAMES)}. Got {anchors!r} instead.")
     if not variants and not anchors:
         raise ConfigError(f"{path}: an equal-total study needs at least one mechanism or anchor.")
     delta = table.get("delta", 1e-5)
@@ -287,7 +311,7 @@ def _total_case(study: TotalStudy, base: Any, cell: TotalCell, exact_baseline: b
     exact ADMM (input-perturbation anchors; the baseline when ``exact_baseline``), or the case's own algorithm
     without noise (the baseline otherwise)."""
     run = {**study.overrides["run"], "seed": cell.seed}
-    if cell.method == CENTRAL:  # no federated run: the case fingerprints the data and the model
+    if cell.method in (CENTRAL, CENTRAL_NOISE, OPTIMUM):  # no federated run: the case fingerprints data and model
         case = base.with_overrides(run=run)
         case.privacy = {"mechanism": "none"}
         return case
@@ -301,11 +325,12 @@ def _total_case(study: TotalStudy, base: Any, cell: TotalCell, exact_baseline: b
     if cell.method == "none":
         case.privacy = {"mechanism": "none"}
         return case
-    mechanism, extra = (ONE_SHOT[cell.method], {}) if cell.method in ONE_SHOT else \
-        study.variants.get(cell.method, (cell.method, {}))
-    case.privacy = {**{k: v for k, v in base.privacy.items() if k not in _STUDY_SET},
-                    **study.overrides["privacy"], **extra, "mechanism": mechanism, "epsilon": cell.epsilon,
-                    "delta": study.delta, "calibrate": "total"}
+    one_shot = cell.method in ONE_SHOT
+    mechanism, extra = (ONE_SHOT[cell.method], {}) if one_shot else study.variants.get(cell.method, (cell.method, {}))
+    drop = _STUDY_SET + (_ONE_SHOT_DROPS if one_shot else ())
+    case.privacy = {**{k: v for k, v in {**base.privacy, **study.overrides["privacy"]}.items() if k not in drop},
+                    **extra, "mechanism": mechanism, "epsilon": cell.epsilon, "delta": study.delta,
+                    "calibrate": "total"}
     return case
 
 
@@ -329,21 +354,38 @@ def _anchor_run(case: Any, instance: Any, mechanism: InputPerturbation, seed: in
     return result, summary
 
 
-def _central_run(instance: Any, epsilon: float, delta: float, seed: int) -> tuple[Any, dict[str, Any]]:
+def _central_run(instance: Any, epsilon: float, delta: float, seed: int, noise_scale: float = 1.0
+                 ) -> tuple[Any, dict[str, Any]]:
     """The template's centralized private anchor (``ModelInstance.central_private``) as a study cell: a one-row
-    history of its metrics and a ledger of its one pooled release (its ``steps`` composed events)."""
-    out = instance.central_private(epsilon, delta, seed)
+    history of its metrics and a ledger of its one pooled release (its ``steps`` composed events). ``noise_scale``
+    (> 1: :data:`CENTRAL_NOISE`) multiplies its noise; the ledger then holds the smaller epsilon it spends."""
+    out = instance.central_private(epsilon, delta, seed, **({"noise_scale": noise_scale} if noise_scale != 1.0
+                                                            else {}))
     metrics = {k: float(v) for k, v in out.items() if k in METRICS["fl"] or k == "train_error"}
     ledger = PrivacyLedger([CENTRAL], target_delta=delta)
-    ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(epsilon, delta))
+    ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(float(out.get("epsilon", epsilon)), delta))
     history = pd.DataFrame([{"round": 1, **metrics}])
     config = {"central_private": {k: out[k] for k in ("method", "noise_multiplier", "sampling_rate", "steps")
-                                  if k in out}, "seed": seed}
+                                  if k in out}, "seed": seed, "noise_scale": noise_scale}
     result = Result(history=history, agent_history=pd.DataFrame([{"round": 1, "agent": CENTRAL}]),
                     solution={"theta": np.asarray(out["solution"], dtype=float)}, local={}, privacy=ledger.summary(),
                     config=config, stop_reason="rounds", ledger=ledger)
     summary = {**metrics, **result.summary(), "mechanism": out.get("method", CENTRAL), "epsilon": epsilon}
     return result, summary
+
+
+def _optimum_run(instance: Any, time_limit: float) -> tuple[Any, dict[str, Any]]:
+    """The template's non-private optimum on the pooled data (``ModelInstance.central``, to a projected gradient
+    of 1e-6 within ``time_limit`` seconds) as a study cell, with its test metrics."""
+    out = instance.central(tol=1e-6, time_limit=time_limit, solution=True)
+    metrics = {"train_cost": float(out["objective"]), **{k: float(out[k]) for k in ("test_error", "train_error")
+                                                          if k in out}}
+    result = Result(history=pd.DataFrame([{"round": 1, **metrics}]),
+                    agent_history=pd.DataFrame([{"round": 1, "agent": OPTIMUM}]),
+                    solution={k: np.asarray(v, dtype=float) for k, v in out["solution"].items()}, local={},
+                    privacy={}, config={"central": {k: out[k] for k in ("solver", "status", "time_s") if k in out}},
+                    stop_reason="rounds")
+    return result, {**metrics, "mechanism": OPTIMUM, "status": str(out.get("status", ""))}
 
 
 def _total_metrics(row: dict[str, Any], family: str) -> dict[str, float]:
@@ -398,8 +440,11 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         if cell.dataset not in contexts:
             context, instance = settings_context(base)
             for needed, hook, what in (
-                    (CENTRAL in study.anchors, "central_private", "centralized private anchor (the logistic "
-                     "template's models have one); remove 'central' from anchors in [study]"),
+                    (bool({CENTRAL, CENTRAL_NOISE} & set(study.anchors)), "central_private", "centralized "
+                     "private anchor (the logistic template's models have one); remove 'central' and "
+                     f"'{CENTRAL_NOISE}' from anchors in [study]"),
+                    (OPTIMUM in study.anchors, "central", "centralized non-private optimum; remove "
+                     f"'{OPTIMUM}' from anchors in [study]"),
                     (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
                      f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
                      "no hook)")):
@@ -415,8 +460,11 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         if cell.method in ANCHORS:
             mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
             config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
-        if cell.method == CENTRAL:
-            config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta}
+        if cell.method in (CENTRAL, CENTRAL_NOISE):
+            config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta,
+                                         "noise": "x sqrt(agents)" if cell.method == CENTRAL_NOISE else "calibrated"}
+        if cell.method == OPTIMUM:
+            config["central"] = {"tol": 1e-6, "time_limit": OPTIMUM_SECONDS}
 
         def compute(cell_dir: Path, case=case, cell=cell, base=base) -> tuple:
             context, instance = contexts[cell.dataset]
@@ -426,6 +474,11 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
             with collecting_warnings(collected):
                 if cell.method == CENTRAL:
                     return _central_run(instance, cell.epsilon, study.delta, cell.seed)
+                if cell.method == CENTRAL_NOISE:
+                    return _central_run(instance, cell.epsilon, study.delta, cell.seed,
+                                        noise_scale=math.sqrt(len(instance.agents)))
+                if cell.method == OPTIMUM:
+                    return _optimum_run(instance, OPTIMUM_SECONDS)
                 if cell.method in ANCHORS:
                     return _anchor_run(case, instance, InputPerturbation(ANCHORS[cell.method], cell.epsilon,
                                                                          study.delta), cell.seed)
@@ -434,8 +487,7 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
 
         result, summary = runner.run(cell.key, config, compute, context=context)
         priv = summary.get("privacy") or {}
-        kind = "central" if cell.method == CENTRAL else "anchor" if cell.method in ANCHORS or cell.method in ONE_SHOT else \
-            ("non-private" if cell.method == "none" else "per-round")
+        kind = _kind(cell.method)
         cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
                 "kind": kind, "total_epsilon": cell.epsilon, "delta": None if cell.epsilon is None else study.delta,
                 "seed": cell.seed, "rounds": cell.rounds, "local_updates": cell.local_updates}
@@ -463,10 +515,32 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
         baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
         title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
               f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+    figures = [figure.name]
+    if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, the anchors drawn
+        for ds, sub in table.groupby("dataset", sort=False):  # one per data set: their errors differ by decades
+            figures.append(utility_vs_total_epsilon(
+                sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=family,
+                baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
+                title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
+                      f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} seeds").name)
     (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
-                                               figure.name, "report.md"]}
+                                               *figures, "report.md"]}
+
+
+def _kind(method: str) -> str:
+    """A cell's kind in the tables: per-round, anchor (one-shot), central, central-noise, reference (the
+    non-private optimum) or non-private (the federated run without noise)."""
+    if method == CENTRAL:
+        return "central"
+    if method == CENTRAL_NOISE:
+        return "central-noise"
+    if method == OPTIMUM:
+        return "reference"
+    if method in ANCHORS or method in ONE_SHOT:
+        return "anchor"
+    return "non-private" if method == "none" else "per-round"
 
 
 def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
@@ -475,6 +549,12 @@ def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
     private = results[results["method"] != "none"]
     if "dataset" not in private:
         private = private.assign(dataset="")
+    reference = private[private["method"] == OPTIMUM]
+    private = private[private["method"] != OPTIMUM]
+    epsilons = sorted(private["total_epsilon"].dropna().unique())
+    # the non-private optimum is one cell per data set: its row repeats at every epsilon of the table
+    private = pd.concat([private, *[reference.assign(total_epsilon=e) for e in epsilons]], ignore_index=True) \
+        if len(reference) else private
     rows = []
     for (dataset, method, eps), grp in private.groupby(["dataset", "method", "total_epsilon"], sort=False):
         row = {"dataset": dataset, "method": method, "kind": grp["kind"].iloc[0], "total_epsilon": float(eps),
@@ -554,7 +634,7 @@ def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     is the reference of what distribution costs) of each column -- only when the same method wins it on every data
     set (:func:`column_winner`)."""
     eps = sorted(table["total_epsilon"].unique())
-    rank = {"per-round": 0, "anchor": 1, "central": 2}
+    rank = {"per-round": 0, "anchor": 1, "central": 2, "central-noise": 3, "reference": 4}
     order = list(dict.fromkeys(table.sort_values("kind", key=lambda k: k.map(rank).fillna(0),
                                                  kind="stable")["method"]))
     sets = _datasets(table)
@@ -567,8 +647,9 @@ def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
             if not len(sub):
                 continue
             sub = sub.set_index("total_epsilon")
-            kind = {"anchor": "one-shot anchor", "central": "central anchor, pooled data"}.get(sub["kind"].iloc[0],
-                                                                                              "per round")
+            kind = {"anchor": "one-shot anchor", "central": "central anchor, pooled data",
+                    "central-noise": "central, sqrt(P) x noise", "reference": "non-private, pooled data"
+                    }.get(sub["kind"].iloc[0], "per round")
             rows.append({"method": f"{method} ({kind})", **({"data set": ds} if len(sets) > 1 else {}), **{
                 f"eps={e:g}": _pm(sub.loc[e, f"{metric}_mean"], sub.loc[e, f"{metric}_se"]) if e in sub.index
                 else "n/a" for e in eps}})
@@ -708,6 +789,8 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
                   *[f"- total eps = {e:g}, {m}: " + (f"**{w}** wins on every data set" if w else text)
                     for e in sorted(table["total_epsilon"].unique()) for m in metrics
                     for w, text in [column_winner(table, m, e)]], ""]
+    if family == "fl":
+        lines += cost_lines(table, bases)
     baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if family == \
         "power" else f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
     lines += ["![utility vs total epsilon](utility_vs_total_epsilon.png)", "", "## Details", "",
@@ -739,4 +822,4 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
     return lines
 
 
-__all__ = ["ANCHORS", "CENTRAL", "ONE_SHOT", "METRICS", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict"]
+__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "METRICS", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict"]

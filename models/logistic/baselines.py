@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, minimize
 from sklearn.linear_model import LogisticRegression
+from threadpoolctl import threadpool_limits
 
 import cvxdp
 
@@ -34,8 +36,8 @@ CLARABEL_MAX_CONES = 20_000
 
 
 def lbfgsb_box(value: Callable[[np.ndarray], float], grad: Callable[[np.ndarray], np.ndarray], x0: np.ndarray,
-               lo: float, hi: float, *, tol: float = 1e-9, max_iter: int = 50_000, restarts: int = 10
-               ) -> tuple[np.ndarray, float, int, str]:
+               lo: float, hi: float, *, tol: float = 1e-9, max_iter: int = 50_000, restarts: int = 10,
+               time_limit: float | None = None) -> tuple[np.ndarray, float, int, str]:
     """Minimise a smooth convex function over the box ``[lo, hi]^n`` with SciPy's L-BFGS-B.
 
     Parameters
@@ -54,26 +56,46 @@ def lbfgsb_box(value: Callable[[np.ndarray], float], grad: Callable[[np.ndarray]
         L-BFGS-B stops early when its line search stalls on an ill-conditioned problem (a box with few samples per
         parameter); it starts again from where it stopped, with a fresh curvature memory, up to this many times
         while the objective still decreases.
+    time_limit : float, optional
+        Seconds (wall clock) the whole solve may take: checked after every iteration, so it stops within one
+        iteration of the limit with the current iterate (in the box). None: no limit.
 
     Returns
     -------
-    x, f(x), iterations, status ("optimal", or L-BFGS-B's message when it stopped short)
+    x, f(x), iterations, status ("optimal"; "time limit (T s): projected gradient G > tol" when the limit stopped it
+    short; else "inaccurate: " and L-BFGS-B's message)
     """
+    start = time.perf_counter()
     n = int(np.size(x0))
     bounds = Bounds(np.full(n, lo), np.full(n, hi))
     options = {"gtol": tol, "ftol": 0.0, "maxiter": max_iter, "maxfun": 2 * max_iter, "maxcor": 20}
     x, iterations, fx, message = np.clip(np.asarray(x0, dtype=float), lo, hi), 0, math.inf, ""
+    timed_out = False
+
+    def deadline(intermediate_result: Any) -> None:  # SciPy ends the solve, keeping the iterate, on StopIteration
+        nonlocal timed_out
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            timed_out = True
+            raise StopIteration
+
     for _ in range(restarts + 1):  # a fresh start drops a curvature memory that stalls the line search
-        res = minimize(value, x, jac=grad, method="L-BFGS-B", bounds=bounds, options=options)
+        res = minimize(value, x, jac=grad, method="L-BFGS-B", bounds=bounds, options=options, callback=deadline)
         x, iterations, message = res.x, iterations + int(res.nit), str(res.message)  # L-BFGS-B stays in the box
         pg = float(np.max(np.abs(x - np.clip(x - grad(x), lo, hi)))) if n else 0.0  # the projected gradient
         improved, fx = float(res.fun) < fx, min(fx, float(res.fun))
-        if pg <= tol or not improved or iterations >= max_iter:
+        if pg <= tol or not improved or iterations >= max_iter or timed_out:
             break
-    return x, float(res.fun), iterations, "optimal" if pg <= tol else f"inaccurate: {message}"  # f at res.x (in the box)
+    if pg <= tol:
+        status = "optimal"
+    elif timed_out:
+        status = f"time limit ({time_limit:g} s): projected gradient {pg:.3g} > tol {tol:g}"
+    else:
+        status = f"inaccurate: {message}"
+    return x, float(res.fun), iterations, status  # f at res.x (in the box)
 
 
-def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -> dict[str, Any]:
+def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9, time_limit: float = 300.0,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Centralized constrained optimum of the pooled model (a ``MulticlassLogistic`` / ``BinaryLogistic``
     built with ``.pooled(models)``, whose value is ``sum_p f_p``).
 
@@ -84,12 +106,21 @@ def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -
         "auto": Clarabel through CVXPY up to :data:`CLARABEL_MAX_CONES` samples x classes, L-BFGS-B above.
     tol : float
         L-BFGS-B's tolerance on the projected gradient.
+    time_limit : float
+        Seconds the solve may take: L-BFGS-B stops at it with its current iterate (the status says so); a conic
+        solver runs under :func:`cvxdp.solve_with_fallback` (each solver of the chain capped at it, a fallback
+        announced).
+    progress : callable(str), optional
+        Receives one line per step.
 
     Returns
     -------
     dict
         ``objective``, ``solver``, ``status``, ``time_s``, ``solution`` (flat, column-major).
     """
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
+        raise ValueError(f"The 'time_limit' parameter of central_reference must be a float in (0, inf). "
+                         f"Got {time_limit!r} instead.")
     classes = getattr(pooled, "classes", 1)
     if solver == "auto":
         solver = "CLARABEL" if len(pooled.X) * classes <= CLARABEL_MAX_CONES else "L-BFGS-B"
@@ -97,11 +128,17 @@ def central_reference(pooled: Any, *, solver: str = "auto", tol: float = 1e-9) -
     if solver == "L-BFGS-B":
         lo, hi = pooled.box
         size = int(np.prod(pooled.shape))
-        x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol)
+        if progress is not None:
+            progress(f"the centralized solve: L-BFGS-B to a projected gradient of {tol:g} ({time_limit:g} s)")
+        with threadpool_limits(limits=1, user_api="blas"):  # see cvxdp.run.loop.one_blas_thread
+            x, fx, iters, status = lbfgsb_box(pooled.value, pooled.gradient, np.zeros(size), lo, hi, tol=tol,
+                                              time_limit=time_limit)
+        if progress is not None:
+            progress(f"the centralized solve: L-BFGS-B status {status!r} after {time.perf_counter() - t0:.1f} s")
         return {"objective": fx, "solver": solver, "status": status, "iterations": iters,
                 "time_s": time.perf_counter() - t0, "solution": x}
     prob, var = pooled.constant_problem()
-    prob.solve(solver=solver)
+    solver = cvxdp.solve_with_fallback(prob, solver, time_limit=float(time_limit), progress=progress)
     u = np.clip(np.ravel(var.value, order="F"), *pooled.box)
     return {"objective": pooled.value(u), "solver": solver, "status": prob.status,
             "time_s": time.perf_counter() - t0, "solution": u}
@@ -147,7 +184,8 @@ def single_agent_baseline(parts: Sequence[tuple[np.ndarray, np.ndarray]], X_test
 
 def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, *, epsilon: float, delta: float,
                            steps: int = 200, sampling_rate: float = 0.05, clip_norm: float = 1.0, lr: float = 1.0,
-                           seed: int | None = None, accountant: str = "pld") -> dict[str, Any]:
+                           seed: int | None = None, accountant: str = "pld", noise_scale: float = 1.0
+                           ) -> dict[str, Any]:
     """A centralized private anchor: DP-SGD on the pooled training data at a total ``(epsilon, delta)``.
 
     What a trusted curator holding every party's data could release at the same total budget, with the same
@@ -174,11 +212,16 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     seed : int, optional
         Seed of the sample and noise generator (research reproducibility; None: fresh OS entropy).
     accountant : {"rdp", "pld"}
+    noise_scale : float
+        Multiplies the calibrated noise (>= 1). ``sqrt(P)`` gives the noise that the sum of ``P`` parties'
+        independently noised gradients carries at the same per-party budget (what a federated average pays
+        without secure aggregation): a diagnostic, private at the smaller ``epsilon`` it returns.
 
     Returns
     -------
     dict
-        ``test_error``, ``train_error``, ``train_cost`` (the pooled objective, ``sum_p f_p``), ``epsilon``,
+        ``test_error``, ``train_error``, ``train_cost`` (the pooled objective, ``sum_p f_p``), ``epsilon`` (with
+        ``noise_scale`` > 1 the smaller total it spends),
         ``delta``, ``noise_multiplier``, ``sampling_rate``, ``steps``, ``method`` ("dp-sgd"), ``time_s``, ``event``
         (the dp-accounting event of one step, composed ``steps`` times) and ``solution`` (the released flat theta).
     """
@@ -189,12 +232,21 @@ def central_private_anchor(pooled: Any, X_test: np.ndarray, y_test: np.ndarray, 
     per_example = pooled.per_example()
     public = SimpleNamespace(name="central", per_example=per_example.public())  # all the calibration reads
     plan = mech.noise_plan(public, min_weight=1.0, separable=True, steps=int(steps), accountant=accountant)
+    if not (math.isfinite(noise_scale) and noise_scale >= 1.0):
+        raise ValueError(f"The 'noise_scale' parameter of central_private_anchor must be a float in [1, inf). "
+                         f"Got {noise_scale!r} instead.")
+    if noise_scale != 1.0:  # more noise: the same event with a larger multiplier, and the smaller epsilon it has
+        plan = dataclasses.replace(plan, scale=plan.scale * noise_scale)  # (its per-step claim stays an upper bound)
+        ledger = cvxdp.PrivacyLedger(["central"], target_delta=delta)
+        ledger.record("central", plan, int(steps))
+        epsilon = ledger.worst_epsilon("pld")
     rng = np.random.default_rng(seed)
     lo, hi = pooled.box
     theta = np.zeros(int(np.prod(pooled.shape)))
-    for _ in range(int(steps)):  # the Poisson sample and the noise from one generator, never reseeded
-        g = per_example.gradient(theta, rng, q, C)
-        theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
+    with threadpool_limits(limits=1, user_api="blas"):  # small products: one thread (cvxdp.run.loop.one_blas_thread)
+        for _ in range(int(steps)):  # the Poisson sample and the noise from one generator, never reseeded
+            g = per_example.gradient(theta, rng, q, C)
+            theta = np.clip(theta - lr * plan.perturb(rng, g), lo, hi)
     test = float(np.mean(pooled.predict(theta, X_test) != y_test)) if len(y_test) else math.nan
     return {"test_error": test, "train_error": float(np.mean(pooled.predict(theta, pooled.X) != pooled.y)),
             "train_cost": float(pooled.value(theta)), "epsilon": float(epsilon), "delta": float(delta),

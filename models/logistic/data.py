@@ -36,7 +36,7 @@ from cvxdp.errors import ConfigError
 
 __all__ = [
     "ADULT_SCALE", "BREAST_CANCER_SCALE", "FEMNIST_CLASSES", "MNIST_CLASSES", "FemnistData", "check_labels",
-    "clip_rows", "load_adult", "load_femnist", "load_idx", "load_libsvm", "load_mnist", "load_sklearn",
+    "clip_rows", "group_parts", "group_sizes", "load_adult", "load_femnist", "load_idx", "load_libsvm", "load_mnist", "load_sklearn",
     "normalize_rows", "public_scale", "split_dirichlet", "split_iid", "split_label_skew", "train_test",
 ]
 
@@ -601,6 +601,25 @@ def split_label_skew(X: np.ndarray, y: np.ndarray, agents: int, rng: np.random.G
     for row in assign:
         idx = np.concatenate([shards[s] for s in row])
         out.append((X[idx], y[idx]))
+    return out
+
+
+def group_sizes(items: int, groups: int) -> list[int]:
+    """Sizes of ``groups`` contiguous groups of ``items`` that differ by at most one, the larger first (the silos of
+    ``[model] silos = S``)."""
+    if not 1 <= groups <= items:
+        raise ConfigError(f"The 'silos' entry of [model] must be an int in [1, {items}]: there are {items} writers to "
+                          f"group. Got {groups} instead.")
+    return [items // groups + (1 if k < items % groups else 0) for k in range(groups)]
+
+
+def group_parts(parts: Split, sizes: Sequence[int]) -> Split:
+    """Consecutive ``parts`` joined into groups of the given ``sizes`` (rows and labels stacked in order)."""
+    out, start = [], 0
+    for size in sizes:
+        chunk = parts[start:start + size]
+        out.append((np.vstack([X for X, _ in chunk]), np.concatenate([y for _, y in chunk])))
+        start += size
     return out
 
 

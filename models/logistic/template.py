@@ -12,6 +12,12 @@ writers            FEMNIST only: the writers by index in the shards' file order 
                    each below the number of writers in the files (else an error naming the count); exclusive
                    with ``agents`` (absent: the first ``agents`` writers). ``total_samples`` is still checked
                    against the loaded writers' training samples
+silos              cross-silo agents: an int S makes S agents, each a silo holding many records (FEMNIST: the
+                   loaded writers, in file order or the order of ``writers``, dealt into S contiguous groups
+                   whose writer counts differ by at most one, the larger first; other data sets: S parts of
+                   ``split``, the same as ``agents = S``); or, FEMNIST only, a list of silos, each a list of
+                   writer indexes (disjoint; exclusive with ``agents`` and ``writers``). Agents are named
+                   ``silo0``, ``silo1``, ...; the neighbouring relation stays one record
 split              "iid" | "label_skew" | "dirichlet" (FEMNIST: "writer", its natural split)
 dirichlet_alpha    concentration of the Dirichlet split (smaller = more skew)
 classes_per_agent  labels per agent in the label-skew split
@@ -79,7 +85,8 @@ __all__ = ["DEFAULTS", "LogisticInstance", "build", "load_dataset", "preprocess"
 DATASETS = ("digits", "breast_cancer", "mnist", "femnist", "libsvm", "adult")
 FILE_DATASETS = ("mnist", "femnist", "libsvm", "adult")
 DEFAULTS: dict[str, Any] = {
-    "dataset": "digits", "path": None, "test_path": None, "agents": None, "writers": None, "split": None,
+    "dataset": "digits", "path": None, "test_path": None, "agents": None, "writers": None, "silos": None,
+    "split": None,
     "dirichlet_alpha": 0.5, "classes_per_agent": 2, "test_fraction": 0.25, "max_samples": None,
     "standardize": None, "center": None, "scale": None, "clip": 1.0, "bound": None, "kind": None, "reg": None,
     "data_seed": 0, "baselines": True, "total_samples": None, "relation": None, "dtype": None,
@@ -153,6 +160,7 @@ def _resolve(model: dict) -> dict[str, Any]:
     cfg["split"] = _choice(cfg, "split", ("writer",) if femnist else ("iid", "label_skew", "dirichlet"))
     cfg["agents"] = _int(cfg, "agents", 1, optional=True)
     _resolve_writers(cfg, femnist)
+    _resolve_silos(cfg, femnist)
     if cfg["agents"] is None and not femnist:
         cfg["agents"] = 5
     cfg["dirichlet_alpha"] = _float(cfg, "dirichlet_alpha", 0.0)
@@ -215,6 +223,40 @@ def _resolve_writers(cfg: dict[str, Any], femnist: bool) -> None:
     cfg["writers"] = [int(i) for i in v]
 
 
+def _resolve_silos(cfg: dict[str, Any], femnist: bool) -> None:
+    """``silos``: an int >= 1 (FEMNIST: groups of the loaded writers; else the number of parts, i.e. ``agents``), or
+    (FEMNIST only) a non-empty list of disjoint, non-empty lists of writer indexes, exclusive with ``agents`` and
+    ``writers``."""
+    v = cfg["silos"]
+    if v is None:
+        return
+    if not isinstance(v, bool) and isinstance(v, (int, np.integer)):
+        if v < 1:
+            raise _bad("silos", "an int in [1, inf) or, for femnist, a list of lists of writer indexes", v)
+        if not femnist:
+            if cfg["agents"] not in (None, int(v)):
+                raise _bad("agents", f"absent or equal to silos ({int(v)}) for dataset = {cfg['dataset']!r} (each "
+                           "silo is one part of the split)", cfg["agents"])
+            cfg["agents"] = int(v)
+        cfg["silos"] = int(v)
+        return
+    expected = ("an int >= 1, or (femnist) a non-empty list of silos, each a non-empty list of distinct writer "
+                "indexes (ints >= 0) that no other silo lists")
+    if not femnist:
+        raise _bad("silos", f"an int >= 1 for dataset = {cfg['dataset']!r} (writer lists are FEMNIST's)", v)
+    if not (isinstance(v, list) and v and all(isinstance(g, list) and g and all(
+            not isinstance(i, bool) and isinstance(i, (int, np.integer)) and i >= 0 for i in g) for g in v)):
+        raise _bad("silos", expected, v)
+    flat = [int(i) for g in v for i in g]
+    if len(set(flat)) != len(flat):
+        dup = next(i for i in flat if flat.count(i) > 1)
+        raise _bad("silos", f"{expected} (writer {dup} appears twice)", v)
+    for key in ("agents", "writers"):
+        if cfg[key] is not None:
+            raise _bad(key, "absent when 'silos' lists the writers of every silo", cfg[key])
+    cfg["silos"] = [[int(i) for i in g] for g in v]
+
+
 def _resolve_standardize(cfg: dict[str, Any]) -> None:
     """``standardize`` (``true`` / ``false``: the former "pooled" / "none"), ``center`` and ``scale``."""
     v = cfg["standardize"]
@@ -263,10 +305,16 @@ def load_dataset(cfg: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     test_path = None if cfg["test_path"] is None else (base_dir / cfg["test_path"])
     X_test = y_test = names = None
     if cfg["dataset"] == "femnist":
-        fem = D.load_femnist(path, max_users=cfg["agents"], writers=cfg["writers"])
+        silos = cfg["silos"]
+        writers = [i for g in silos for i in g] if isinstance(silos, list) else cfg["writers"]
+        fem = D.load_femnist(path, max_users=cfg["agents"], writers=writers)
         parts, names = fem.train, list(fem.users)
         X_test = np.vstack([X for X, _ in fem.test])
         y_test = np.concatenate([y for _, y in fem.test])
+        if silos is not None:  # each silo is one agent holding its writers' records
+            sizes = [len(g) for g in silos] if isinstance(silos, list) else D.group_sizes(len(parts), silos)
+            parts = D.group_parts(parts, sizes)
+            names = [f"silo{k}" for k in range(len(parts))]
         if cfg["max_samples"] is not None:
             raise _bad("max_samples", "absent for dataset = 'femnist' (choose the writers with 'agents')",
                        cfg["max_samples"])
@@ -388,9 +436,10 @@ def public_lipschitz(m: MulticlassLogistic | BinaryLogistic, relation: str) -> f
     each sample adds at most ``C^2/4`` (logistic) or ``C^2/2`` (softmax) over ``N`` to the Hessian. Under
     "replace" the agent's sample count ``n_p`` is fixed across neighbours (``n_p C^2/(k N)``); under
     "add_remove" it is not, so the bound uses ``n_p <= N`` (``C^2/k``)."""
-    binary = isinstance(m, BinaryLogistic)
+    if not isinstance(m, BinaryLogistic):  # the multiclass model declares its own (MulticlassLogistic.public_lipschitz)
+        return m.public_lipschitz
     share = len(m.y) / m.total if relation == "replace" else 1.0
-    return (0.25 if binary else 0.5) * m.clip ** 2 * share + (m.reg * m.reg_weight if binary else 0.0)
+    return 0.25 * m.clip ** 2 * share + m.reg * m.reg_weight
 
 
 def private_refusals(cfg: dict[str, Any], n_train: int, agents: int) -> list[str]:
@@ -493,12 +542,14 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
             out.update(baselines())
         return out
 
-    def central(solver: str = "auto", tol: float = 1e-9, solution: bool = False, **_: Any) -> dict[str, Any]:
+    def central(solver: str = "auto", tol: float = 1e-9, solution: bool = False, time_limit: float = 300.0,
+                progress: Callable[[str], None] | None = None, **_: Any) -> dict[str, Any]:
         """Centralized constrained optimum (cached): ``objective``, ``solver``, ``status``, ``time_s``,
-        ``train_error``, ``test_error``; with ``solution=True`` also ``{"theta": flat array}``."""
-        key = f"central:{solver}:{tol}"
+        ``train_error``, ``test_error``; with ``solution=True`` also ``{"theta": flat array}``. ``time_limit``:
+        seconds the solve may take (:func:`central_reference`; a stop at it is in the status)."""
+        key = f"central:{solver}:{tol}:{time_limit}"
         if key not in cache:
-            res = central_reference(pooled, solver=solver, tol=tol)
+            res = central_reference(pooled, solver=solver, tol=tol, time_limit=time_limit, progress=progress)
             sol = res.pop("solution")
             res["test_error"] = float(np.mean(pooled.predict(sol, X_test) != y_test)) if len(y_test) else math.nan
             res["train_error"] = float(np.mean(pooled.predict(sol, pooled.X) != pooled.y))
@@ -513,9 +564,12 @@ def build(model: dict, *, base_dir: Path) -> ModelInstance:
             "samples_per_agent": [int(len(y)) for _, y in parts],
             "sensitivity": {"l1": sens.l1, "l2": sens.l2, "relation": sens.relation}}
     info["parameter_shape"] = list(pooled.shape)
-    def central_private(epsilon: float, delta: float, seed: int | None = None) -> dict[str, Any]:
-        """DP-SGD on the pooled data at the total ``(epsilon, delta)`` (:func:`central_private_anchor`)."""
-        return central_private_anchor(pooled, X_test, y_test, epsilon=epsilon, delta=delta, seed=seed)
+    def central_private(epsilon: float, delta: float, seed: int | None = None, noise_scale: float = 1.0
+                        ) -> dict[str, Any]:
+        """DP-SGD on the pooled data at the total ``(epsilon, delta)`` (:func:`central_private_anchor`; with
+        ``noise_scale`` its noise multiplied, at the smaller epsilon it returns)."""
+        return central_private_anchor(pooled, X_test, y_test, epsilon=epsilon, delta=delta, seed=seed,
+                                      noise_scale=noise_scale)
 
     anchor = central_private if not refusals else None  # multiclass and binary models both declare PerExample
     return LogisticInstance(agents=agents, evaluate=evaluate, central=central, info=info, settings=dict(cfg),

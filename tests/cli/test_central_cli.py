@@ -36,3 +36,16 @@ def test_a_solver_fallback_is_announced(monkeypatch):
     assert "falling back to ECOS (at most 200 iterations)" in result.stderr
     assert payload["solver_fallbacks"] and "CLARABEL" in payload["solver_fallbacks"][0]
     assert payload["cost"] == pytest.approx(8075.12, rel=1e-4)
+
+
+@pytest.mark.parametrize("case", ["toy", "erm_madmm", "sharing_breast_cancer", "logistic"])
+def test_every_template_passes_the_time_limit_to_its_solver(case, tmp_path):
+    """`--time-limit` reaches the solver of every template (the toy one through solve_central, the logistic, erm
+    and vertical templates through their own central solves), which the progress line names."""
+    if case == "logistic":  # digits_fl's 1,347 samples take Clarabel half a minute: a smaller digits case
+        case = tmp_path / "small_digits.toml"
+        case.write_text('[case]\ntemplate = "logistic"\n[model]\ndataset = "digits"\nmax_samples = 300\nagents = 3\n')
+    result = CliRunner().invoke(cli, ["central", str(case), "--time-limit", "61", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "(at most 200 iterations, 61 s)" in result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["status"] == "optimal"

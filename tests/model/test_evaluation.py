@@ -197,3 +197,24 @@ def test_a_declared_box_violation_is_read_off_its_bounds_with_the_maps_numbers()
         assert metrics.violation(inside) == 0.0
     ball = cvxdp.Agent("ball", cp.sum_squares(x), [cp.norm(x) <= 1.0], shared={"x": x})
     assert Metrics(ball)._box is None
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(-0.2, 0.2), (0.0, np.inf), (-np.inf, 1.5), (-1e-300, 1e-300)])
+def test_a_uniform_box_violation_from_two_reductions_is_the_expressions_number(lo, hi):
+    """A box with the same bounds on every coordinate: max(0, lo - min u, max u - hi) is the number of
+    max(0, max(lo - u, u - hi)), for finite points; NaN and infinite entries take the expression itself."""
+    x = cp.Variable(40)
+    cons = ([x >= lo] if np.isfinite(lo) else []) + ([x <= hi] if np.isfinite(hi) else [])
+    agent = cvxdp.Agent("box", cp.sum_squares(x), cons, shared={"x": x})
+    metrics = compiled_metrics(agent)
+    assert metrics._uniform is not None
+    rng = np.random.default_rng(0)
+    box_lo, box_hi = metrics._box
+    for scale in (1e-310, 1e-3, 0.3, 10.0, 1e12):
+        for _ in range(50):
+            u = rng.normal(size=40) * scale
+            assert metrics.violation(u) == max(0.0, float(np.maximum(box_lo - u, u - box_hi).max()))
+    for bad in (np.nan, np.inf, -np.inf):
+        u = rng.normal(size=40)
+        u[3] = bad
+        assert metrics.violation(u) == max(0.0, float(np.maximum(box_lo - u, u - box_hi).max()))

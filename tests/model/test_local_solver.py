@@ -372,3 +372,13 @@ def test_a_run_without_evaluation_builds_no_metrics(monkeypatch):
     assert built == []  # built on first use only
     result = cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, rounds=2), seed=0)
     assert sorted(set(built)) == ["a0", "a1"] and np.isfinite(result.history["objective"]).all()
+
+
+def test_a_uniform_box_clips_to_two_numbers_with_the_arrays_result():
+    rng = np.random.default_rng(0)
+    lo, hi = np.full(30, -0.25), np.full(30, 0.5)
+    uniform, varied = BoxProjection(lo, hi), BoxProjection(lo, np.linspace(0.1, 0.9, 30))
+    assert uniform._bounds == (-0.25, 0.5) and varied._bounds[1] is not None and np.ndim(varied._bounds[1]) == 1
+    v = rng.normal(size=30)
+    v[4] = np.nan
+    assert np.array_equal(uniform.project(v, np.ones(30))[0], np.clip(v, lo, hi), equal_nan=True)

@@ -113,6 +113,8 @@ def test_baselines_bracket_the_shared_model():
     assert ref["objective"] == pytest.approx(base["all_features"]["train_objective"], rel=1e-6)
     lbfgs = central_optimum(data, 1e-3, solver="LBFGS")
     assert lbfgs["objective"] == pytest.approx(ref["objective"], rel=1e-7)
+    stopped = central_optimum(data, 1e-3, solver="LBFGS", time_limit=1e-12)  # the first iteration passes it
+    assert stopped["status"] == "time limit (1e-12 s)" and stopped["objective"] > lbfgs["objective"]
 
 
 # --------------------------------------------------------------------------- template, CLI

@@ -82,3 +82,22 @@ def test_a_run_counts_the_frozen_objects_once(toy_agents, monkeypatch):
     monkeypatch.setattr(gc, "get_freeze_count", lambda: counted.append(1) or real())
     cvxdp.solve(toy_agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), progress=False, evaluate=False)
     assert len(counted) == 1
+
+
+def test_a_run_computes_on_one_blas_thread_and_gives_the_callers_threads_back(toy_agents):
+    """The rounds (the serial nodes and the aggregation) run with every loaded BLAS library on one thread (as each
+    Ray actor does); the caller's own setting comes back after the run."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    cvxdp.solve(toy_agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=1), progress=False)  # every library loaded
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()  # 2, or 1 for a library built single-threaded (SCS's)
+        assert 2 in before
+        seen: list[list[int]] = []
+        cvxdp.solve(toy_agents, algorithm=cvxdp.ADMM(rho=1.0, rounds=2), progress=False,
+                    callback=lambda t, row: seen.append(blas_threads()))
+        assert seen and all(threads and set(threads) == {1} for threads in seen)
+        assert blas_threads() == before

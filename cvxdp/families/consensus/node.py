@@ -34,7 +34,7 @@ from ...model import (
     set_verdict,
 )
 from ...privacy import check_plan_matches
-from .updates import dual_update, linearized_updates, smallest_weight, take, whole_range
+from .updates import StepWork, dual_update, linearized_updates, smallest_weight, take, whole_range
 
 if TYPE_CHECKING:  # annotations only
     from .params import ConsensusAlgorithm
@@ -161,7 +161,7 @@ class ConsensusNode(Node):
             z, norms, reports = linearized_updates(
                 self.z, grad=grad, project=project, sidx=self._sel, bw=msg.bw, lam=self.lam,
                 rho=msg.rho, eta=msg.eta, J=self.algorithm.local_updates, perturb=self._perturber(plan),
-                placement=self.placement, grad_point=self._grad_point(msg))
+                placement=self.placement, grad_point=self._grad_point(msg), work=self._work)
             if self._cvxpy_gradient:
                 self.timing["solve"] += sum(r.seconds for r in reports)
                 self._warn_slow_gradient()
@@ -241,6 +241,12 @@ class ConsensusNode(Node):
             values=values,
             lists={"noise_norms": tuple(norms), "fallbacks": tuple(f for r in reports for f in r.fallbacks)},
             labels={"solver": "+".join(sorted({r.solver for r in reports}))})
+
+    @cached_property
+    def _work(self) -> StepWork:
+        """The local step's work arrays, kept from round to round (:class:`~.updates.StepWork`; no state: the
+        numbers are the same without them)."""
+        return StepWork()
 
     @cached_property
     def _cvxpy_gradient(self) -> bool:

@@ -26,7 +26,7 @@ from .step_sizes import (
     next_rho,
     release_noise_std,
 )
-from .updates import dual_update, global_update, selectors, smallest_weight, take
+from .updates import dual_update, global_update, holders, selectors, smallest_weight, take
 
 HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual", "dual_residual", "mismatch",
                    "max_violation",
@@ -86,27 +86,29 @@ def relaxed_targets(w: np.ndarray, previous: Sequence[np.ndarray], gidx: Sequenc
 
 
 def _copy_sums(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int, *,
-               squares: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Per global coordinate: the sum of the released copies, of their squares (when asked) and their number. An
-    agent whose indices are ``slice(None)`` (every coordinate in order) adds with whole-array additions: the same
-    sums, in the same agent order, as the scatter."""
-    total, count = np.zeros(size), np.zeros(size)
+               squares: bool = False, count: float | np.ndarray | None = None,
+               ) -> tuple[np.ndarray, np.ndarray | None, float | np.ndarray]:
+    """Per global coordinate: the sum of the released copies, of their squares (when asked) and their number
+    (:func:`~cvxdp.families.consensus.updates.holders`: given, or computed here). An agent whose indices are
+    ``slice(None)`` (every coordinate in order) adds with whole-array additions: the same sums, in the same agent
+    order, as the scatter."""
+    total = np.zeros(size)
     sq = np.zeros(size) if squares else None
+    square = np.empty(size) if squares else None  # each copy's squares, in one reused array
     for ez, idx in zip(shared, gidx):
         if isinstance(idx, slice):
             total += ez
-            count += 1.0
             if sq is not None:
-                sq += ez * ez
+                sq += np.multiply(ez, ez, out=square)
             continue
         np.add.at(total, idx, ez)
-        np.add.at(count, idx, 1.0)
         if sq is not None:
             np.add.at(sq, idx, ez * ez)
-    return total, sq, count
+    return total, sq, holders(gidx, size) if count is None else count
 
 
-def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int) -> float:
+def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int,
+                    count: float | np.ndarray | None = None) -> float:
     """How far the agents' released copies of each shared coordinate disagree with each other.
 
     The l2 norm, over every shared coordinate ``k`` and every ordered pair ``(p, q)`` of its holders, of
@@ -114,24 +116,35 @@ def copies_mismatch(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | sl
     by default (each area compares its copy with every neighbour's). Its ADMM (v0.1.1 on) passes
     ``central=true`` and compares each copy with the mean of the pair, which gives half of this value. Unlike
     ``primal_residual`` (``||B w - E z||``, the distance to the target the round started from) it does not move
-    with the dual term of ``w``. Reads released values only.
+    with the dual term of ``w``. Reads released values only. ``count``: the holders of each coordinate
+    (:func:`~cvxdp.families.consensus.updates.holders`; computed when None).
     """
-    total, squares, count = _copy_sums(shared, gidx, size, squares=True)
+    total, squares, count = _copy_sums(shared, gidx, size, squares=True, count=count)
     # sum over ordered pairs of (a_p - a_q)^2 = 2 n sum a_p^2 - 2 (sum a_p)^2
     pairs = 2.0 * count * squares - 2.0 * total * total
     return math.sqrt(max(float(np.sum(np.maximum(pairs, 0.0))), 0.0))
 
 
-def dual_residual(rho: float | np.ndarray, w: np.ndarray, w_prev: np.ndarray, all_gidx: np.ndarray) -> float:
+def dual_residual(rho: float | np.ndarray, w: np.ndarray, w_prev: np.ndarray, all_gidx: np.ndarray,
+                  stacked: np.ndarray | None = None) -> float:
     """``||rho B (w - w_prev)||`` with ``B`` stacking every agent's copy of the global coordinates (``all_gidx``:
-    the agents' global indices concatenated): one global vector, then a gather, so O(P) per round."""
-    return float(np.linalg.norm((rho * (w - w_prev))[all_gidx]))
+    the agents' global indices concatenated): one global vector, then a gather, so O(P) per round. ``stacked``
+    (a work array of ``len(all_gidx)`` entries, only when every agent holds every coordinate in order, so that
+    ``all_gidx`` is ``P`` copies of ``0..n-1``) receives the ``P`` copies by whole-array copies instead of a gather:
+    the same vector, so the same norm."""
+    move = rho * (w - w_prev)
+    if stacked is None:
+        return float(np.linalg.norm(move[all_gidx]))
+    np.copyto(stacked.reshape(-1, move.size), move)
+    return float(np.linalg.norm(stacked))
 
 
-def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int) -> np.ndarray:
+def copies_mean(shared: Sequence[np.ndarray], gidx: Sequence[np.ndarray | slice], size: int,
+                count: float | np.ndarray | None = None) -> np.ndarray:
     """The mean of the agents' released copies of every shared coordinate (exact ADMM's polishing target)."""
-    total, _, count = _copy_sums(shared, gidx, size)
-    return total / np.maximum(count, 1.0)
+    total, _, count = _copy_sums(shared, gidx, size, count=count)
+    total /= np.maximum(count, 1.0)  # in place: the same quotients
+    return total
 
 
 @dataclass
@@ -184,6 +197,10 @@ class ConsensusFamily(Family):
                                      for k in sorted(a.layout.shared)]) for a in agents]
         self.all_gidx = np.concatenate(self.gidx) if self.gidx else np.zeros(0, dtype=int)  # B of the whole run
         self.gsel = selectors(self.gidx, self.n_global)  # slice(None) for an agent holding every coordinate
+        self.count = holders(self.gsel, self.n_global)  # each coordinate's holders (a float: every agent holds all)
+        # the dual residual's P stacked copies of the global move: a work array when every agent holds every
+        # coordinate (whole-array copies instead of a gather), else the gather over all_gidx
+        self._stacked = np.empty(self.all_gidx.size) if np.ndim(self.count) == 0 and self.gidx else None
         # per-block penalties: exact ADMM with rho="auto" and public weights declared by the agents
         self.algorithm = algorithm = algorithm.resolved(privacy.epsilon if privacy is not None else None)
         blocks = algorithm.auto_blocks
@@ -258,7 +275,7 @@ class ConsensusFamily(Family):
         etas = self.etas(t, state)  # one eta per agent
         eta = max(etas)
         rho_g = self.penalty(rho, state)
-        w = global_update(state.ez, state.lam, self.gsel, self.n_global, rho_g)
+        w = global_update(state.ez, state.lam, self.gsel, self.n_global, rho_g, self.count)
         plans: list[Any] = [None] * len(self.agents)
         released: dict[str, Any] = {"rho": rho, "eta": eta}
         if privacy is not None:
@@ -271,7 +288,7 @@ class ConsensusFamily(Family):
         targets = relaxed_targets(w, state.ez, self.gsel, relaxation)
         rhos = [rho] * len(self.gidx) if state.weights is None else [rho_g[g] for g in self.gidx]
         polish = alg.polish and t >= state.polish_next and alg.polish_pays(state.mismatch, state.first_mismatch)
-        mean = copies_mean(state.ez, self.gsel, self.n_global) if polish else None
+        mean = copies_mean(state.ez, self.gsel, self.n_global, self.count) if polish else None
         keep = state.polish_complete
         messages = [RoundMessage(round=t, bw=bw, rho=r, eta=e, plan=plan, placement=placement,
                                  polish=None if mean is None else mean[g], keep_polish=keep)
@@ -295,13 +312,22 @@ class ConsensusFamily(Family):
                   ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         (w, targets, rhos, mean, noise_plans), rho = plan.context, plan.released["rho"]
         res_sq, consensus, agent_rows = 0.0, 0.0, []
+        # without over-relaxation each target B_p w holds w's values, so the residual B_p w - E_p z_p is the dual
+        # update's first step: it continues from it (rho r + lambda, in place: the same operations, so the same
+        # numbers as dual_update) instead of subtracting again
+        plain = self.algorithm.relaxation_at(t) == 1.0
         for p, rel in enumerate(releases):
             r = w[self.gsel[p]] - rel["ez"]
             sq = float(r @ r)
             residual = math.sqrt(sq)  # what np.linalg.norm(r) computes, from the one dot product
             consensus += residual
             res_sq += sq
-            state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
+            if plain:
+                r *= rhos[p]
+                r += state.lam[p]
+                state.lam[p] = r
+            else:
+                state.lam[p] = dual_update(state.lam[p], rhos[p], targets[p], rel["ez"])  # as the agent does
             agent_rows.append({"residual": residual})
         if state.noise_eta is not None:  # released copies and public noise scales only
             privacy = self.privacy
@@ -310,11 +336,11 @@ class ConsensusFamily(Family):
             state.noise_eta.observe(state.ez, [rel["ez"] for rel in releases], stds,
                                     remaining=self.algorithm.rounds - t, growth=self.algorithm.auto_eta.noise_growth)
         state.ez = [rel["ez"] for rel in releases]
-        mismatch = state.mismatch = copies_mismatch(state.ez, self.gsel, self.n_global)
+        mismatch = state.mismatch = copies_mismatch(state.ez, self.gsel, self.n_global, self.count)
         if t == 1:
             state.first_mismatch = mismatch
         state.primal = math.sqrt(res_sq)
-        state.dual = dual_residual(self.penalty(rho, state), w, state.w_prev, self.all_gidx) \
+        state.dual = dual_residual(self.penalty(rho, state), w, state.w_prev, self.all_gidx, self._stacked) \
             if state.w_prev is not None else math.inf
         if state.weights is not None and state.w_prev is not None:  # per-block balance (released values only)
             state.weights = self.blocks.update(t, state.weights, self.weights, rho=rho, w=w, w_prev=state.w_prev,
@@ -363,7 +389,7 @@ class ConsensusFamily(Family):
     # ---------------------------------------------------------------- the end
     def solution(self, state: ConsensusState) -> dict[str, np.ndarray]:
         rho = state.rho_prev if state.rho_prev is not None else self.rho_schedule(1)
-        w = global_update(state.ez, state.lam, self.gsel, self.n_global, self.penalty(rho, state))
+        w = global_update(state.ez, state.lam, self.gsel, self.n_global, self.penalty(rho, state), self.count)
         return {k: w[self.offsets[k]:self.offsets[k] + self.sizes[k]] for k in self.keys}
 
     def _polished(self, state: ConsensusState, backend: Backend) -> dict[str, Any] | None:

@@ -22,6 +22,17 @@ def test_dual_residual_equals_the_per_agent_norm(weighted):
     assert dual_residual(rho, w, w_prev, np.concatenate(gidx)) == per_agent
 
 
+def test_dual_residual_from_stacked_copies_is_the_gathers_number():
+    """Every agent holding every coordinate: P whole-array copies into a work array, the same vector and norm."""
+    rng = np.random.default_rng(1)
+    n, agents = 1000, 7
+    w, w_prev = rng.normal(size=n), rng.normal(size=n)
+    all_gidx = np.concatenate([np.arange(n)] * agents)
+    for rho in (0.3, rng.uniform(0.5, 2.0, size=n)):
+        assert dual_residual(rho, w, w_prev, all_gidx, np.empty(n * agents)) == \
+            dual_residual(rho, w, w_prev, all_gidx)
+
+
 def test_noise_plans_are_calibrated_again_only_when_the_weight_changes(toy_agents, monkeypatch):
     calls = []
     original = ObjectivePerturbation.noise_plan
@@ -57,6 +68,10 @@ def test_whole_range_selectors_give_the_scatters_numbers_bit_for_bit():
     w = rng.normal(size=size)
     assert copies_mismatch(shared, sel, size) == copies_mismatch(shared, gidx, size)
     assert np.array_equal(copies_mean(shared, sel, size), copies_mean(shared, gidx, size))
+    full = [np.arange(size)] * 3  # every agent holds every coordinate: the holders are one number
+    sums = [rng.normal(size=size) for _ in full]
+    assert copies_mismatch(sums, selectors(full, size), size, 3.0) == copies_mismatch(sums, full, size)
+    assert np.array_equal(copies_mean(sums, selectors(full, size), size, 3.0), copies_mean(sums, full, size))
     for relaxation in (1.0, 1.6):
         sliced, gathered = relaxed_targets(w, shared, sel, relaxation), relaxed_targets(w, shared, gidx, relaxation)
         assert all(np.array_equal(a, b) for a, b in zip(sliced, gathered))

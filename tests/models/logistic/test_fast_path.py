@@ -150,3 +150,16 @@ def test_float32_gradient_is_float64_so_noise_keeps_its_resolution():
     assert np.any(g.astype(np.float32).astype(np.float64) != g)  # summed in float64, not a float32 result
     assert m.value(u) == pytest.approx(MulticlassLogistic(X, y, classes=5, total=300, bound=1.0, name="b",
                                                           clip=1.0).value(u), rel=1e-6)
+
+
+def test_the_cache_check_is_array_equal():
+    """The model's check whether a point is the cached one answers as np.array_equal (a sample first)."""
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=1000)
+    for changed in (None, 0, 96, 97, 500, 999):
+        v = u.copy()
+        if changed is not None:
+            v[changed] += 1e-12
+        assert mc._same_point(v, u) is np.array_equal(v, u)
+    zeros = np.zeros(300)
+    assert mc._same_point(-zeros, zeros) and not mc._same_point(np.zeros(299), zeros)

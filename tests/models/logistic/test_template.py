@@ -215,3 +215,25 @@ def test_dtype_key_end_to_end_through_cvxdp_run(tmp_path):
     assert bad.exit_code != 0
     assert "The 'dtype' entry of [model] must be one of 'float64', 'float32'. Got 'half' instead." in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_lbfgsb_stops_at_the_time_limit_with_its_iterate():
+    """A time limit ends L-BFGS-B after the iteration that passes it, in the box, and the status says so."""
+    from cvxdp_models.logistic.baselines import lbfgsb_box
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(40, 30))
+    b = rng.normal(size=40)
+    value, grad = (lambda x: 0.5 * float(np.sum((A @ x - b) ** 2))), (lambda x: A.T @ (A @ x - b))
+    x, fx, iterations, status = lbfgsb_box(value, grad, np.zeros(30), -0.1, 0.1, tol=1e-12, time_limit=1e-12)
+    assert iterations == 1 and status.startswith("time limit (1e-12 s): projected gradient")
+    assert np.all(np.abs(x) <= 0.1) and fx == pytest.approx(value(x))
+    x, fx, iterations, status = lbfgsb_box(value, grad, np.zeros(30), -0.1, 0.1, tol=1e-8)
+    assert status == "optimal" and iterations > 1
+
+
+def test_central_passes_the_time_limit_to_lbfgsb():
+    inst = build({"max_samples": 300}, base_dir=HERE)
+    res = inst.central(solver="L-BFGS-B", time_limit=1e-12)
+    assert res["status"].startswith("time limit (1e-12 s)") and res["iterations"] == 1
+    assert inst.central(solver="L-BFGS-B")["status"] == "optimal"
