@@ -194,3 +194,44 @@ def test_a_variable_of_the_constraints_only_has_a_zero_gradient(smooth):
     u = np.array([0.5, -0.5, 0.2, 0.3])
     expected = np.array([-1.0, -3.0, 0.0, 0.0]) if smooth else np.array([-1.0, -1.0, 0.0, 0.0])
     np.testing.assert_allclose(agent.grad(u), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "tape"])
+def test_a_repeated_index_adds_the_adjoint_of_every_pick(kind):
+    """``x[[0, 2, 0, 0, 3]]`` picks x[0] three times: its gradient is the sum of the three picks' adjoints (a
+    scatter that overwrites instead of adding keeps one of them)."""
+    x = cp.Variable(4)
+    picks = x[[0, 2, 0, 0, 3]]
+    c = np.array([1.0, -2.0, 0.5, 3.0, -1.0])
+    objective = (cp.sum_squares(picks - c) if kind == "quadratic"
+                 else cp.sum(cp.logistic(cp.multiply(c, picks))) + cp.sum(cp.exp(x[[1, 1, 2]])))
+    agent = cvxdp.Agent("repeats", objective, [x <= 2, x >= -2], shared={"x": x})
+    assert_matches(agent, points(agent, seed=7), kind)
+    if kind == "quadratic":  # and by hand: 2 (x_i - c_k) summed over every pick k of i
+        u = np.array([0.3, -0.4, 0.1, 0.2])
+        np.testing.assert_allclose(agent.grad(u), [2 * (3 * 0.3 - 1.0 - 0.5 - 3.0), 0.0, 2 * (0.1 + 2.0),
+                                                   2 * (0.2 + 1.0)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "tape", "matrix"])
+def test_a_product_with_the_variable_first(kind):
+    """``multiply(x, c)`` (the variable on the left): the adjoint of the first operand reads the second."""
+    rng = np.random.default_rng(8)
+    x = cp.Variable(4)
+    c = cp.Parameter(4, value=rng.uniform(0.5, 2.0, 4))
+    shared = {"x": x}
+    if kind == "quadratic":
+        objective = cp.sum_squares(cp.multiply(x, c) - 1.0) + cp.sum(cp.multiply(x, 2.0 * c))
+    elif kind == "tape":
+        objective = cp.sum(cp.logistic(cp.multiply(x, c))) + cp.sum(cp.multiply(cp.exp(x), c))
+    else:  # a matrix variable times a broadcast row of data
+        X = cp.Variable((2, 3))
+        row = rng.uniform(0.5, 2.0, (1, 3))
+        objective = cp.sum_squares(cp.multiply(X, row)) + cp.sum(cp.multiply(X - 1.0, np.arange(1.0, 7.0).reshape(2, 3)))
+        shared = {"X": X}
+    agent = cvxdp.Agent(f"multiply-{kind}", objective, [], shared=shared)
+    assert_matches(agent, points(agent, seed=3), "tape" if kind == "tape" else "quadratic")
+    if kind == "quadratic":
+        u = np.array([0.3, -0.4, 0.1, 0.2])
+        cv = c.value
+        np.testing.assert_allclose(agent.grad(u), 2 * cv * (cv * u - 1.0) + 2.0 * cv, rtol=1e-12)
