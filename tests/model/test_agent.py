@@ -170,3 +170,23 @@ def test_unpickled_agent_reserves_its_cvxpy_ids():
         assert [v.id for v in copy.layout.variables] == [v.id for v in agent.layout.variables]
     finally:
         lin_utils.ID_COUNTER.count = max(saved, lin_utils.ID_COUNTER.count)
+
+
+def test_poisson_sample_takes_every_record_independently_with_probability_q():
+    """The sample the subsampled updates' amplification claims: each record in with probability q, independently of
+    the others and of its position, fresh from the caller's generator at every call. A fixed batch (the first or any
+    round(q n) records), the full batch or a reseeded generator fails the per-record rates or the spread of the sample
+    size (binomial: variance n q (1 - q); a fixed-size batch has none). The bounds are 6 standard deviations wide."""
+    n, q, draws = 40, 0.1, 5000
+    rng = np.random.default_rng(2024)  # the test's own generator: the sampler must only draw from it
+    hits = np.zeros((draws, n), dtype=bool)
+    for k in range(draws):
+        index = cvxdp.model.poisson_sample(rng, n, q)
+        assert index.dtype.kind == "i" and np.all(np.diff(index) > 0) and np.all((index >= 0) & (index < n))
+        hits[k, index] = True
+    rate_sd = np.sqrt(draws * q * (1 - q))
+    assert np.all(np.abs(hits.sum(axis=0) - draws * q) < 6 * rate_sd)  # every record, wherever it sits
+    sizes = hits.sum(axis=1)
+    variance = n * q * (1 - q)
+    # independent inclusions: the sample variance's relative spread is sqrt((2 + excess kurtosis) / draws) < 0.021
+    assert abs(sizes.var(ddof=1) / variance - 1.0) < 6 * 0.021
