@@ -53,7 +53,7 @@ def test_whole_release_catches_the_broken_twins(name, broken):
 
 @pytest.mark.parametrize("name", ["ObjG", "OutL"])
 def test_opendp_noise_through_solve(name):
-    pytest.importorskip("opendp")
+    pytest.importorskip("opendp", reason="OpenDP is not installed: pip install -e '.[secure]'")
     ok = audit_release(mech(name, noise_source="opendp"), rounds=3, coordinates=1, trials=8_000, seed=SEED)
     bad = audit_release(mech(name, noise_source="opendp"), rounds=3, coordinates=1, trials=8_000, seed=SEED,
                         broken="half-sensitivity")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 import cvxdp_models.power.template as power  # noqa: E402
 from cvxdp.audits.release import audit_input_perturbation  # noqa: E402
