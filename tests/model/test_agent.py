@@ -119,8 +119,14 @@ def test_cross_agent_checks():
 
 
 def test_sensitivity_rejects_non_positive():
+    """Zero included: a zero sensitivity would calibrate no noise at all."""
     with pytest.raises(InvalidParameterError, match="'l2' parameter of Sensitivity"):
         cvxdp.Sensitivity(l2=-1.0)
+    for name in ("l1", "l2", "alpha"):
+        for bad in (0.0, 0, -1e-300, float("nan"), float("inf"), True):
+            with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of Sensitivity"):
+                cvxdp.Sensitivity(**{name: bad})
+    assert cvxdp.Sensitivity(l1=1e-300, l2=3, alpha=0.1).l2 == 3
 
 
 def test_gradient_of_wrong_shape_is_reported():
@@ -190,3 +196,22 @@ def test_poisson_sample_takes_every_record_independently_with_probability_q():
     variance = n * q * (1 - q)
     # independent inclusions: the sample variance's relative spread is sqrt((2 + excess kurtosis) / draws) < 0.021
     assert abs(sizes.var(ddof=1) / variance - 1.0) < 6 * 0.021
+
+
+def test_a_per_example_declaration_is_checked_and_frozen():
+    """``records`` and ``total`` (the public normaliser N of the sensitivity C / (q N)) are ints >= 1, named when
+    wrong; the declaration cannot be changed once made (a larger N after the plan would claim less noise)."""
+    import dataclasses
+
+    def clipped_sum(u, index, clip):
+        return np.zeros(1)
+
+    smallest = cvxdp.PerExample(records=1, total=1, clipped_sum=clipped_sum)
+    assert smallest.public() == {"total": 1, "relation": "add_remove"}
+    for field in ("records", "total"):
+        with pytest.raises(InvalidParameterError, match=rf"'{field}' parameter of PerExample must be an int in \[1, "):
+            cvxdp.PerExample(**{"records": 3, "total": 3, field: 0}, clipped_sum=clipped_sum)
+    with pytest.raises(InvalidParameterError, match="'clipped_sum' parameter of PerExample"):
+        cvxdp.PerExample(records=3, total=3, clipped_sum=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        smallest.total = 1000

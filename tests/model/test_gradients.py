@@ -235,3 +235,35 @@ def test_a_product_with_the_variable_first(kind):
         u = np.array([0.3, -0.4, 0.1, 0.2])
         cv = c.value
         np.testing.assert_allclose(agent.grad(u), 2 * cv * (cv * u - 1.0) + 2.0 * cv, rtol=1e-12)
+
+
+def test_sums_along_either_axis_of_a_square_matrix():
+    """``sum(X, axis=1)`` of a square X: the adjoint is expanded along the summed axis (along the wrong one the
+    shapes still broadcast and the gradient is silently transposed)."""
+    X = cp.Variable((3, 3), name="X")
+    objective = (cp.sum_squares(cp.sum(X, axis=1) - np.arange(1.0, 4.0))
+                 + cp.sum_squares(cp.sum(X, axis=0, keepdims=True) - 1.0) + cp.sum(cp.sum(X, axis=1) * 2.0))
+    agent = cvxdp.Agent("axes", objective, [], shared={"X": X})
+    assert_matches(agent, points(agent, seed=11), "quadratic")
+
+
+def test_a_transpose_with_a_cyclic_permutation_of_three_axes():
+    """The adjoint of ``transpose(Y, axes)`` transposes back by the inverse permutation (a cyclic permutation of three
+    axes is not its own inverse)."""
+    Y = cp.Variable((2, 3, 4), name="Y")
+    C = np.arange(24.0).reshape(4, 2, 3)
+    objective = cp.sum(cp.multiply(cp.transpose(Y, axes=(2, 0, 1)), C)) + cp.sum_squares(Y)
+    agent = cvxdp.Agent("transpose3", objective, [], shared={"Y": Y})
+    assert_matches(agent, points(agent, seed=12), "quadratic")
+
+
+def test_a_square_data_matrix_times_the_variable():
+    """``A @ x`` and ``A @ X`` with a square, non-symmetric A: the adjoint is ``A^T`` times the result's (a
+    rectangular A would raise on the wrong orientation; a square one would silently use A)."""
+    rng = np.random.default_rng(13)
+    A = rng.normal(size=(4, 4))
+    x, X = cp.Variable(4, name="x"), cp.Variable((4, 2), name="X")
+    objective = (cp.sum_squares(A @ x - 1.0) + cp.sum(cp.logistic(A @ x)) + cp.sum_squares(A @ X)
+                 + cp.sum(cp.multiply(np.arange(8.0).reshape(4, 2), A @ X)))
+    agent = cvxdp.Agent("square", objective, [], shared={"x": x, "X": X})
+    assert_matches(agent, points(agent, seed=14), "tape")

@@ -65,3 +65,14 @@ def test_bad_parameters_are_refused_by_name(kwargs, match):
 def test_a_zero_sensitivity_is_refused():
     with pytest.raises(InvalidParameterError, match="'l1'"):
         InputPerturbation("laplace", 1.0).perturb(np.zeros(2), l1=0.0, l2=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(InvalidParameterError, match="'l2'"):
+        InputPerturbation("gaussian", 1.0, 1e-5).perturb(np.zeros(2), l1=1.0, l2=0.0, rng=np.random.default_rng(0))
+
+
+def test_the_mechanism_is_named_and_frozen():
+    import dataclasses
+
+    laplace, gaussian = InputPerturbation("laplace", 1.0), InputPerturbation("gaussian", 1.0, 1e-5)
+    assert (laplace.name, gaussian.name) == ("InL", "InG")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        laplace.epsilon = 100.0  # the claim cannot change after the noise is drawn
