@@ -210,7 +210,22 @@ def test_the_gaussian_profile_is_zero_where_it_underflows():
     (lambda: calibrate_to_total("laplace", 1.0, 1.0, 1.0, 10, "basic"), "'delta' parameter of calibrate_to_total"),
     (lambda: calibrate_to_total("gaussian", 1.0, 1.0, 0.0, 10, "pld"), "'delta' parameter of calibrate_to_total"),
     (lambda: total_epsilon("laplace", 0.0, 1.0, 10, None, "basic"), "'scale' parameter of total_epsilon"),
+    (lambda: total_epsilon("gaussian", 1.0, 1.0, 10, 1e-5, "pld", sampling_rate=1.5), "'sampling_rate' parameter"),
+    (lambda: calibrate_to_total("laplace", 1.0, 0.0, None, 10, "basic"), "'epsilon' parameter of calibrate_to_total"),
+    (lambda: gaussian_epsilon(1.0, 0.0, 1e-5), "'sigma' parameter of gaussian_epsilon"),
+    (lambda: gaussian_epsilon(1.0, 1.0, 1.0), "'delta' parameter of gaussian_epsilon"),
+    (lambda: gaussian_sigma_classic(1.0, 0.5, 0.0), "'delta' parameter of gaussian_sigma_classic"),
 ])
 def test_the_total_budget_functions_refuse_bad_arguments_by_name(call, match):
     with pytest.raises(InvalidParameterError, match=match):
         call()
+
+
+def test_the_totals_scale_with_the_sensitivity():
+    """Only the multiplier scale / sensitivity matters: twice the noise on twice the sensitivity spends the same, under
+    basic composition and with subsampling (the calibrations' own tests use a sensitivity of 1)."""
+    sigma = gaussian_sigma_analytic(1.0, 0.2, 1e-6)
+    assert total_epsilon("gaussian", 2 * sigma, 2.0, 10, 1e-5, "basic")[0] == pytest.approx(2.0, rel=1e-6)
+    sampled = calibrate_to_total("gaussian", 0.5, 1.0, 1e-5, 40, "pld", sampling_rate=0.1)
+    eps, _ = total_epsilon("gaussian", sampled, 0.5, 40, 1e-5, "pld", sampling_rate=0.1)
+    assert 0.99 < eps <= 1.0

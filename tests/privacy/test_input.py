@@ -56,6 +56,7 @@ def test_the_same_generator_state_gives_the_same_release():
     ({"noise": "laplace", "epsilon": 0.0}, "'epsilon'"),
     ({"noise": "gaussian", "epsilon": 1.0}, "'delta'"),
     ({"noise": "gaussian", "epsilon": 1.0, "delta": 1.5}, "'delta'"),
+    ({"noise": "gaussian", "epsilon": 1.0, "delta": 0.0}, "'delta'"),
 ])
 def test_bad_parameters_are_refused_by_name(kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):
@@ -76,3 +77,6 @@ def test_the_mechanism_is_named_and_frozen():
     assert (laplace.name, gaussian.name) == ("InL", "InG")
     with pytest.raises(dataclasses.FrozenInstanceError):
         laplace.epsilon = 100.0  # the claim cannot change after the noise is drawn
+    _, release = laplace.perturb(np.zeros(2), l1=1.0, l2=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        release.epsilon = 0.0  # nor what a release spent
