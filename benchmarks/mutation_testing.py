@@ -138,6 +138,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/privacy/noise.py", "def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 2, "
                                "delta: float = 0.0) -> float:"):
         "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
+    ("cvxdp/privacy/noise.py", "def opendp_rho(scale: float, sensitivity: float, n: int = 2) -> float:"):
+        "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
+    ("cvxdp/privacy/noise.py", "n: int = 2) -> float:"):
+        "secure_scale's default n: OpenDP's maps do not depend on the vector's length",
     ("cvxdp/privacy/noise.py", "def opendp_epsilon(self, n: int = 2) -> float:"):
         "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
     ("cvxdp/privacy/noise.py", "GRANULARITY_BITS = 99"):
@@ -213,7 +217,8 @@ def _mutated_line(diff: str | None) -> str:
     for line in lines:
         if line.startswith("+") and not line.startswith("+++"):
             return line[1:].strip()
-    removed = [line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")]
+    removed = [line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")
+               and line[1:].strip()]
     return f"removed: {removed[0]}" if removed else ""
 
 
