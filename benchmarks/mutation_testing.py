@@ -241,7 +241,8 @@ def _definition_spans(path: Path) -> list[tuple[int, int, str]]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            spans.append((first, node.end_lineno, node.name))
+            kind = "class " if isinstance(node, ast.ClassDef) else ""  # a class body runs at import
+            spans.append((first, node.end_lineno, kind + node.name))
             if isinstance(node, ast.ClassDef):
                 for sub in node.body:
                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -253,7 +254,7 @@ def _definition_spans(path: Path) -> list[tuple[int, int, str]]:
 def _innermost(spans: list[tuple[int, int, str]], line: int) -> tuple[int, int, str] | None:
     """The function (a method before its class) that holds ``line``; None at module level or in a class body."""
     holding = [s for s in spans if s[0] <= line <= s[1]]
-    functions = [s for s in holding if "." in s[2] or not _is_class(s, spans)]
+    functions = [s for s in holding if not s[2].startswith("class ")]
     return min(functions, key=lambda s: s[1] - s[0]) if functions else None
 
 
@@ -275,10 +276,6 @@ def _statement(statements: list[tuple[int, int]], line: int, function: tuple[int
     """The innermost statement holding ``line`` inside ``function`` (the function itself when none is smaller)."""
     holding = [s for s in statements if s[0] <= line <= s[1] and function[0] <= s[0] and s[1] <= function[1]]
     return min(holding, key=lambda s: s[1] - s[0]) if holding else (function[0], function[1])
-
-
-def _is_class(span: tuple[int, int, str], spans: list[tuple[int, int, str]]) -> bool:
-    return any(other[2].startswith(span[2] + ".") for other in spans)
 
 
 class TestServer:
@@ -482,7 +479,7 @@ def _skip(db_path: Path, scratch: Path, row: Row) -> dict[str, int]:
                 reason = "operator"
             elif row.definitions:
                 holding = [s for s in spans[f] if s[0] <= start[0] <= s[1]]
-                if not any(s[2].split(".")[0] in row.definitions for s in holding):
+                if not any(s[2].removeprefix("class ").split(".")[0] in row.definitions for s in holding):
                     reason = "outside"
             if reason:
                 skipped[reason] += 1
