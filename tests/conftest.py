@@ -70,5 +70,5 @@ def toy_agents():
 def shared_data() -> Path:
     path = SHARED / "data"
     if not path.is_dir():
-        pytest.skip("../shared/data is not present")
+        pytest.skip("no ../shared/data beside the repository: put the shared data there to run this")
     return path

@@ -38,7 +38,7 @@ def _packages(folder: Path, name: str) -> set[str]:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
-        pytest.skip("needs a git checkout")
+        pytest.skip("needs a git checkout: run it from a clone of the repository")
     out = tmp_path_factory.mktemp("dist")
     src = tmp_path_factory.mktemp("src") / "cvxdp"
     # build from the committed tree plus the working changes, never from build/ or *.egg-info leftovers

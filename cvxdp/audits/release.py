@@ -652,14 +652,17 @@ def audit_input_perturbation(mechanism: InputPerturbation, values: np.ndarray, v
 # The subsampled gradient ``(1/(q N)) sum_{i in B} clip(g_i, C)`` is then 0 on D and ``C / (q N)`` on D' exactly when the
 # added record is sampled (probability ``q``): the worst case of the accounting's add/remove-one pair, so a correct plan
 # is tight and a party that does not sample (the full batch with the sampled claim) is refuted
-# (``tests/audits/test_sampling.py`` applies that mutation to the real code path).
+# (``tests/audits/test_sampling.py`` applies that mutation to the real code path). The added record is D's first: a
+# Poisson sample does not care where it sits, but a party that takes a fixed batch from the front (no randomness, no
+# amplification) takes it every time and is refuted too; a fixed batch that never holds it is private for this pair,
+# and the sampler's own test (tests/model/test_agent.py) checks every record's inclusion rate.
 def _sampled_agent(records: int, added: bool, total: int, bound: float, regularizer: float = 0.0) -> Agent:
-    """D (``added=False``: ``records`` zero-gradient records) or D' (one more record of gradient ``+clip``), with a
-    public term ``(regularizer/2) (x - 1)^2`` (:attr:`PerExample.public_gradient`; its gradient at the step's start
+    """D (``added=False``: ``records`` zero-gradient records) or D' (one more record of gradient ``+clip``, the
+    first), with a public term ``(regularizer/2) (x - 1)^2`` (:attr:`PerExample.public_gradient`; its gradient at the step's start
     ``x = 0`` is ``-regularizer``) when ``regularizer > 0``."""
     grads = np.zeros(records + int(added))
     if added:
-        grads[-1] = np.inf  # clipped to +C whatever C is
+        grads[0] = np.inf  # clipped to +C whatever C is; first, where a fixed batch from the front would hold it
 
     def clipped_sum(u: np.ndarray, index: np.ndarray, clip: float) -> np.ndarray:
         return np.array([float(np.clip(grads[index], -clip, clip).sum())])

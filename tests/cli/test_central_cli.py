@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from cvxdp.cli.main import cli
 from cvxdp.model import central
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 
 def _central(*args):

@@ -46,7 +46,7 @@ def _one_ray_for_the_module():
 
 def _backend(name: str) -> Any:
     if name == "ray":
-        pytest.importorskip("ray")
+        pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
         if "ray" not in _WARM:
             try:
                 # min_variables=0: on actors however small the case (the contract is about Ray's transport)
@@ -116,10 +116,8 @@ def test_resume_after_an_interruption_equals_the_uninterrupted_run(case, backend
     assert resumed.ledger.to_dict() == uninterrupted.ledger.to_dict()
 
 
-@pytest.mark.parametrize(("case", "backend_name"), CASE_BACKENDS)
+@pytest.mark.parametrize(("case", "backend_name"), [p for p in CASE_BACKENDS if CASES[p.values[0]].private])
 def test_budget_stops_before_the_round_that_would_exceed_it(case, backend_name):
-    if not CASES[case].private:
-        pytest.skip(f"{case} is non-private: it spends no privacy, so there is no budget to guard")
     full = _run(case, "serial")
     worst = full.privacy["worst"]["basic"]
     eps_total = worst[0] if isinstance(worst, (list, tuple)) else worst
@@ -132,6 +130,15 @@ def test_budget_stops_before_the_round_that_would_exceed_it(case, backend_name):
     # the rounds before the stop are those of the unbudgeted run (the guard only reads the plan)
     cols = [c for c in _numbers(stopped).columns if not c.startswith("eps_")]
     pd.testing.assert_frame_equal(_numbers(stopped)[cols], _numbers(full)[cols].iloc[:k], check_exact=True)
+
+
+@pytest.mark.parametrize("case", sorted(c for c in CASES if not CASES[c].private))
+def test_a_budget_never_stops_a_non_private_run(case):
+    """A non-private run spends nothing, so however small the budget, every round runs (the private cases'
+    stopping is the test above)."""
+    stopped = _run(case, "serial", budget=(1e-9, 1e-12), accountant="basic")
+    assert stopped.stop_reason != "budget" and len(stopped.history) == ROUNDS
+    assert stopped.privacy["worst"]["basic"][0] == 0.0
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

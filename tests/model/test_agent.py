@@ -119,8 +119,14 @@ def test_cross_agent_checks():
 
 
 def test_sensitivity_rejects_non_positive():
+    """Zero included: a zero sensitivity would calibrate no noise at all."""
     with pytest.raises(InvalidParameterError, match="'l2' parameter of Sensitivity"):
         cvxdp.Sensitivity(l2=-1.0)
+    for name in ("l1", "l2", "alpha"):
+        for bad in (0.0, 0, -1e-300, float("nan"), float("inf"), True):
+            with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of Sensitivity"):
+                cvxdp.Sensitivity(**{name: bad})
+    assert cvxdp.Sensitivity(l1=1e-300, l2=3, alpha=0.1).l2 == 3
 
 
 def test_gradient_of_wrong_shape_is_reported():
@@ -170,3 +176,42 @@ def test_unpickled_agent_reserves_its_cvxpy_ids():
         assert [v.id for v in copy.layout.variables] == [v.id for v in agent.layout.variables]
     finally:
         lin_utils.ID_COUNTER.count = max(saved, lin_utils.ID_COUNTER.count)
+
+
+def test_poisson_sample_takes_every_record_independently_with_probability_q():
+    """The sample the subsampled updates' amplification claims: each record in with probability q, independently of
+    the others and of its position, fresh from the caller's generator at every call. A fixed batch (the first or any
+    round(q n) records), the full batch or a reseeded generator fails the per-record rates or the spread of the sample
+    size (binomial: variance n q (1 - q); a fixed-size batch has none). The bounds are 6 standard deviations wide."""
+    n, q, draws = 40, 0.1, 5000
+    rng = np.random.default_rng(2024)  # the test's own generator: the sampler must only draw from it
+    hits = np.zeros((draws, n), dtype=bool)
+    for k in range(draws):
+        index = cvxdp.model.poisson_sample(rng, n, q)
+        assert index.dtype.kind == "i" and np.all(np.diff(index) > 0) and np.all((index >= 0) & (index < n))
+        hits[k, index] = True
+    rate_sd = np.sqrt(draws * q * (1 - q))
+    assert np.all(np.abs(hits.sum(axis=0) - draws * q) < 6 * rate_sd)  # every record, wherever it sits
+    sizes = hits.sum(axis=1)
+    variance = n * q * (1 - q)
+    # independent inclusions: the sample variance's relative spread is sqrt((2 + excess kurtosis) / draws) < 0.021
+    assert abs(sizes.var(ddof=1) / variance - 1.0) < 6 * 0.021
+
+
+def test_a_per_example_declaration_is_checked_and_frozen():
+    """``records`` and ``total`` (the public normaliser N of the sensitivity C / (q N)) are ints >= 1, named when
+    wrong; the declaration cannot be changed once made (a larger N after the plan would claim less noise)."""
+    import dataclasses
+
+    def clipped_sum(u, index, clip):
+        return np.zeros(1)
+
+    smallest = cvxdp.PerExample(records=1, total=1, clipped_sum=clipped_sum)
+    assert smallest.public() == {"total": 1, "relation": "add_remove"}
+    for field in ("records", "total"):
+        with pytest.raises(InvalidParameterError, match=rf"'{field}' parameter of PerExample must be an int in \[1, "):
+            cvxdp.PerExample(**{"records": 3, "total": 3, field: 0}, clipped_sum=clipped_sum)
+    with pytest.raises(InvalidParameterError, match="'clipped_sum' parameter of PerExample"):
+        cvxdp.PerExample(records=3, total=3, clipped_sum=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        smallest.total = 1000

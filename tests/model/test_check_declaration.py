@@ -49,6 +49,9 @@ def test_each_wrong_declaration_is_reported_naming_the_agent_and_the_value():
                                                                    for k in range(5)])
     (message,) = sensitivity.violations
     assert "declared Sensitivity l2 = 0.0001" in message and "'replace one b_i within 1'" in message
+    l1 = cvxdp.check_declaration(make_agent(B, l1=1e-4), [neighbour(np.random.default_rng(k)) for k in range(5)])
+    (message,) = l1.violations  # the l1 bound (Laplace's) is probed as well
+    assert "declared Sensitivity l1 = 0.0001" in message and l1.sensitivity_l1 > 1e-4
 
     gradient = cvxdp.check_declaration(make_agent(B, gradient=lambda u: A.T @ (A @ u - B) / 60))  # off by 2
     assert any("declared gradient differs from finite differences" in v for v in gradient.violations)

@@ -194,3 +194,76 @@ def test_a_variable_of_the_constraints_only_has_a_zero_gradient(smooth):
     u = np.array([0.5, -0.5, 0.2, 0.3])
     expected = np.array([-1.0, -3.0, 0.0, 0.0]) if smooth else np.array([-1.0, -1.0, 0.0, 0.0])
     np.testing.assert_allclose(agent.grad(u), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "tape"])
+def test_a_repeated_index_adds_the_adjoint_of_every_pick(kind):
+    """``x[[0, 2, 0, 0, 3]]`` picks x[0] three times: its gradient is the sum of the three picks' adjoints (a
+    scatter that overwrites instead of adding keeps one of them)."""
+    x = cp.Variable(4)
+    picks = x[[0, 2, 0, 0, 3]]
+    c = np.array([1.0, -2.0, 0.5, 3.0, -1.0])
+    objective = (cp.sum_squares(picks - c) if kind == "quadratic"
+                 else cp.sum(cp.logistic(cp.multiply(c, picks))) + cp.sum(cp.exp(x[[1, 1, 2]])))
+    agent = cvxdp.Agent("repeats", objective, [x <= 2, x >= -2], shared={"x": x})
+    assert_matches(agent, points(agent, seed=7), kind)
+    if kind == "quadratic":  # and by hand: 2 (x_i - c_k) summed over every pick k of i
+        u = np.array([0.3, -0.4, 0.1, 0.2])
+        np.testing.assert_allclose(agent.grad(u), [2 * (3 * 0.3 - 1.0 - 0.5 - 3.0), 0.0, 2 * (0.1 + 2.0),
+                                                   2 * (0.2 + 1.0)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["quadratic", "tape", "matrix"])
+def test_a_product_with_the_variable_first(kind):
+    """``multiply(x, c)`` (the variable on the left): the adjoint of the first operand reads the second."""
+    rng = np.random.default_rng(8)
+    x = cp.Variable(4)
+    c = cp.Parameter(4, value=rng.uniform(0.5, 2.0, 4))
+    shared = {"x": x}
+    if kind == "quadratic":
+        objective = cp.sum_squares(cp.multiply(x, c) - 1.0) + cp.sum(cp.multiply(x, 2.0 * c))
+    elif kind == "tape":
+        objective = cp.sum(cp.logistic(cp.multiply(x, c))) + cp.sum(cp.multiply(cp.exp(x), c))
+    else:  # a matrix variable times a broadcast row of data
+        X = cp.Variable((2, 3))
+        row = rng.uniform(0.5, 2.0, (1, 3))
+        objective = cp.sum_squares(cp.multiply(X, row)) + cp.sum(cp.multiply(X - 1.0, np.arange(1.0, 7.0).reshape(2, 3)))
+        shared = {"X": X}
+    agent = cvxdp.Agent(f"multiply-{kind}", objective, [], shared=shared)
+    assert_matches(agent, points(agent, seed=3), "tape" if kind == "tape" else "quadratic")
+    if kind == "quadratic":
+        u = np.array([0.3, -0.4, 0.1, 0.2])
+        cv = c.value
+        np.testing.assert_allclose(agent.grad(u), 2 * cv * (cv * u - 1.0) + 2.0 * cv, rtol=1e-12)
+
+
+def test_sums_along_either_axis_of_a_square_matrix():
+    """``sum(X, axis=1)`` of a square X: the adjoint is expanded along the summed axis (along the wrong one the
+    shapes still broadcast and the gradient is silently transposed)."""
+    X = cp.Variable((3, 3), name="X")
+    objective = (cp.sum_squares(cp.sum(X, axis=1) - np.arange(1.0, 4.0))
+                 + cp.sum_squares(cp.sum(X, axis=0, keepdims=True) - 1.0) + cp.sum(cp.sum(X, axis=1) * 2.0))
+    agent = cvxdp.Agent("axes", objective, [], shared={"X": X})
+    assert_matches(agent, points(agent, seed=11), "quadratic")
+
+
+def test_a_transpose_with_a_cyclic_permutation_of_three_axes():
+    """The adjoint of ``transpose(Y, axes)`` transposes back by the inverse permutation (a cyclic permutation of three
+    axes is not its own inverse)."""
+    Y = cp.Variable((2, 3, 4), name="Y")
+    C = np.arange(24.0).reshape(4, 2, 3)
+    objective = cp.sum(cp.multiply(cp.transpose(Y, axes=(2, 0, 1)), C)) + cp.sum_squares(Y)
+    agent = cvxdp.Agent("transpose3", objective, [], shared={"Y": Y})
+    assert_matches(agent, points(agent, seed=12), "quadratic")
+
+
+def test_a_square_data_matrix_times_the_variable():
+    """``A @ x`` and ``A @ X`` with a square, non-symmetric A: the adjoint is ``A^T`` times the result's (a
+    rectangular A would raise on the wrong orientation; a square one would silently use A)."""
+    rng = np.random.default_rng(13)
+    A = rng.normal(size=(4, 4))
+    x, X = cp.Variable(4, name="x"), cp.Variable((4, 2), name="X")
+    objective = (cp.sum_squares(A @ x - 1.0) + cp.sum(cp.logistic(A @ x)) + cp.sum_squares(A @ X)
+                 + cp.sum(cp.multiply(np.arange(8.0).reshape(4, 2), A @ X)))
+    agent = cvxdp.Agent("square", objective, [], shared={"x": x, "X": X})
+    assert_matches(agent, points(agent, seed=14), "tape")

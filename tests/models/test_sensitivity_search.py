@@ -180,7 +180,7 @@ def test_vertical_worst_case_sensitivity_is_sound():
 
 
 def test_power_alpha_adjacency_is_sound():
-    pytest.importorskip("pandapower")
+    pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
     from pathlib import Path
 
     from cvxdp_models.power.template import build

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import dp_accounting
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -139,3 +140,95 @@ def test_total_epsilon_basic_gaussian_splits_delta():
     sigma = gaussian_sigma_analytic(1.0, 0.2, 1e-6)
     eps, delta = total_epsilon("gaussian", sigma, 1.0, 10, 1e-5, "basic")
     assert eps == pytest.approx(2.0, rel=1e-6) and delta == 1e-5
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.5, 1.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-10, 1e-5, 1e-2])
+def test_the_analytic_ratio_meets_delta_in_its_own_arithmetic(eps, delta):
+    """The root is moved up ulp by ulp until the profile, as the module computes it, is at most delta: the noise is
+    never a rounding error short of the target."""
+    from cvxdp.privacy import calibration
+
+    log_ratio = calibration._analytic_log_ratio.__wrapped__(eps, delta)  # solved here, not read from the cache
+    assert calibration.gaussian_log_delta(math.exp(log_ratio), eps) <= math.log(delta)
+    assert calibration.gaussian_log_delta(math.exp(np.nextafter(log_ratio, -math.inf)), eps) > math.log(delta) - 1e-9
+
+
+def test_a_sampling_rate_of_one_is_no_sampling():
+    from cvxdp.privacy import step_epsilon
+
+    for noise, delta in (("laplace", None), ("gaussian", 1e-5)):
+        plain = calibrate_to_total(noise, 1.0, 2.0, delta, 30, "pld")
+        assert calibrate_to_total(noise, 1.0, 2.0, delta, 30, "pld", sampling_rate=1.0) == plain
+        assert total_epsilon(noise, plain, 1.0, 30, delta, "basic", sampling_rate=1.0) == total_epsilon(
+            noise, plain, 1.0, 30, delta, "basic")
+    assert step_epsilon("gaussian", 1.0, 3.0, 1e-5, sampling_rate=1.0) == step_epsilon("gaussian", 1.0, 3.0, 1e-5)
+    assert step_epsilon("laplace", 1.0, 4.0, 0.0, sampling_rate=1.0) == 0.25
+
+
+def test_basic_laplace_totals_are_pure_and_the_inverse_checks_its_arguments():
+    assert total_epsilon("laplace", 4.0, 2.0, 10, None, "basic") == (5.0, 0.0)
+    with pytest.raises(InvalidParameterError, match="'sensitivity' parameter of gaussian_epsilon"):
+        gaussian_epsilon(0.0, 1.0, 1e-5)
+
+
+def test_the_last_bit_check_raises_the_scale_until_the_recorded_plan_meets_the_target(monkeypatch):
+    """``calibrate_to_total`` checks the plan the engine will record and raises the scale while its composed epsilon
+    is above the target (a cached multiplier a hair too small is made to need it here)."""
+    from cvxdp.privacy import calibration
+
+    exact = calibration._calibrated_multiplier("gaussian", 2.0, 1e-5, 50, "pld", None)
+    monkeypatch.setattr(calibration, "_calibrated_multiplier", lambda *a: exact * (1 - 1e-9))
+    scale = calibrate_to_total("gaussian", 0.5, 2.0, 1e-5, 50, "pld")
+    assert exact * 0.5 * (1 - 1e-9) < scale <= exact * 0.5 * (1 + 1e-9)
+    assert total_epsilon("gaussian", scale, 0.5, 50, 1e-5, "pld")[0] <= 2.0
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("steps", [1, 50])
+def test_the_total_calibration_is_the_least_noise_to_a_relative_1e_7(noise, steps):
+    """Calibrated under PLD to 1e-8 relative: a scale 1e-7 smaller already exceeds the target."""
+    from cvxdp.privacy import calibration
+
+    calibration._calibrated_multiplier.cache_clear()  # calibrated here, not read from the cache
+    delta = 1e-5 if noise == "gaussian" else None
+    scale = calibrate_to_total(noise, 0.5, 2.0, delta, steps, "pld")
+    assert total_epsilon(noise, scale, 0.5, steps, delta, "pld")[0] <= 2.0
+    assert total_epsilon(noise, scale * (1 - 1e-7), 0.5, steps, delta, "pld")[0] > 2.0
+
+
+def test_the_gaussian_profile_is_zero_where_it_underflows():
+    """Far past any useful noise (sigma 1000 times the sensitivity, epsilon 1000) delta is below every float: log 0."""
+    from cvxdp.privacy.calibration import gaussian_log_delta
+
+    assert gaussian_log_delta(1000.0, 1000.0) == -math.inf
+    assert -math.inf < gaussian_log_delta(3.0, 1.0) < 0.0
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: gaussian_epsilon(1.0, 1.0, 0.0), "'delta' parameter of gaussian_epsilon"),
+    (lambda: calibrate_to_total("laplace", 0.0, 1.0, None, 10, "basic"), "'sensitivity' parameter of calibrate"),
+    (lambda: calibrate_to_total("laplace", 1.0, 1.0, None, 0, "basic"), "'steps' parameter of calibrate_to_total"),
+    (lambda: calibrate_to_total("laplace", 1.0, 1.0, -0.5, 10, "basic"), "'delta' parameter of calibrate_to_total"),
+    (lambda: calibrate_to_total("laplace", 1.0, 1.0, 1.0, 10, "basic"), "'delta' parameter of calibrate_to_total"),
+    (lambda: calibrate_to_total("gaussian", 1.0, 1.0, 0.0, 10, "pld"), "'delta' parameter of calibrate_to_total"),
+    (lambda: total_epsilon("laplace", 0.0, 1.0, 10, None, "basic"), "'scale' parameter of total_epsilon"),
+    (lambda: total_epsilon("gaussian", 1.0, 1.0, 10, 1e-5, "pld", sampling_rate=1.5), "'sampling_rate' parameter of total"),
+    (lambda: calibrate_to_total("laplace", 1.0, 0.0, None, 10, "basic"), "'epsilon' parameter of calibrate_to_total"),
+    (lambda: gaussian_epsilon(1.0, 0.0, 1e-5), "'sigma' parameter of gaussian_epsilon"),
+    (lambda: gaussian_epsilon(1.0, 1.0, 1.0), "'delta' parameter of gaussian_epsilon"),
+    (lambda: gaussian_sigma_classic(1.0, 0.5, 0.0), "'delta' parameter of gaussian_sigma_classic"),
+])
+def test_the_total_budget_functions_refuse_bad_arguments_by_name(call, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        call()
+
+
+def test_the_totals_scale_with_the_sensitivity():
+    """Only the multiplier scale / sensitivity matters: twice the noise on twice the sensitivity spends the same, under
+    basic composition and with subsampling (the calibrations' own tests use a sensitivity of 1)."""
+    sigma = gaussian_sigma_analytic(1.0, 0.2, 1e-6)
+    assert total_epsilon("gaussian", 2 * sigma, 2.0, 10, 1e-5, "basic")[0] == pytest.approx(2.0, rel=1e-6)
+    sampled = calibrate_to_total("gaussian", 0.5, 1.0, 1e-5, 40, "pld", sampling_rate=0.1)
+    eps, _ = total_epsilon("gaussian", sampled, 0.5, 40, 1e-5, "pld", sampling_rate=0.1)
+    assert 0.99 < eps <= 1.0

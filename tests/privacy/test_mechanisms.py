@@ -210,6 +210,15 @@ def test_plan_sampling_uses_callers_generator(name):
     assert plan.sample(a, 0).shape == (0,)
 
 
+def test_plan_expected_norm_is_the_root_mean_square_norm_of_its_draws(name):
+    """``sqrt(E ||xi||^2)``: sqrt(2 n) b for Laplace, sqrt(n) sigma for Gaussian, and what the draws show."""
+    plan = mech(name).noise_plan(agent(), **PLAN_KW)
+    per = math.sqrt(2.0) * plan.scale if plan.noise == "laplace" else plan.scale
+    assert plan.expected_norm(9) == pytest.approx(3.0 * per, rel=1e-12)
+    draws = plan.sample(np.random.default_rng(5), (20_000 * 9)).reshape(20_000, 9)
+    assert np.sqrt(np.mean(np.sum(draws ** 2, axis=1))) == pytest.approx(plan.expected_norm(9), rel=0.02)
+
+
 def test_plan_dp_event(name):
     plan = mech(name).noise_plan(agent(), **PLAN_KW)
     ev = plan.dp_event()
@@ -226,8 +235,17 @@ def test_plan_validation_and_round_trip():
         NoisePlan("laplace", 0.0, 0.5, 0.3)
     with pytest.raises(InvalidParameterError, match="'rng' parameter"):
         plan.sample(np.random.RandomState(0), 3)
+    with pytest.raises(InvalidParameterError, match="'n' parameter of NoisePlan.sample"):
+        plan.sample(np.random.default_rng(0), -1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.scale = 3.0
+    for kw, name in [({"delta": -0.5}, "delta"), ({"delta": 1.0}, "delta"), ({"sampling_rate": 0.0}, "sampling_rate"),
+                     ({"sampling_rate": 1.5}, "sampling_rate")]:
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of NoisePlan"):
+            NoisePlan("laplace", 2.0, 0.5, 0.3, **kw)
+    for clip in (0.0, -1.0):  # a subsampled plan needs a positive clip
+        with pytest.raises(InvalidParameterError, match="'clip_norm' parameter of NoisePlan"):
+            NoisePlan("gaussian", 2.0, 0.5, 0.3, 1e-6, sampling_rate=0.5, clip_norm=clip)
 
 
 def test_calibrate_is_the_one_name_and_budget_means_only_the_stopping_guard():

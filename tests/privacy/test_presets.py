@@ -51,7 +51,7 @@ def test_paper_preset_is_flagged_in_ledger_summary_and_warns(monkeypatch):
 
 def test_paper_preset_true_over_claimed_epsilon_on_case14():
     """The preset's Delta = 2 alpha (ObjPert) / alpha (OutPert) against the model's own relation."""
-    pytest.importorskip("pandapower")
+    pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
     from pathlib import Path
 
     from cvxdp_models.power.template import build

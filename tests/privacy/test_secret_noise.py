@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 
 import cvxpy as cp
 import numpy as np
@@ -118,3 +119,15 @@ def test_graph_and_sharing_loops_default_to_secret_noise():
     r2 = cvxdp.solve(agents, algorithm=alg, privacy=cvxdp.PenaltyPerturbation(alpha=5.0))
     assert r1.config["seeded"] is False and r1.config["seed"] is None
     assert not np.array_equal(r1.local["n0"], r2.local["n0"])
+    # the sharing family (it was named here but never run): two default runs, two different uplinks
+    from cvxdp_models.vertical import synthetic_parties
+
+    parties, labels = synthetic_parties(8, 2, 2, seed=0)
+    sharing = cvxdp.ADMMSharing(rho=1.0, lam=0.1, epochs=2, labels=labels, record_messages=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the default mechanism's public-assumption notes
+        runs = [cvxdp.solve(parties, algorithm=sharing, privacy=cvxdp.SharingGaussian(epsilon=1.0, delta=1e-5))
+                for _ in range(2)]
+    assert all(r.config["seeded"] is False and r.config["seed"] is None for r in runs)
+    first = [next(m.payload for m in r.messages if m.direction == "up" and m.epoch == 1) for r in runs]
+    assert not np.array_equal(first[0], first[1])  # epoch 1 sends noise only (x = 0): fresh draws each run

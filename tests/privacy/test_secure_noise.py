@@ -163,6 +163,8 @@ def test_opendp_samples_have_the_right_law_and_ignore_the_seed(noise):
     law = stats.laplace(scale=scale) if noise == "laplace" else stats.norm(scale=scale)
     assert stats.kstest(x, law.cdf).pvalue > 1e-6
     assert plan.sample(np.random.default_rng(0), 0).shape == (0,)
+    with pytest.raises(InvalidParameterError, match="'n' parameter of sample"):
+        secure.sample(noise, scale, -1)
     z = plan.perturb(np.random.default_rng(0), np.full(n, 5.0))
     assert abs(z.mean() - 5.0) < 6 * law.std() / math.sqrt(n)
     with pytest.raises(InvalidParameterError, match="'rng'"):
@@ -204,3 +206,59 @@ def test_audit_of_opendp_noise():
     assert audit_mechanism(m, trials=50_000, seed=0, broken="half-sensitivity").violated
     # OpenDP ignores seeds, so the reused-seed bug cannot happen to it: the same audit stays clean
     assert not audit_mechanism(m, trials=50_000, seed=0, broken="reused-seed").violated
+
+
+@needs_opendp
+def test_the_laplace_secure_scale_moves_by_a_few_ulps_and_the_arguments_are_checked():
+    """OpenDP's Laplace map is Delta / scale up to the lattice: the certified scale is found by stepping ulps (at most
+    64), not by the coarser search the Gaussian needs (a relative step of 1e-12 is thousands of ulps)."""
+    for scale in (0.3, 1.7, 40.0):
+        certified = secure.secure_scale("laplace", 1.0, scale, 1.0 / scale)
+        bound = scale
+        for _ in range(64):
+            bound = float(np.nextafter(bound, math.inf))
+        assert scale <= certified <= bound
+        assert secure.opendp_epsilon("laplace", certified, 1.0) <= 1.0 / scale
+    assert secure.secure_scale("laplace", 1.0, 2.0, 0.5) == secure.secure_scale("laplace", 1.0, 2.0, 0.5, n=1)
+    gaussian = secure.secure_scale("gaussian", 1.0, 3.0, 0.5, 1e-5)
+    assert gaussian >= 3.0 and secure.opendp_epsilon("gaussian", gaussian, 1.0, delta=1e-5) <= 0.5
+    for delta in (0.0, 1.0, 1.5):
+        with pytest.raises(InvalidParameterError, match="'delta' parameter of opendp_epsilon"):
+            secure.opendp_epsilon("gaussian", 3.0, 1.0, delta=delta)
+    for noise in ("laplace", "gaussian"):
+        with pytest.raises(InvalidParameterError, match="'sensitivity' parameter of opendp_epsilon"):
+            secure.opendp_epsilon(noise, 3.0, 0.0, delta=1e-5)
+
+
+def test_opendp_is_reported_available_where_it_is_installed():
+    """Every OpenDP test above skips when ``available()`` says no: it must say yes wherever OpenDP imports (CI
+    installs it with the test extra), or the secure noise would go untested without a failure."""
+    import importlib.util
+
+    assert secure.available() == (importlib.util.find_spec("opendp") is not None)
+
+
+@needs_opendp
+def test_the_opendp_helpers_refuse_bad_arguments_and_keep_their_defaults():
+    for call, name in [(lambda: secure.measurement("laplace", 0.0, 3), "scale"),
+                       (lambda: secure.measurement("laplace", 1.0, 0), "n"),
+                       (lambda: secure.opendp_rho(1.0, 0.0), "sensitivity"),
+                       (lambda: secure.secure_scale("laplace", 0.0, 1.0, 1.0), "sensitivity"),
+                       (lambda: secure.secure_scale("laplace", 1.0, 1.0, 0.0), "epsilon")]:
+        owners = "(measurement|opendp_rho|secure_scale)"  # the function called, not one below it
+        with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of {owners}"):
+            call()
+    assert secure.opendp_rho(2.0, 1.0) == secure.opendp_rho(2.0, 1.0, 1)
+    plan = mech("OutL").noise_plan(fake_agent(), accountant="pld", **PLAN_KW)
+    assert plan.opendp_epsilon() == plan.opendp_epsilon(1)
+
+
+@needs_opendp
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_opendp_perturbs_every_coordinate_of_any_length(noise):
+    """A one-coordinate release is perturbed too (the empty vector is the only one returned as it is)."""
+    for n in (1, 2, 7):
+        x = np.full(n, 5.0)
+        out = secure.perturb(noise, 1.0, x)
+        assert out.shape == (n,) and np.all(out != 5.0)
+    assert secure.perturb(noise, 1.0, np.zeros(0)).shape == (0,)

@@ -110,6 +110,10 @@ def test_per_example_gradients_clip_and_sum():
     np.testing.assert_array_equal(a, b)
     sizes = [cvxdp.model.poisson_sample(np.random.default_rng(s), 1000, 0.1).size for s in range(20)]
     assert 80 < np.mean(sizes) < 120
+    assert len(set(sizes)) > 5  # a random size (binomial, sd 9.5), not a fixed batch of q n records
+    rng = np.random.default_rng(4)
+    assert not np.array_equal(cvxdp.model.poisson_sample(rng, 1000, 0.1), cvxdp.model.poisson_sample(rng, 1000, 0.1))
+    # every record's inclusion rate and the sample's spread: tests/model/test_agent.py
 
 
 def test_a_subsampled_run_records_its_events_and_meets_the_budget():

@@ -24,7 +24,7 @@ from cvxdp.errors import (
     InvalidParameterError,
 )
 
-ray = pytest.importorskip("ray")
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[ray]'")
 from cvxdp.run.ray import MIN_VARIABLES, MIN_VARIABLES_ENV, RayBackend  # noqa: E402 - after the importorskip
 
 pytestmark = pytest.mark.ray

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 from cvxdp.errors import ConfigError  # noqa: E402
 from cvxdp.studies.grid import load_study  # noqa: E402

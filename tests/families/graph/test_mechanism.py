@@ -42,10 +42,19 @@ def test_gamma_norm_noise_has_gamma_norm_and_uniform_direction():
 
 
 def test_sampling_is_reproducible_from_the_generator():
-    a = sample_gamma_norm(np.random.default_rng(7), 1.0, 3)
+    """The same generator state gives the same draw, and the draw comes from that generator: it advances it (dim + 1
+    variates), other states give other draws (a sampler with a generator of its own would replay its noise)."""
+    rng = np.random.default_rng(7)
+    a = sample_gamma_norm(rng, 1.0, 3)
     b = sample_gamma_norm(np.random.default_rng(7), 1.0, 3)
 
     assert np.array_equal(a, b)
+    assert not np.array_equal(sample_gamma_norm(rng, 1.0, 3), a)  # the next draw of the same generator
+    assert not np.array_equal(sample_gamma_norm(np.random.default_rng(8), 1.0, 3), a)
+    replay = np.random.default_rng(7)
+    direction = replay.standard_normal(3)
+    expected = direction / np.linalg.norm(direction) * replay.gamma(shape=3, scale=1.0)
+    np.testing.assert_allclose(a, expected, rtol=1e-12)  # the direction first, then the norm, both from rng
 
 
 @pytest.mark.parametrize("d", [1, 2])

@@ -57,7 +57,7 @@ def test_idx_errors(tmp_path):
 def test_real_mnist_labels(shared_data):
     path = shared_data / "mnist_labels" / "t10k-labels-idx1-ubyte"
     if not path.is_file():
-        pytest.skip("MNIST label file not present")
+        pytest.skip("no MNIST labels in ../shared/data/mnist_labels: put them there to run this test")
     labels = D.load_idx(path)
     assert labels.shape == (10_000,) and labels.dtype == np.uint8
     assert set(np.unique(labels)) == set(range(10))
@@ -125,7 +125,7 @@ def test_femnist_errors(tmp_path):
 def test_real_femnist_sample(shared_data):
     path = shared_data / "femnist_leaf"
     if not path.is_dir():
-        pytest.skip("FEMNIST sample not present")
+        pytest.skip("no FEMNIST LEAF sample in ../shared/data/femnist_leaf: put it there to run this test")
     fem = D.load_femnist(path, max_users=6)
     assert len(fem.users) == 6 and len(set(fem.users)) == 6
     for (X, y), (Xt, yt) in zip(fem.train, fem.test):

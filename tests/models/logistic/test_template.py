@@ -147,7 +147,7 @@ def test_file_datasets_through_build(tmp_path):
 
 def test_real_femnist_build(shared_data):
     if not (shared_data / "femnist_leaf").is_dir():
-        pytest.skip("FEMNIST sample not present")
+        pytest.skip("no FEMNIST LEAF sample in ../shared/data/femnist_leaf: put it there to run this test")
     inst = build({"dataset": "femnist", "path": str(shared_data / "femnist_leaf"), "agents": 3,
                   "baselines": False}, base_dir=HERE)
     assert len(inst.agents) == 3 and inst.info["features"] == 784

@@ -66,7 +66,7 @@ def test_two_disjoint_writer_sets_of_the_shared_sample(shared_data):
     """The shared writers (first ten) and the held-out ten (indexes 10..19) of the LEAF sample are disjoint."""
     path = shared_data / "femnist_leaf"
     if not path.is_dir():
-        pytest.skip("FEMNIST sample not present")
+        pytest.skip("no FEMNIST LEAF sample in ../shared/data/femnist_leaf: put it there to run this test")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # total_samples matches each set: no warning
         shared = build({"dataset": "femnist", "path": str(path), "agents": 10, "total_samples": 1527,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 from cvxdp_models.power.ac_check import ac_mismatch, ac_verdict, explain_setpoints, run_ac_check  # noqa: E402
 from cvxdp_models.power.network import AC_ATTEMPTS, AcFlow, load_case  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 import cvxdp  # noqa: E402
 from cvxdp_models.power.template import build  # noqa: E402

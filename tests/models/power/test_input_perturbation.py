@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 import cvxdp_models.power.template as power  # noqa: E402
 from cvxdp.audits.release import audit_input_perturbation  # noqa: E402
@@ -121,5 +121,8 @@ def test_a_release_calibrated_to_one_coordinate_is_caught(zone_model, monkeypatc
 
 
 def test_the_honest_gaussian_release_passes_its_audit(zone_model):
+    """Measured (seeds 2024 / 0 / 1): 0.32 / 0.28 / 0.31 against the claim 1.0. At this size noise drawn at half its
+    scale reaches only 0.84 / 0.83 / 0.89 (not refuted): tests/audits/test_release.py audits that twin with 50,000
+    releases at epsilon 2, where it is refuted, and tests/privacy/test_input.py checks the drawn spread."""
     res = _audit(zone_model, InputPerturbation("gaussian", 1.0, 1e-5))
-    assert not res.violated
+    assert res.claimed == 1.0 and not res.violated and res.epsilon_lower > 0.2  # the audit sees the release

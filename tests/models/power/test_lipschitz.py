@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg as sl
 import scipy.sparse as sp
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 from cvxdp.model.curvature import estimate_lipschitz
 from cvxdp_models.power.template import build, build_agents  # noqa: E402

@@ -7,8 +7,8 @@ import importlib
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
-pytest.importorskip("pypower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
+pytest.importorskip("pypower", reason="PYPOWER is not installed: pip install -e '.[power]'")
 
 from cvxdp.errors import ConfigError  # noqa: E402
 from cvxdp_models.power.network import (  # noqa: E402

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
-pytest.importorskip("matpowercaseframes")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
+pytest.importorskip("matpowercaseframes", reason="not installed: pip install -e '.[power]'")
 
 from cvxdp.errors import ConfigError, CvxdpError  # noqa: E402
 from cvxdp_models.power.network import (  # noqa: E402

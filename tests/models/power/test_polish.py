@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 import cvxdp  # noqa: E402
 from cvxdp_models.power.template import build  # noqa: E402

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 import cvxdp  # noqa: E402
 from cvxdp import build_model  # noqa: E402

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-pytest.importorskip("pandapower")
+pytest.importorskip("pandapower", reason="pandapower is not installed: pip install -e '.[power]'")
 
 from cvxdp.errors import ConfigError  # noqa: E402
 from cvxdp_models.power import zones as zones_module  # noqa: E402

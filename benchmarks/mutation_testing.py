@@ -1,0 +1,679 @@
+"""Mutation testing of the privacy-critical modules with Cosmic Ray (issue 52): which one-line bugs do the tests miss?
+
+Not CI (a full run takes hours). For each row of :data:`MODULES` (a module and the tests that cover it), in a scratch
+copy of the repository at HEAD:
+
+1. ``cosmic-ray init`` lists every mutant of the module (Cosmic Ray's core operators: arithmetic, comparison and
+   boolean operators swapped, numbers moved by one, ``not`` added, decorators removed, loops run zero times, ...);
+2. filters mark as skipped: a mutation inside a type annotation (every module has ``from __future__ import
+   annotations``, so annotations are never evaluated: equivalent by construction), the operator swaps outside
+   :data:`KEPT_SWAPS` (one swap per operator, as mutmut makes them, instead of every operator for every other), and,
+   for a row that names ``definitions``, everything outside them (``cvxdp/model/agent.py``: only the sampling);
+3. the row's tests run once unmutated (they must pass), then ``cosmic-ray exec`` applies each mutant on disk and runs
+   the test command: a tiny client of a test server started here, which has imported the dependencies once
+   (numpy, SciPy, CVXPY, dp-accounting, pytest, ...; never cvxdp) and forks one child per mutant that imports the
+   mutated cvxdp afresh and runs, with ``pytest -x``, only the row's tests that ran a line of the mutated statement
+   (measured once on the unmutated code with ``sys.settrace``, fastest first; a mutant at module or class level, run
+   at import, runs them all). A mutant that no test reaches survives without a run. A child still running after 30 s
+   plus 3 times the selected tests' unmutated time is stopped and the mutant counts as killed (a loop that no longer
+   ends; when survivors run again, a timeout counts as surviving: on a loaded machine it may be the load);
+4. the survivors are written with their diffs, and each row's score is ``killed / (mutants - skipped - equivalent)``,
+   the equivalent ones being the survivors listed in :data:`EQUIVALENT` with the reason each cannot change what the
+   module computes (docs/mutation-testing.md shows the last run's scores and every survivor's reason).
+
+    pip install -e ".[mutation]"                              # Cosmic Ray
+    python benchmarks/mutation_testing.py                      # every row, one after the other
+    python benchmarks/mutation_testing.py privacy/noise        # one row (the names of MODULES)
+    python benchmarks/mutation_testing.py --list               # the rows, their files and tests
+    python benchmarks/mutation_testing.py --survivors privacy/noise   # the last run's survivors, against new tests
+    python benchmarks/mutation_testing.py --resume privacy/accounting # continue a session that was stopped
+    python benchmarks/mutation_testing.py --report                    # the scores as they stand, running nothing
+
+Results land in ``results/mutation/`` (``--out``): per row ``NAME.sqlite`` (the Cosmic Ray session: ``cr-report`` and
+``cr-html`` read it), ``NAME.survivors.md`` (each surviving mutant's diff) and ``summary.json`` / ``summary.md`` (the
+scores of every row run so far). One core: run it when the machine is otherwise quiet, and say the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COSMIC_RAY = str(Path(sys.executable).parent / "cosmic-ray")  # the one installed beside this interpreter
+CLIENT = '''import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"run")
+sys.exit(int(s.makefile().readline().strip() or 3))
+'''
+
+
+@dataclass(frozen=True)
+class Row:
+    """One module under mutation and the tests that cover it."""
+
+    files: tuple[str, ...]
+    tests: tuple[str, ...]
+    definitions: tuple[str, ...] = ()  # only these top-level functions/classes (empty: the whole module)
+
+
+PRIVACY_TESTS = ("tests/privacy", "tests/audits/test_audit.py", "tests/audits/test_sampling.py",
+                 "tests/audits/test_release.py", "tests/models/power/test_input_perturbation.py")
+#: The one table: module -> what is mutated and the tests run against it. Add the families' nodes and the federation
+#: here once their rewrite lands (issue 52), e.g. "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
+#: ("tests/families/consensus", "tests/contract/test_families.py")).
+MODULES: dict[str, Row] = {
+    "privacy/accounting": Row(("cvxdp/privacy/accounting.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
+    "privacy/calibration": Row(("cvxdp/privacy/calibration.py",), PRIVACY_TESTS),
+    "privacy/mechanisms": Row(("cvxdp/privacy/mechanisms.py",), PRIVACY_TESTS),
+    "privacy/noise": Row(("cvxdp/privacy/noise.py",), PRIVACY_TESTS),
+    "audits/release": Row(("cvxdp/audits/release.py",), ("tests/audits", "tests/cli/test_audit_cmd.py")),
+    "audits/gamma": Row(("cvxdp/audits/gamma.py",), ("tests/audits", "tests/families/graph/test_mechanism.py")),
+    "audits/sharing": Row(("cvxdp/audits/sharing.py",), ("tests/audits/test_sharing.py",)),
+    "model/gradients": Row(("cvxdp/model/gradients.py",), ("tests/model/test_gradients.py",
+                                                          "tests/model/test_agent.py", "tests/model/test_compiled.py")),
+    "model/agent-sampling": Row(("cvxdp/model/agent.py",), ("tests/model/test_agent.py",
+                                                           "tests/privacy/test_subsampling.py",
+                                                           "tests/audits/test_sampling.py"),
+                                definitions=("poisson_sample", "PerExample")),
+}
+
+#: The operator replacements kept (Cosmic Ray swaps every binary operator for each of the 11 others and every comparison
+#: for each of the 7 others, 55 % and 19 % of all mutants here; most of them crash at once on the floats and arrays of
+#: these modules). Kept: one swap per operator, mutmut's (``+``/``-``, ``*``/``/``, ``//`` and ``%`` to ``/``, ``**``
+#: to ``*``, the bitwise and shift operators among themselves, ``<``/``<=``, ``>``/``>=``, ``==``/``!=``,
+#: ``is``/``is not``), and a comparison's direction flipped (``<`` to ``>``, ``<=`` to ``>=`` and back).
+KEPT_SWAPS = {
+    "ReplaceBinaryOperator": {("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Div"),
+                              ("Mod", "Div"), ("Pow", "Mul"), ("LShift", "RShift"), ("RShift", "LShift"),
+                              ("BitAnd", "BitOr"), ("BitOr", "BitAnd"), ("BitXor", "BitAnd")},
+    "ReplaceComparisonOperator": {("Lt", "LtE"), ("LtE", "Lt"), ("Gt", "GtE"), ("GtE", "Gt"), ("Eq", "NotEq"),
+                                  ("NotEq", "Eq"), ("Is", "IsNot"), ("IsNot", "Is"), ("Lt", "Gt"), ("Gt", "Lt"),
+                                  ("LtE", "GtE"), ("GtE", "LtE")},
+}
+
+
+def _kept(operator: str) -> bool:
+    """Whether a Cosmic Ray operator's mutants run (see :data:`KEPT_SWAPS`)."""
+    family, _, pair = operator.removeprefix("core/").partition("_")
+    if family not in KEPT_SWAPS:
+        return True
+    source, _, target = pair.partition("_")
+    return (source, target) in KEPT_SWAPS[family]
+
+
+#: Surviving mutants that cannot change what the module computes (or only its speed), with the reason:
+#: (file, the mutated line as the mutant has it, stripped) -> reason. Each is counted apart from the score.
+_CACHE = "an lru_cache's size changes how often a pure function is computed again, not its value"
+_ULPS = ("the Laplace search returns within a few ulps (OpenDP's map is Delta / scale on its lattice; "
+         "tests/privacy/test_secure_noise.py checks at most 64): the loop's length and what follows it are never "
+         "reached; the Gaussian bisection stops within 1e-10 of the same certified scale either way")
+_START = ("a starting point or step of a bracketing search: the bracket still holds the root, and the solver and the "
+          "check after it return the same value (to the search's tolerance, 1e-8 relative or tighter; tests/privacy/"
+          "test_calibration.py checks the defining equation)")
+EQUIVALENT: dict[tuple[str, str], str] = {
+    **{("cvxdp/privacy/noise.py", f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (0, 2, 127, 129, 511, 513)},
+    **{("cvxdp/privacy/noise.py", line): _ULPS for line in (
+        "for _ in range(63):", "for _ in range(65):", "while hi / lo - 1.0 >= 1e-10:", "s *= 1.0 - 1e-12", "s /= 1.0 + 1e-12", "s *= 2.0 + 1e-12",
+        "s *= 0.0 + 1e-12", "s *= 1.0 + 1.000000000001", "s *= 1.0 + -0.999999999999")},
+    ("cvxdp/privacy/noise.py", "def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 1, "
+                               "delta: float = -1.0) -> float:"):
+        "the default delta is never used: Laplace's map ignores it, and a Gaussian call without delta is refused "
+        "either way (0 and -1 are both outside (0, 1))",
+    ("cvxdp/privacy/noise.py", "def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 1, "
+                               "delta: float = 1.0) -> float:"):
+        "the default delta is never used: Laplace's map ignores it, and a Gaussian call without delta is refused "
+        "either way (0 and 1 are both outside (0, 1))",
+    ("cvxdp/privacy/noise.py", "def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 2, "
+                               "delta: float = 0.0) -> float:"):
+        "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
+    ("cvxdp/privacy/noise.py", "def opendp_rho(scale: float, sensitivity: float, n: int = 2) -> float:"):
+        "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
+    ("cvxdp/privacy/noise.py", "n: int = 2) -> float:"):
+        "secure_scale's default n: OpenDP's maps do not depend on the vector's length",
+    ("cvxdp/privacy/noise.py", "def opendp_epsilon(self, n: int = 2) -> float:"):
+        "OpenDP's maps do not depend on the vector's length (l1 / l2 distance of the whole vector)",
+    ("cvxdp/privacy/noise.py", "GRANULARITY_BITS = 99"):
+        "OpenDP's lattice is 2^-99 instead of 2^-100 of the noise scale: both some 30 orders of magnitude below it, "
+        "no certified epsilon or scale moves (tests/privacy/test_secure_noise.py checks 1 ulp-level agreement)",
+    ("cvxdp/privacy/noise.py", "except CosmicRayTestingException:  # pragma: no cover - OpenDP releases without the "
+                               "``nan`` flag"):
+        "the clause is for OpenDP releases without the nan flag; the installed one raises nothing there",
+    ("cvxdp/privacy/noise.py", "removed: @functools.lru_cache(maxsize=128)"): _CACHE,
+    ("cvxdp/privacy/noise.py", "return opendp_epsilon(noise, x, d, m, delta) < e"):
+        "only an exact tie at epsilon differs: the search then takes one more ulp (or bisection step) of noise",
+    ("cvxdp/privacy/noise.py", "lo, hi = hi, hi * 2.25"): _ULPS,
+    **{("cvxdp/privacy/noise.py", "def secure_scale(noise: str, sensitivity: float, scale: float, epsilon: float, "
+                                  f"delta: float = {d},"):
+       "the default delta is never used: Laplace's map ignores it, and a Gaussian call without delta is refused "
+       "either way (0, 1 and -1 are all outside (0, 1))" for d in ("1.0", "-1.0")},
+    **{("cvxdp/privacy/calibration.py", line): _START for line in (
+        "guess = math.log(math.sqrt(2.0 / math.log(1.25 / delta)) / epsilon)",
+        "guess = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) * epsilon)",
+        "guess = math.log(math.sqrt(2.0 * math.log(1.25 * delta)) / epsilon)",
+        "guess = math.log(math.sqrt(3.0 * math.log(1.25 / delta)) / epsilon)",
+        "guess = math.log(math.sqrt(1.0 * math.log(1.25 / delta)) / epsilon)",
+        "guess = math.log(math.sqrt(2.0 * math.log(2.25 / delta)) / epsilon)",
+        "guess = math.log(math.sqrt(2.0 * math.log(0.25 / delta)) / epsilon)",
+        "while gap(hi) > -1.0:", "while gap(hi) > 1.0:", "while gap(hi) >= 0.0:", "while gap(lo) < 0.0:",
+        "lo -= 2.0", "lo -= 0.0", "hi += 2.0", "lo += 1.0",
+        "guess = (gaussian_sigma_analytic(1.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st * e)",
+        "guess = (gaussian_sigma_analytic(1.0, e, dl) / math.sqrt(st) if noise == \"gaussian\" else st / e)",
+        "guess = (gaussian_sigma_analytic(2.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st / e)",
+        "guess = (gaussian_sigma_analytic(0.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st / e)",
+        "hi *= 3.0", "hi *= 1.0", "lo /= 3.0", "lo /= 1.0", "for _ in range(201):", "for _ in range(199):")},
+    **{("cvxdp/privacy/calibration.py", f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (255, 257)},
+    ("cvxdp/privacy/calibration.py", "removed: @functools.lru_cache(maxsize=256)"): _CACHE,
+    ("cvxdp/privacy/calibration.py", "while gap(lo) < 0.0:  # the profile decreases in sigma: move down until "
+                                     "delta(lo) > delta"): _START,
+    ("cvxdp/privacy/calibration.py", "while composed_epsilon(((make_event(noise, scale / d, q), st),), dl, "
+                                     "accountant) >= e:"):
+        "only an exact tie at epsilon differs (a Laplace total under PLD can be exactly epsilon): the scale then "
+        "grows by 1e-12 relative",
+    ("cvxdp/privacy/calibration.py", "return x - xi, InputRelease(self.noise, float(scale), float(sens), event, "
+                                     "float(self.epsilon), delta)"):
+        "Laplace and Gaussian noise are symmetric about 0: x - xi has the law of x + xi",
+    **{("cvxdp/privacy/calibration.py", line): _START for line in (
+        "while gap(lo) <= 1.0:  # the profile decreases in sigma: move down until delta(lo) > delta",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=5 * np.finfo(float).eps, maxiter=500)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=3 * np.finfo(float).eps, maxiter=500)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=499)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=501)",
+        "if epsilon_of(hi) < e:", "while epsilon_of(lo) < e:")},
+    ("cvxdp/privacy/calibration.py", "while gap(root) >= 0.0:"):
+        "only an exact tie at delta differs: the root then moves one more ulp up (more noise)",
+    ("cvxdp/privacy/calibration.py", "if log_b > log_a:"):
+        "only an exact tie differs, where delta is zero to the last bit (log a = log b needs a ratio or epsilon "
+        "far past any noise the library calibrates)",
+    ("cvxdp/privacy/calibration.py", "def perturb(self, values: np.ndarray, /, l1: float, l2: float,"):
+        "'*' became '/' in the signature: values (passed by position everywhere) is positional-only and l1, l2 may "
+        "still be passed by keyword, so every call means the same",
+    ("cvxdp/model/agent.py", "return np.flatnonzero(rng.random(n) <= q)"):
+        "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
+}
+
+
+def _squeeze(text: str) -> str:
+    return "".join(text.split())  # Cosmic Ray writes a replaced number with a space before it
+
+
+_EQUIVALENT = {(f, _squeeze(line)): reason for (f, line), reason in EQUIVALENT.items()}
+
+
+def _mutated_line(diff: str | None) -> str:
+    """The mutant's own line in a Cosmic Ray diff (its first added line; ``removed: LINE`` for a deletion)."""
+    lines = (diff or "").splitlines()
+    for line in lines:
+        if line.startswith("+") and not line.startswith("+++"):
+            return line[1:].strip()
+    removed = [line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")
+               and line[1:].strip()]
+    return f"removed: {removed[0]}" if removed else ""
+
+
+# --------------------------------------------------------------------------- the test server
+def _preload(scratch: Path, tests: tuple[str, ...]) -> list[str]:
+    """The modules (never cvxdp's own) that collecting the row's tests loads (CVXPY, SciPy, pandapower, ...)."""
+    code = ("import sys, pytest\n"
+            f"pytest.main(['--co', '-q', '-n', '0', '-p', 'no:cacheprovider', *{list(tests)!r}])\n"
+            "print('MODULES', ' '.join(sorted(m for m in sys.modules if not m.startswith(('cvxdp', 'tests', "
+            "'__main__', 'conftest')))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True, check=True)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("MODULES "))
+    return line.split()[1:]
+
+
+def _definition_spans(path: Path) -> list[tuple[int, int, str]]:
+    """(first line, last line, name) of every top-level function and class and every method of ``path``."""
+    tree = ast.parse(path.read_text())
+    spans = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            kind = "class " if isinstance(node, ast.ClassDef) else ""  # a class body runs at import
+            spans.append((first, node.end_lineno, kind + node.name))
+            if isinstance(node, ast.ClassDef):
+                for sub in node.body:
+                    if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        first = min([sub.lineno, *(d.lineno for d in sub.decorator_list)])
+                        spans.append((first, sub.end_lineno, f"{node.name}.{sub.name}"))
+    return spans
+
+
+def _innermost(spans: list[tuple[int, int, str]], line: int) -> tuple[int, int, str] | None:
+    """The function (a method before its class) that holds ``line``; None at module level or in a class body."""
+    holding = [s for s in spans if s[0] <= line <= s[1]]
+    functions = [s for s in holding if not s[2].startswith("class ")]
+    return min(functions, key=lambda s: s[1] - s[0]) if functions else None
+
+
+def _statement_spans(path: Path) -> list[tuple[int, int]]:
+    """(first line, last line) of every statement of ``path`` (a compound statement: its header only, up to its
+    body's first line; a decorated definition from its first decorator)."""
+    spans = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.stmt):
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+            body = getattr(node, "body", None)
+            last = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
+                else node.end_lineno
+            spans.append((first, max(first, last)))
+    return spans
+
+
+def _statement(statements: list[tuple[int, int]], line: int, function: tuple[int, int, str]) -> tuple[int, int]:
+    """The innermost statement holding ``line`` inside ``function`` (the function itself when none is smaller)."""
+    holding = [s for s in statements if s[0] <= line <= s[1] and function[0] <= s[0] and s[1] <= function[1]]
+    return min(holding, key=lambda s: s[1] - s[0]) if holding else (function[0], function[1])
+
+
+class TestServer:
+    """Forks one pytest child per request, in the scratch copy, with the dependencies imported once."""
+
+    def __init__(self, scratch: Path, row: Row, log, rerun: bool = False) -> None:
+        self.scratch, self.row, self.log, self.rerun = scratch, row, log, rerun
+        self.pristine = {f: (scratch / f).read_text() for f in row.files}
+        self.spans = {f: _definition_spans(scratch / f) for f in row.files}
+        self.statements = {f: _statement_spans(scratch / f) for f in row.files}
+        self.lines: dict[str, set[tuple[str, int]]] = {}  # test -> the (file, line)s it ran
+        self.durations: dict[str, float] = {}
+        self.where = "unmutated"
+
+    # the parent never imports cvxdp: every child imports the module as it is on disk at that moment
+    def preload(self) -> None:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("MPLBACKEND", "Agg")
+        for name in _preload(self.scratch, self.row.tests):
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a module that only imports inside its package is fine to skip
+                pass
+        stray = [m for m in sys.modules if m.startswith("cvxdp")]
+        assert not stray, f"the test server must not import cvxdp ({stray[:3]})"
+
+    def _pytest_args(self, tests: list[str]) -> list[str]:
+        return ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "--tb=no",
+                "-W", "ignore", *tests]
+
+    def _fork(self, args: list[str], timeout: float, trace: str | None = None) -> int:
+        pid = os.fork()
+        if pid == 0:  # the child: a fresh cvxdp from the scratch copy
+            code = 1
+            try:
+                os.chdir(self.scratch)
+                sys.path.insert(0, str(self.scratch))
+                sys.dont_write_bytecode = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
+                import pytest
+
+                plugins = [_Tracer(self.row.files, self.scratch, trace)] if trace else []
+                code = int(pytest.main(args, plugins=plugins))
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return 124  # timed out: killed
+            time.sleep(0.02)
+
+    def measure(self) -> None:
+        """Run every test once, unmutated, recording which lines of the row's files each one runs."""
+        trace = self.scratch / ".mutation-trace.json"
+        code = self._fork(self._pytest_args(list(self.row.tests))[1:], timeout=3600, trace=str(trace))
+        if code not in (0, 5):
+            raise SystemExit(f"the row's tests fail unmutated (pytest exit {code}); fix them first")
+        data = json.loads(trace.read_text())
+        self.lines = {t: {tuple(x) for x in lines} for t, lines in data["lines"].items()}
+        self.durations = data["durations"]
+
+    def select(self) -> tuple[list[str], float] | None:
+        """The tests to run against the mutant now on disk (None: the files are unmutated)."""
+        for f in self.row.files:
+            now = (self.scratch / f).read_text()
+            if now == self.pristine[f]:
+                continue
+            old, new = self.pristine[f].splitlines(), now.splitlines()
+            line = next((i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+            span = _innermost(self.spans[f], line)
+            self.where = f"{f}:{line}"
+            if span is None:  # module level or a class body, run at import: anything may read it
+                tests = list(self.durations)
+            else:  # the tests that ran a line of the statement that holds the mutation
+                first, last = _statement(self.statements[f], line, span)
+                tests = [t for t, lines in self.lines.items()
+                         if any((f, k) in lines for k in range(first, last + 1))]
+            tests.sort(key=lambda t: self.durations.get(t, 0.0))
+            return tests, sum(self.durations.get(t, 0.0) for t in tests)
+        return None
+
+    def serve(self, sock_path: Path) -> None:
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(sock_path))
+        server.listen(1)
+        while True:
+            conn, _ = server.accept()
+            with conn:
+                if conn.recv(16) == b"stop":
+                    return
+                picked = self.select()
+                if picked is None:  # the baseline: every test
+                    tests, expected = list(self.durations) or list(self.row.tests), sum(self.durations.values())
+                else:
+                    tests, expected = picked
+                start = time.monotonic()
+                if not tests:
+                    code = 0  # no test reaches the mutant: it survives
+                else:
+                    code = self._fork(self._pytest_args(tests), timeout=30.0 + 3.0 * expected)
+                    if code == 124 and self.rerun:  # a survivor that now runs out of time: not counted as killed
+                        self.log.write("timed out: counted as surviving\n")
+                        code = 0
+                self.log.write(f"{self.where} {len(tests)} tests, exit {code}, {time.monotonic() - start:.1f} s\n")
+                self.log.flush()
+                conn.sendall(f"{code}\n".encode())
+
+
+class _Tracer:
+    """A pytest plugin that records, per test, the lines of the row's files that it runs (``sys.settrace``, local
+    tracing in those files only)."""
+
+    def __init__(self, files: tuple[str, ...], scratch: Path, out: str) -> None:
+        self.files = {str((scratch / f).resolve()): f for f in files}
+        self.out = out
+        self.lines: dict[str, set[tuple[str, int]]] = {}
+        self.durations: dict[str, float] = {}
+        self.current: set[tuple[str, int]] | None = None
+
+    def _trace(self, frame, event, arg):  # noqa: ANN001
+        f = self.files.get(frame.f_code.co_filename)
+        if f is None or self.current is None:
+            return None
+        current = self.current
+
+        def local(frame, event, arg):  # noqa: ANN001
+            if event == "line":
+                current.add((f, frame.f_lineno))
+            return local
+
+        current.add((f, frame.f_lineno))
+        return local
+
+    def pytest_runtest_protocol(self, item, nextitem):  # noqa: ANN001
+        import threading
+
+        self.current = self.lines.setdefault(item.nodeid, set())
+        sys.settrace(self._trace)
+        threading.settrace(self._trace)
+
+    def pytest_runtest_logreport(self, report):  # noqa: ANN001
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        if report.when == "teardown":
+            sys.settrace(None)
+            self.current = None
+
+    def pytest_sessionfinish(self, session, exitstatus):  # noqa: ANN001
+        Path(self.out).write_text(json.dumps({"lines": {t: sorted(c) for t, c in self.lines.items()},
+                                              "durations": self.durations}))
+
+
+# --------------------------------------------------------------------------- one row
+def _scratch_copy(dest: Path) -> str:
+    """The repository at HEAD (tracked files) in ``dest``; returns the commit."""
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return commit
+
+
+def _annotation_spans(path: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        found = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            found = [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+                     if x is not None and x.annotation is not None]
+            found += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            found = [node.annotation]
+        spans += [((x.lineno, x.col_offset), (x.end_lineno, x.end_col_offset)) for x in found]
+    return spans
+
+
+def _skip(db_path: Path, scratch: Path, row: Row) -> dict[str, int]:
+    """Mark as skipped the mutants in annotations, of excluded operators and outside the row's definitions."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    skipped = {"annotation": 0, "operator": 0, "outside": 0}
+    annotations = {f: _annotation_spans(scratch / f) for f in row.files}
+    spans = {f: _definition_spans(scratch / f) for f in row.files}
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            m = item.mutations[0]
+            f, start = str(m.module_path), tuple(m.start_pos)
+            reason = None
+            if any(a <= start < b for a, b in annotations[f]):
+                reason = "annotation"
+            elif not _kept(m.operator_name):
+                reason = "operator"
+            elif row.definitions:
+                holding = [s for s in spans[f] if s[0] <= start[0] <= s[1]]
+                if not any(s[2].removeprefix("class ").split(".")[0] in row.definitions for s in holding):
+                    reason = "outside"
+            if reason:
+                skipped[reason] += 1
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=reason))
+    return skipped
+
+
+def _sources(scratch: Path, row: Row) -> dict[str, str]:
+    return {f: hashlib.sha256((scratch / f).read_bytes()).hexdigest() for f in row.files}
+
+
+def run_row(name: str, row: Row, out: Path, previous: dict | None = None, resume: bool = False) -> dict:
+    """Mutation testing of one row; returns its summary. With ``previous`` (the row's last summary), only the last
+    run's survivors run again, against the tests at HEAD (the module itself must be unchanged). With ``resume``, a
+    session left unfinished continues (its mutants not yet run)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    out.mkdir(parents=True, exist_ok=True)
+    slug = name.replace("/", "-")
+    with tempfile.TemporaryDirectory(prefix=f"mutation-{slug}-") as tmp:
+        scratch = Path(tmp)
+        commit = _scratch_copy(scratch)
+        sock, client = scratch / ".mutation.sock", scratch / ".mutation_client.py"
+        client.write_text(CLIENT)
+        config = scratch / "cosmic-ray.toml"
+        files = ", ".join(json.dumps(f) for f in row.files)
+        config.write_text(f'[cosmic-ray]\nmodule-path = [{files}]\ntimeout = 3600.0\nexcluded-modules = []\n'
+                          f'test-command = "{sys.executable} -S {client} {sock}"\n'
+                          '[cosmic-ray.distributor]\nname = "local"\n')
+        db_path = out / f"{slug}.sqlite"
+        started = time.time()
+        if previous is None:
+            work_db = db_path
+            if not (resume and db_path.exists()):
+                db_path.unlink(missing_ok=True)
+                subprocess.run([COSMIC_RAY, "init", str(config), str(db_path)], cwd=scratch, check=True)
+                _skip(db_path, scratch, row)
+        else:
+            before = previous.get("sources") or {  # a summary written before sources were recorded: its commit's
+                f: hashlib.sha256(subprocess.run(["git", "show", f"{previous['commit']}:{f}"], cwd=ROOT,
+                                                 capture_output=True, check=True).stdout).hexdigest()
+                for f in row.files}
+            if before != _sources(scratch, row):
+                raise SystemExit(f"{name}: the module changed since its last run; run the row again in full")
+            work_db = out / f"{slug}.rerun.sqlite"
+            work_db.unlink(missing_ok=True)
+            from cosmic_ray.work_item import TestOutcome
+
+            with use_db(str(db_path), WorkDB.Mode.open) as db:
+                again = [item for item, result in db.completed_work_items
+                         if result.test_outcome == TestOutcome.SURVIVED]
+            with use_db(str(work_db)) as db:
+                db.add_work_items(again)
+        server = TestServer(scratch, row, open(out / f"{slug}{'.rerun' if previous else ''}.log", "w"),
+                            rerun=previous is not None)
+        server.preload()
+        server.measure()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                server.serve(sock)
+            finally:
+                os._exit(0)
+        try:
+            while not sock.exists():
+                time.sleep(0.05)
+            subprocess.run([COSMIC_RAY, "exec", str(config), str(work_db)], cwd=scratch, check=True)
+        finally:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(sock))
+                s.sendall(b"stop")
+            os.waitpid(pid, 0)
+        if previous is not None:  # the survivors' new results replace their old ones
+            with use_db(str(work_db), WorkDB.Mode.open) as db:
+                fresh = list(db.completed_work_items)
+            with use_db(str(db_path), WorkDB.Mode.open) as db:
+                for item, result in fresh:
+                    db.set_result(item.job_id, result)
+        with use_db(str(db_path), WorkDB.Mode.open) as db:
+            results = list(db.completed_work_items)
+        summary = _summarise(name, row, results, commit, time.time() - started, out / f"{slug}.survivors.md")
+        summary["sources"] = _sources(scratch, row)
+        if previous is not None:
+            summary["first_run"] = previous.get("first_run", {k: previous[k] for k in
+                                                              ("commit", "killed", "survived", "seconds")})
+    return summary
+
+
+def _summarise(name: str, row: Row, results: list, commit: str, seconds: float | None, survivors_path: Path,
+               pending: int = 0) -> dict:
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    counts = {"mutants": len(results) + pending, "pending": pending, "skipped": 0, "killed": 0, "survived": 0,
+              "equivalent": 0, "incompetent": 0}
+    skipped_by: dict[str, int] = {}
+    lines = [f"# Surviving mutants of {name} ({', '.join(row.files)}) at {commit[:7]}", ""]
+    for item, result in sorted(results, key=lambda r: (str(r[0].mutations[0].module_path),
+                                                       tuple(r[0].mutations[0].start_pos))):
+        m = item.mutations[0]
+        if result.worker_outcome == WorkerOutcome.SKIPPED:
+            counts["skipped"] += 1
+            skipped_by[result.output or "?"] = skipped_by.get(result.output or "?", 0) + 1
+            continue
+        if result.worker_outcome != WorkerOutcome.NORMAL or result.test_outcome == TestOutcome.INCOMPETENT:
+            counts["incompetent"] += 1
+            continue
+        if result.test_outcome == TestOutcome.KILLED:
+            counts["killed"] += 1
+            continue
+        reason = _EQUIVALENT.get((str(m.module_path), _squeeze(_mutated_line(result.diff))))
+        counts["equivalent" if reason else "survived"] += 1
+        lines += [f"## {m.module_path}:{m.start_pos[0]} {m.definition_name} {m.operator_name}"
+                  + (f" (equivalent: {reason})" if reason else ""), "", "```diff", (result.diff or "").strip(), "```",
+                  ""]
+    scored = counts["killed"] + counts["survived"]
+    summary = {"row": name, "files": list(row.files), "tests": list(row.tests), "commit": commit, **counts,
+               "skipped_by": skipped_by, "score": counts["killed"] / scored if scored else None,
+               "seconds": None if seconds is None else round(seconds), "load": os.getloadavg()[0]}
+    survivors_path.write_text("\n".join(lines))
+    return summary
+
+
+def report_row(name: str, row: Row, out: Path, previous: dict | None) -> dict:
+    """The summary of a row's session as it stands (also while it runs, or after it was stopped)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    slug = name.replace("/", "-")
+    with use_db(str(out / f"{slug}.sqlite"), WorkDB.Mode.open) as db:
+        results, total = list(db.completed_work_items), db.num_work_items
+    commit = previous["commit"] if previous else subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    summary = _summarise(name, row, results, commit, previous.get("seconds") if previous else None,
+                         out / f"{slug}.survivors.md", pending=total - len(results))
+    for key in ("sources", "first_run"):
+        if previous and key in previous:
+            summary[key] = previous[key]
+    return summary
+
+
+def _write_summary(out: Path, summaries: dict[str, dict]) -> None:
+    (out / "summary.json").write_text(json.dumps(summaries, indent=2))
+    rows = ["| module | mutants | skipped | not run yet | killed | survived | equivalent | score |",
+            "|---|---|---|---|---|---|---|---|"]
+    keys = ("mutants", "skipped", "pending", "killed", "survived", "equivalent")
+    totals = dict.fromkeys(keys, 0)
+    for name, s in summaries.items():
+        for k in totals:
+            totals[k] += s.get(k, 0)
+        score = "-" if s["score"] is None else f"{100 * s['score']:.1f} %"
+        rows.append(f"| {name} | " + " | ".join(str(s.get(k, 0)) for k in keys) + f" | {score} |")
+    scored = totals["killed"] + totals["survived"]
+    rows.append("| all | " + " | ".join(str(totals[k]) for k in keys)
+                + f" | {100 * totals['killed'] / max(scored, 1):.1f} % |")
+    (out / "summary.md").write_text("\n".join(rows) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rows", nargs="*", help="rows of MODULES to run (default: all)")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    parser.add_argument("--list", action="store_true", help="print the rows and exit")
+    parser.add_argument("--report", action="store_true",
+                        help="summarise the rows' sessions as they stand (a run under way or stopped), run nothing")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the rows' unfinished sessions instead of starting them again")
+    parser.add_argument("--survivors", action="store_true",
+                        help="run only the last run's surviving mutants again, against the tests at HEAD")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, row in MODULES.items():
+            print(f"{name}: {', '.join(row.files)} <- {', '.join(row.tests)}"
+                  + (f" (only {', '.join(row.definitions)})" if row.definitions else ""))
+        return
+    unknown = [r for r in args.rows if r not in MODULES]
+    if unknown:
+        raise SystemExit(f"Unknown row(s) {unknown}. Known: {', '.join(MODULES)}")
+    if not Path(COSMIC_RAY).exists():
+        raise SystemExit("Cosmic Ray is not installed beside this Python: pip install -e \".[mutation]\"")
+    summary_file = args.out / "summary.json"
+    summaries = json.loads(summary_file.read_text()) if summary_file.exists() else {}
+    if args.report:
+        for name in args.rows or [n for n in MODULES if (args.out / f"{n.replace('/', '-')}.sqlite").exists()]:
+            summaries[name] = report_row(name, MODULES[name], args.out, summaries.get(name))
+        _write_summary(args.out, summaries)
+        print((args.out / "summary.md").read_text())
+        return
+    for name in args.rows or list(MODULES):
+        if args.survivors and name not in summaries:
+            raise SystemExit(f"{name} has no earlier run in {args.out}")
+        summaries[name] = run_row(name, MODULES[name], args.out, summaries[name] if args.survivors else None,
+                                  resume=args.resume)
+        _write_summary(args.out, summaries)
+        print(json.dumps(summaries[name]))
+
+
+if __name__ == "__main__":
+    main()
