@@ -70,10 +70,30 @@ class Row:
 
 PRIVACY_TESTS = ("tests/privacy", "tests/audits/test_audit.py", "tests/audits/test_sampling.py",
                  "tests/audits/test_release.py", "tests/models/power/test_input_perturbation.py")
-#: The one table: module -> what is mutated and the tests run against it. Add the families' nodes and the federation
-#: here once their rewrite lands (issue 52), e.g. "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
-#: ("tests/families/consensus", "tests/contract/test_families.py")).
+FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_malicious.py",
+                    "tests/federation/test_protocol.py")
+#: The one table: module -> what is mutated and the tests run against it. The federation's process modules (executor,
+#: serve, launch, server_app, client_app) are left out: their tests start real Flower processes (a minute each), too
+#: slow to run per mutant; tests/federation/test_flower.py and test_docs_page.py cover them.
 MODULES: dict[str, Row] = {
+    "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
+                                   ("tests/families/consensus", "tests/federation/test_malicious.py",
+                                    "tests/contract/test_families.py")),
+    "families/graph/node": Row(("cvxdp/families/graph/node.py",),
+                               ("tests/families/graph", "tests/federation/test_malicious.py",
+                                "tests/contract/test_families.py")),
+    "families/sharing/node": Row(("cvxdp/families/sharing/node.py",),
+                                 ("tests/families/sharing", "tests/federation/test_malicious.py",
+                                  "tests/audits/test_sharing.py", "tests/contract/test_families.py")),
+    "federation/wire": Row(("cvxdp/federation/wire.py",), FEDERATION_TESTS),
+    "federation/messages": Row(("cvxdp/federation/messages.py",), (*FEDERATION_TESTS,
+                                                                   "tests/contract/test_families.py")),
+    "federation/policy": Row(("cvxdp/federation/policy.py",), (*FEDERATION_TESTS,
+                                                               "tests/cli/test_federation_cli.py")),
+    "federation/party": Row(("cvxdp/federation/party.py",), (*FEDERATION_TESTS, "tests/federation/test_example.py",
+                                                             "tests/cli/test_federation_cli.py")),
+    "federation/coordinator": Row(("cvxdp/federation/coordinator.py",), (*FEDERATION_TESTS,
+                                                                         "tests/contract/test_families.py")),
     "privacy/accounting": Row(("cvxdp/privacy/accounting.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
     "privacy/calibration": Row(("cvxdp/privacy/calibration.py",), PRIVACY_TESTS),
     "privacy/mechanisms": Row(("cvxdp/privacy/mechanisms.py",), PRIVACY_TESTS),
