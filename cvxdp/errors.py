@@ -164,6 +164,62 @@ def did_you_mean(value: object, options: Iterable[object]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def missing_sensitivity(agent: str, needed: str, field: str, sensitivity: object, *, size: int | None = None,
+                        alternative: str = "") -> DeclarationError:
+    """The error of an agent whose declared sensitivity lacks ``field`` (``"l1"``, ``"l2"`` or ``"alpha"``), which
+    ``needed`` (e.g. ``"ObjG"``) calibrates its noise to, with what to do about it.
+
+    Parameters
+    ----------
+    agent : str
+        The agent's name.
+    needed : str
+        What needs the field, e.g. ``"ObjG"`` or ``"a private run with gaussian noise"``.
+    field : str
+        The missing field of :class:`cvxdp.Sensitivity`.
+    sensitivity : cvxdp.Sensitivity or None
+        What the agent declares (read: ``l1``, ``l2``, ``alpha``, ``relation``).
+    size : int, optional
+        The agent's number of variables (for the l1 bound implied by a declared l2).
+    alternative : str, optional
+        The mechanism that uses the norm the agent does declare, e.g. ``"ObjL (cvxdp.ObjectivePerturbation(\"laplace\",
+        ...))"``.
+
+    Notes
+    -----
+    The model's ``relation`` is quoted as the reason only when the agent declares no bound at all (a template that
+    refuses every private run says why there); an agent that declares the other norm is told how to get this one
+    from it (``||v||_2 <= ||v||_1 <= sqrt(n) ||v||_2``) or to switch noise.
+    """
+    head = f"Agent {agent!r}: {needed} needs sensitivity=cvxdp.Sensitivity({field}=...)"
+    if sensitivity is None:
+        return DeclarationError(f"{head}: the agent declares no sensitivity. State its neighbouring relation and the "
+                                "bound on its gradient's change (docs/own-agent.md).")
+    l1, l2 = getattr(sensitivity, "l1", None), getattr(sensitivity, "l2", None)
+    switch = f"; or use {alternative}" if alternative else ""
+    if field == "l2" and l1 is not None:
+        return DeclarationError(
+            f"{head}: the agent declares l1 = {l1:g} only (the bound Laplace noise uses). Declare l2 as well: "
+            f"||v||_2 <= ||v||_1, so l2 = {l1:g} is a valid (if loose) bound (a tighter one means less "
+            f"noise){switch}.")
+    if field == "l1" and l2 is not None:
+        implied = (f"l1 = sqrt({size}) x {l2:g} = {math.sqrt(size) * l2:.4g} is a valid (if loose) bound for its "
+                   f"{size} variables" if size else "l1 = sqrt(n) x l2 is a valid (if loose) bound, n its number of "
+                   "variables")
+        return DeclarationError(
+            f"{head}: the agent declares l2 = {l2:g} only (the bound Gaussian noise uses). Declare l1 as well: "
+            f"||v||_1 <= sqrt(n) ||v||_2, so {implied}{switch}.")
+    if field == "alpha":
+        return DeclarationError(f"{head}: the paper preset calibrates to the adjacency size alpha, which the agent "
+                                "does not declare. Declare it, or use the default sensitivity=\"exact\" (the "
+                                "declared l1/l2).")
+    relation = getattr(sensitivity, "relation", None)
+    if l1 is None and l2 is None and relation and relation != "unspecified":
+        return DeclarationError(f"{head}. The model declares no bound and says why: {relation}.")
+    return DeclarationError(f"{head}: the agent declares no {field} bound for its relation "
+                            f"({relation or 'unspecified'}); see docs/own-agent.md.")
+
+
 def describe_oserror(exc: OSError) -> str:
     """A short reason for ``exc``: the OS message and, when known, the errno name (``ENOSPC``)."""
     name = errno.errorcode.get(exc.errno or -1)
