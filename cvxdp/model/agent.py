@@ -23,6 +23,7 @@ from cvxpy.lin_ops import lin_utils as lu
 
 from ..errors import DeclarationError, InfeasibleAgentError, check_float, check_int, fail, missing_sensitivity
 from .compiled import NotCompilable, set_verdict
+from .dcp import convexity_advice
 from .gradients import CompiledGradient, OutsideDomain, compile_gradient
 
 GradientFn = Callable[[np.ndarray], np.ndarray]
@@ -398,7 +399,7 @@ class Agent:
             raise self._fail(f"the objective must be scalar. Got shape {self.objective.shape}.")
         if not self.objective.is_convex():
             raise self._fail("the objective is not convex under CVXPY's DCP rules "
-                             f"(curvature {self.objective.curvature}).")
+                             f"(curvature {self.objective.curvature}): {convexity_advice(self.objective)}")
         for k, con in enumerate(self.constraints):
             if not isinstance(con, cp.constraints.constraint.Constraint):
                 raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..errors import DeclarationError, check_float, fail
 from .agent import Agent, Declaration
+from .dcp import convexity_advice
 from .evaluation import compiled_metrics
 
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"
@@ -185,7 +186,8 @@ class VerticalParty(Agent):
             raise self._fail("the regularizer must be a scalar cvxpy Expression.")
         self._check_kinds()  # integer, boolean, complex variables and data
         if not self.objective.is_convex():
-            raise self._fail("the regularizer is not convex under CVXPY's DCP rules.")
+            raise self._fail("the regularizer is not convex under CVXPY's DCP rules: "
+                             f"{convexity_advice(self.objective)}")
         for k, con in enumerate(self.constraints):
             if not isinstance(con, cp.constraints.constraint.Constraint):
                 raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
