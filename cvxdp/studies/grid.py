@@ -15,6 +15,8 @@ Equal-total-epsilon studies (``[study] kind = "total"``) are :mod:`cvxdp.studies
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import json
 import math
@@ -22,14 +24,13 @@ import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..config.build import (
     MECHANISMS,
     StudyBackends,
-    build_instance,
     load_case,
     read_study_file,
     run_case,
@@ -39,10 +40,19 @@ from ..config.build import (
 from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
-from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
+from ..run import OutputLock, jsonable, locks_output, prepare_dir
+from .cells import (
+    CellJob,
+    CellRunner,
+    case_instance,
+    cell_config,
+    cell_work,
+    report_warnings,
+    run_cells,
+    study_instances,
+)
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
-from .total import is_total_study, lead_lines, run_total_study
+from .total import is_total_study, lead_lines, plan_total_study
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
                "delta", "baseline", "total"}
@@ -159,13 +169,24 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
+def _grid_cell(base: Any, case: Any, cell_dir: Path, backends: StudyBackends | None = None) -> tuple[Any, dict]:
+    """Run one cell of the grid (in a worker process or the study's): the cell's case on the study's instance,
+    checkpointed into ``cell_dir``; ``backends``: the study's kept backends (Ray), else the case's own backend."""
+    outcome = run_case(case, instance=case_instance(base), checkpoint=cell_dir,
+                       backend=None if backends is None else backends(case.run))
+    return outcome.result, outcome.summary
+
+
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
-              data: str | Path | None = None, run: dict | None = None) -> dict:
+              data: str | Path | None = None, run: dict | None = None, workers: int | None = None) -> dict:
     """Run (or resume) a study and write its tables, figures and report into ``out``.
 
     ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
     ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
+    ``workers``: processes running cells at once (:func:`~cvxdp.studies.cells.run_cells`; default every core, ``1``
+    one after another; cells on Ray run one after another, Ray spreading each run itself). The equal-total companion
+    study (``total``) runs first into ``out/total``, its cells in the same pool, and the report leads with it.
     """
     study = load_study(path)
     base = study_base_case(study, run=run, data=data)
@@ -173,46 +194,48 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     runner = CellRunner(out)
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
-    lead: list[str] = []
-    if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
-        run_total_study(study.total, out / "total", progress=progress, run=run)
-        # its figure next to the paper's per-step figures
-        shutil.copyfile(out / "total" / "utility_vs_total_epsilon.png", out / "utility_vs_total_epsilon.png")
-        lead = lead_lines(out / "total")
-    cells = study.cells()
+    with study_instances(), StudyBackends() as backends, contextlib.ExitStack() as stack:
+        total = None
+        if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
+            stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
+            total = plan_total_study(study.total, out / "total", run=run)
+        cells = study.cells()
+        cases = [_cell_case(study, base, cell, rounds) for cell in cells]
+        # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
+        # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
+        # template without a settings hook)
+        context, instance = settings_context(base)
+        if instance is not None:
+            case_instance(base, instance)
+        on_ray = any(case.run.get("backend", "serial") == "ray" for case in cases)
+        jobs = [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
+                                                                      backends=backends if on_ray else None),
+                        context, work=cell_work(case), base=base) for cell, case in zip(cells, cases)]
+        batches = ([(total.runner, total.jobs)] if total else []) + [(runner, jobs)]
+        movable = not on_ray and (total is None or total.movable)
+        outcomes = run_cells(batches, workers=workers if movable else 1, progress=progress,
+                             desc=f"study {study.name}" + (f" (+ {total.study.name})" if total else ""))
+        lead: list[str] = []
+        if total is not None:
+            total.finish(outcomes[0])
+            # its figure next to the paper's per-step figures
+            shutil.copyfile(out / "total" / "utility_vs_total_epsilon.png", out / "utility_vs_total_epsilon.png")
+            lead = lead_lines(out / "total")
+        if runner.computed:
+            instance = case_instance(base)
+    report_warnings(runner.warnings)  # the runs' warnings, once each after the progress bar
     rows, histories, ledgers = [], [], {}
-    collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
-    # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
-    # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
-    # template without a settings hook)
-    context, instance = settings_context(base)
-    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
-    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
-        for cell in bar:
-            bar.set_postfix_str(cell.key)
-            case = _cell_case(study, base, cell, rounds)
-
-            def compute(cell_dir: Path, case=case) -> tuple:
-                nonlocal instance
-                if instance is None:
-                    instance = build_instance(base)
-                with collecting_warnings(collected):  # reported once per study, at its end
-                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                return outcome.result, outcome.summary
-
-            result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
-            cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
-                         "local_updates": cell.local_updates, "seed": cell.seed}
-            priv = summary.pop("privacy", None) or {}
-            flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
-            basic = priv.get("basic")
-            rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
-                         "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
-                         "eps_pld": priv.get("pld")})
-            histories.append(result.history.assign(**cell_cols))
-            ledgers[cell.key] = result.privacy
-    bar.close()
-    report_warnings(collected)
+    for cell, (result, summary) in zip(cells, outcomes[-1]):
+        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                     "local_updates": cell.local_updates, "seed": cell.seed}
+        priv = summary.pop("privacy", None) or {}
+        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+        basic = priv.get("basic")
+        rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                     "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
+                     "eps_pld": priv.get("pld")})
+        histories.append(result.history.assign(**cell_cols))
+        ledgers[cell.key] = result.privacy
     results = pd.DataFrame(rows)
     with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
         warnings.simplefilter("ignore", FutureWarning)
