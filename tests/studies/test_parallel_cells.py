@@ -106,7 +106,7 @@ def solved(seed: int, cell_dir: Path):
     """A cell's compute (module level: it pickles to a worker)."""
     if seed < 0:
         raise ConfigError(f"cell {cell_dir.name}: a seed must be >= 0. Got {seed} instead.")
-    warnings.warn(f"seed {seed} ran", UserWarning)
+    warnings.warn(f"seed {seed} ran", UserWarning, stacklevel=2)
     result = cvxdp.solve(_agents(), algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=1.0, rounds=3), seed=seed)
     return result, {"objective": float(result.history["objective"].iloc[-1]), "seed": seed}
 
