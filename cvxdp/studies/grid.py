@@ -8,7 +8,8 @@ Layout of ``--out DIR``::
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
-    DIR/*.png, DIR/report.md
+    DIR/*.png, DIR/*.pdf    the figures: 300 dpi PNG and vector PDF (cvxdp.plots)
+    DIR/report.md
 
 Equal-total-epsilon studies (``[study] kind = "total"``) are :mod:`cvxdp.studies.total`.
 """
@@ -38,7 +39,7 @@ from ..config.build import (
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
+from ..plots import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
 from ..run import OutputLock, jsonable, locks_output, prepare_dir
 from .cells import (
@@ -52,7 +53,7 @@ from .cells import (
     study_instances,
 )
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
-from .total import is_total_study, lead_lines, plan_total_study
+from .total import TOTAL_FIGURE, is_total_study, lead_lines, plan_total_study
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
                "delta", "baseline", "total"}
@@ -218,8 +219,8 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         lead: list[str] = []
         if total is not None:
             total.finish(outcomes[0])
-            # its figure next to the paper's per-step figures
-            shutil.copyfile(out / "total" / "utility_vs_total_epsilon.png", out / "utility_vs_total_epsilon.png")
+            for name in figure_files(TOTAL_FIGURE):  # its figure next to the paper's per-step figures
+                shutil.copyfile(out / "total" / name, out / name)
             lead = lead_lines(out / "total")
         if runner.computed:
             instance = case_instance(base)
@@ -250,7 +251,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
         + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
     if study.total is not None:
-        files += ["utility_vs_total_epsilon.png", "total/report.md", "total/table.csv"]
+        files += [*figure_files(TOTAL_FIGURE), "total/report.md", "total/table.csv"]
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": files}
 
@@ -278,7 +279,7 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
                       title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
                             f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is "
                             "1)", family=family)
-    files.append("noise_vs_epsilon.png")
+    files += figure_files("noise_vs_epsilon.png")
     private = history[history["mechanism"] != "none"]
     shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
@@ -286,7 +287,7 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
         metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
                          title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
                                f"({_seeds(study)}; private panels share one y range across J)")
-        files.append(name)
+        files += figure_files(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
@@ -295,7 +296,7 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
                              title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
                                    f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
                                    f"(see *_vs_total_epsilon.png)")
-            files.append(name)
+            files += figure_files(name)
             break
     T = _rounds(history)
     for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
@@ -303,14 +304,14 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
             name = f"{metric}_vs_epsilon.png"
             metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
                               title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
-            files.append(name)
+            files += figure_files(name)
             if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
                 name = f"{metric}_vs_total_epsilon.png"
                 metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
                                   x="total", rounds=T,
                                   title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
                                         f"privacy per agent (basic composition; {_seeds(study)})")
-                files.append(name)
+                files += figure_files(name)
     return files
 
 

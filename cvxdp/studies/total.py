@@ -33,7 +33,7 @@ have to be charged to the budget: this study does not do that.)
 
 Layout of ``--out DIR``: ``runs/<cell>/`` (resumable cells, :mod:`.cells`), ``results.csv`` (one row per cell),
 ``table.csv`` (method x total epsilon: mean and standard error of each metric), ``histories.csv``,
-``ledger.json``, ``utility_vs_total_epsilon.png``, ``report.md``. :func:`load_total_table` reloads the table.
+``ledger.json``, ``utility_vs_total_epsilon.png`` (and ``.pdf``), ``report.md``. :func:`load_total_table` reloads the table.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from ..config.build import (
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import utility_vs_total_epsilon
+from ..plots import figure_files, utility_vs_total_epsilon
 from ..privacy import InputPerturbation, PrivacyLedger
 from ..run import Result, jsonable, locks_output
 from .cells import (
@@ -85,6 +85,8 @@ ONE_SHOT = {f"{m}-once": m for m in ("ObjL", "ObjG", "OutL", "OutG")}
 CENTRAL = "central"
 #: the table's metrics per template family, the first one decides the winner
 METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
+#: the study's figure (a PNG, and a PDF beside it)
+TOTAL_FIGURE = "utility_vs_total_epsilon.png"
 #: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
 _STUDY_SET = ("mechanism", "epsilon", "delta", "calibrate")
 
@@ -417,18 +419,25 @@ class TotalPlan:
         (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
         table = summarise(results, family)
         table.to_csv(out / "table.csv", index=False)
-        baselines = _total_baselines(results, family)
-        anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
-        figure = utility_vs_total_epsilon(
-            table, METRICS[family], out / "utility_vs_total_epsilon.png", family=family,
-            baseline=next(iter(baselines.values()), {}), baselines=baselines,
-            baseline_label="non-private (" + ("exact ADMM" if self.exact else "no noise") + ")",
-            title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
-                  f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+        figures = write_total_figure(table, study, family, _total_baselines(results, family), self.exact, out)
         (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
         return {"study": study.name, "out": str(out), "runs": len(self.cells), "computed": self.runner.computed,
                 "reused": self.runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
-                                                        figure.name, "report.md"]}
+                                                        *figures, "report.md"]}
+
+
+def write_total_figure(table: pd.DataFrame, study: TotalStudy, family: str, baselines: dict[str, dict[str, float]],
+                       exact: bool, out: Path) -> list[str]:
+    """The study's figure (:func:`cvxdp.plots.utility_vs_total_epsilon`): utility vs total epsilon per method, the
+    non-private line (``baselines``: data set -> metric -> value; ``exact``: it is exact ADMM). Returns the files."""
+    anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
+    figure = utility_vs_total_epsilon(
+        table, METRICS[family], Path(out) / TOTAL_FIGURE, family=family,
+        baseline=next(iter(baselines.values()), {}), baselines=baselines,
+        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
+        title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
+              f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+    return figure_files(figure)
 
 
 def plan_total_study(path: str | Path, out: str | Path, *, run: dict | None = None,
@@ -782,4 +791,4 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
     return lines
 
 
-__all__ = ["ANCHORS", "CENTRAL", "ONE_SHOT", "METRICS", "TotalCell", "TotalPlan", "TotalStudy", "plan_total_study", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict"]
+__all__ = ["ANCHORS", "CENTRAL", "ONE_SHOT", "METRICS", "TOTAL_FIGURE", "TotalCell", "TotalPlan", "TotalStudy", "plan_total_study", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]
