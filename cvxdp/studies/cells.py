@@ -54,7 +54,7 @@ from ..run import (
 )
 
 __all__ = ["CELL_FILE", "SUMMARY_FILE", "CellJob", "CellRunner", "case_instance", "cell_config", "cell_work",
-           "default_workers", "run_cells", "study_instances"]
+           "default_workers", "in_parallel", "run_cells", "study_instances"]
 
 CELL_FILE = "cell.json"
 SUMMARY_FILE = "summary.json"
@@ -335,6 +335,26 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
     return out
 
 
+def _worker_pool(processes: int) -> Any:
+    """A pool of ``processes`` workers that ignore Ctrl-C (this process answers it by ending them: the pool's
+    ``terminate``, which leaving its block calls)."""
+    return multiprocessing.Pool(processes, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+
+
+def in_parallel(calls: Sequence[tuple[Callable, tuple, dict]], workers: int = 1) -> list[Any]:
+    """``[function(*args, **kwargs) for function, args, kwargs in calls]`` on up to ``workers`` processes (the
+    functions module-level, the arguments picklable; a study's figures), in this process for one worker or one
+    call."""
+    if min(workers, len(calls)) <= 1:
+        return [function(*args, **kwargs) for function, args, kwargs in calls]
+    with _worker_pool(min(workers, len(calls))) as pool:
+        return pool.starmap(_call, calls)
+
+
+def _call(function: Callable, args: tuple, kwargs: dict) -> Any:
+    return function(*args, **kwargs)
+
+
 def _pool(pending: list[tuple], processes: int, advance: Callable[[tuple], None]) -> dict[tuple[int, int], tuple]:
     """Compute ``pending`` cells on a pool of ``processes`` workers, the longest first. The workers ignore Ctrl-C:
     this process answers it (and the first error of a cell) by ending them (the pool's ``terminate``), so no queued
@@ -343,7 +363,7 @@ def _pool(pending: list[tuple], processes: int, advance: Callable[[tuple], None]
     tasks = [(k, pending[k][2].root, pending[k][2].what, pending[k][3].key, pending[k][4], pending[k][3].compute)
              for k in order]
     outcomes: dict[tuple[int, int], tuple] = {}
-    with multiprocessing.Pool(processes, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN)) as pool:
+    with _worker_pool(processes) as pool:
         for k, outcome in pool.imap_unordered(_compute_task, tasks):
             entry = pending[k]
             outcomes[entry[0], entry[1]] = outcome

@@ -48,6 +48,8 @@ from .cells import (
     case_instance,
     cell_config,
     cell_work,
+    default_workers,
+    in_parallel,
     report_warnings,
     run_cells,
     study_instances,
@@ -248,7 +250,8 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
         meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
     n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
-    files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
+    files = ["results.csv", "histories.csv", "ledger.json"] \
+        + write_figures(results, history, out, study, workers=default_workers() if workers is None else workers) \
         + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
     if study.total is not None:
         files += [*figure_files(TOTAL_FIGURE), "total/report.md", "total/table.csv"]
@@ -269,49 +272,57 @@ def _rounds(history: pd.DataFrame) -> int:
     return int(history["round"].max()) if len(history) else 0
 
 
-def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study, *,
+                  workers: int = 1) -> list[str]:
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
-    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step."""
+    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step.
+    ``workers``: processes drawing them at once (:func:`~cvxdp.studies.cells.in_parallel`)."""
     family = _family(study)
-    files = []
+    files: list[str] = []
+    calls: list[tuple] = []  # (function, args, kwargs) of every figure, drawn at the end
+
+    def draw(function, *args, **kwargs) -> None:
+        calls.append((function, args, kwargs))
+
     js = sorted(study.local_updates)
-    metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
-                      title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
-                            f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is "
-                            "1)", family=family)
+    draw(metric_vs_epsilon, results, "noise_magnitude", out / "noise_vs_epsilon.png",
+         title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
+               f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is 1)",
+         family=family)
     files += figure_files("noise_vs_epsilon.png")
     private = history[history["mechanism"] != "none"]
     shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
         name = f"objective_vs_rounds_J{J}.png"
-        metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
-                         title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
-                               f"({_seeds(study)}; private panels share one y range across J)")
+        draw(metric_vs_rounds, history, "objective", out / name, J=J, family=family, ylim=shared,
+             title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
+                   f"({_seeds(study)}; private panels share one y range across J)")
         files += figure_files(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
-            metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
-                             family=family, reference="none",
-                             title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
-                                   f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
-                                   f"(see *_vs_total_epsilon.png)")
+            draw(metric_vs_rounds, history, "consensus_residual", out / name, J=js[0], mechanisms=[mech],
+                 by_j=True, family=family, reference="none",
+                 title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
+                       f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
+                       f"(see *_vs_total_epsilon.png)")
             files += figure_files(name)
             break
     T = _rounds(history)
     for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
         if metric in results.columns and results[metric].notna().any():
             name = f"{metric}_vs_epsilon.png"
-            metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
-                              title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
+            draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
+                 title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
             files += figure_files(name)
             if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
                 name = f"{metric}_vs_total_epsilon.png"
-                metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
-                                  x="total", rounds=T,
-                                  title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
-                                        f"privacy per agent (basic composition; {_seeds(study)})")
+                draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
+                     x="total", rounds=T,
+                     title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
+                           f"privacy per agent (basic composition; {_seeds(study)})")
                 files += figure_files(name)
+    in_parallel(calls, workers)
     return files
 
 
