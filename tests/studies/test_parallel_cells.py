@@ -26,32 +26,19 @@ CASES = Path(__file__).resolve().parents[2] / "cases"
 TIMING = {"wall_time", "solver_time", "compute_time", "elapsed_s"}
 
 
-def _tiny_main_job(tmp_path: Path) -> Path:
-    """The main job's layout in small: a case14 grid (two mechanisms, J in {1, 2}, two seeds, 3 rounds) leading with
-    an equal-total companion (ObjG and the InL anchor)."""
-    (tmp_path / "total.toml").write_text(f"""[study]
-kind = "total"
-name = "tiny_total"
-case = "{(CASES / 'case14_3zones_cost.toml').as_posix()}"
-mechanisms = ["ObjG"]
-anchors = ["InL"]
-epsilons = [1.0]
-seeds = [0, 1]
-schedule = [[2.0, 3, 1]]
-anchor_rounds = 3
-""")
-    study = tmp_path / "grid.toml"
-    study.write_text(f"""[study]
-name = "tiny_grid"
-case = "{(CASES / 'case14_3zones.toml').as_posix()}"
-mechanisms = ["ObjG", "OutL"]
-epsilons = [1.0]
-local_updates = [1, 2]
-seeds = [0, 1]
-rounds = 3
-delta = 1e-6
-total = "total.toml"
-""")
+def _tiny_main_job(tmp_path: Path, with_entry) -> Path:
+    """The main job in small: the shipped study files with fewer cells (the case14 grid: two mechanisms, J in {1, 2},
+    two seeds, 3 rounds; its equal-total companion: ObjG and the InL anchor, 3 rounds)."""
+    total, study = tmp_path / "total.toml", tmp_path / "grid.toml"
+    total.write_text((CASES / "study_case14_total.toml").read_text())
+    for body in (f'case = "{(CASES / "case14_3zones_cost.toml").as_posix()}"', 'mechanisms = ["ObjG"]',
+                 'anchors = ["InL"]', "epsilons = [1.0]", "seeds = [0, 1]", "schedule = [[2.0, 3, 1]]",
+                 "anchor_rounds = 3"):
+        with_entry(total, body)
+    study.write_text((CASES / "study_case14.toml").read_text())
+    for body in (f'case = "{(CASES / "case14_3zones.toml").as_posix()}"', 'mechanisms = ["ObjG", "OutL"]',
+                 "epsilons = [1.0]", "local_updates = [1, 2]", "seeds = [0, 1]", "rounds = 3", 'total = "total.toml"'):
+        with_entry(study, body)
     return study
 
 
@@ -81,8 +68,8 @@ def no_grid_figures(monkeypatch):
     monkeypatch.setattr(cvxdp.studies.grid, "write_figures", lambda *args, **kwargs: [])
 
 
-def test_cells_in_parallel_give_the_same_files_bit_for_bit_and_resume(tmp_path, no_grid_figures):
-    study = _tiny_main_job(tmp_path)
+def test_cells_in_parallel_give_the_same_files_bit_for_bit_and_resume(tmp_path, no_grid_figures, with_entry):
+    study = _tiny_main_job(tmp_path, with_entry)
     serial, serial_warnings = _run(study, tmp_path / "serial", workers=1)
     parallel, parallel_warnings = _run(study, tmp_path / "parallel", workers=2)
     assert (serial["runs"], serial["computed"]) == (parallel["runs"], parallel["computed"]) == (10, 10)
