@@ -21,9 +21,16 @@ from cvxpy.atoms.affine.index import special_index as _special_index_atom
 from cvxpy.constraints import Equality, Inequality
 from cvxpy.lin_ops import lin_utils as lu
 
-from ..errors import DeclarationError, InfeasibleAgentError, check_float, check_int, fail, missing_sensitivity
+from ..errors import (
+    DeclarationError,
+    InfeasibleAgentError,
+    check_float,
+    check_int,
+    convexity_advice,
+    fail,
+    missing_sensitivity,
+)
 from .compiled import NotCompilable, set_verdict
-from .dcp import convexity_advice
 from .gradients import CompiledGradient, OutsideDomain, compile_gradient
 
 GradientFn = Callable[[np.ndarray], np.ndarray]

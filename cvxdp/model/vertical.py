@@ -38,9 +38,8 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from ..errors import DeclarationError, check_float, fail
+from ..errors import DeclarationError, check_float, convexity_advice, fail
 from .agent import Agent, Declaration
-from .dcp import convexity_advice
 from .evaluation import compiled_metrics
 
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"

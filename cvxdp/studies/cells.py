@@ -20,8 +20,8 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
 core by default; issue 51), the longest first by their public work estimate, with one progress bar that estimates the
 time left. The cells are independent runs with their own seeds, so every number is the same bit for bit as one after
 another; the results come back in the studies' cell order and each cell's warnings are collected in that order.
-Each process builds a case's template instance once (:func:`case_instance`; a worker started by ``fork`` inherits
-the study's).
+Each process builds a case's template instance once (:func:`cvxdp.config.build.case_instance`; a worker started
+by ``fork`` inherits the study's).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..config.build import Case, build_instance, make_algorithm
 from ..errors import ConfigError, CorruptFileError, check_int
 from ..run import (
     RESULT_FILE,
@@ -53,8 +52,8 @@ from ..run import (
     remove_checkpoint,
 )
 
-__all__ = ["CELL_FILE", "SUMMARY_FILE", "CellJob", "CellRunner", "case_instance", "cell_config", "cell_work",
-           "default_workers", "in_parallel", "run_cells", "study_instances"]
+__all__ = ["CELL_FILE", "SUMMARY_FILE", "CellJob", "CellRunner", "cell_config", "default_workers", "in_parallel",
+           "run_cells"]
 
 CELL_FILE = "cell.json"
 SUMMARY_FILE = "summary.json"
@@ -192,11 +191,12 @@ class CellJob:
     context : dict
         Further fingerprint components (:func:`cvxdp.config.build.settings_context`).
     work : float
-        A public estimate of the cell's cost (:func:`cell_work`): the longest cells start first, and the progress
-        bar's estimate of the time left counts it.
-    base : Case, optional
-        The case whose template instance ``compute`` uses (:func:`case_instance`): built in the study's process
-        before any worker starts, so that a worker started by ``fork`` inherits it instead of building its own.
+        A public estimate of the cell's cost (e.g. rounds x (1 + local updates)): the longest cells start first, and
+        the progress bar's estimate of the time left counts it.
+    prepare : callable, optional
+        Called in the study's process before any worker starts when the cell must run, e.g. to build the template
+        instance ``compute`` uses (:func:`cvxdp.config.build.case_instance`), which a worker started by ``fork``
+        then inherits instead of building its own.
     """
 
     key: str
@@ -204,15 +204,7 @@ class CellJob:
     compute: Callable[[Path], tuple[Result, dict[str, Any]]]
     context: Mapping[str, Any] = field(default_factory=dict)
     work: float = 1.0
-    base: Case | None = None
-
-
-def cell_work(case: Case) -> float:
-    """A public estimate of a consensus cell's cost: rounds x (1 + local updates) of its algorithm (a round costs a
-    global update and its local updates; measured on the main job, a J = 5 cell takes about three times a J = 1
-    cell)."""
-    algorithm = make_algorithm(case.algorithm)
-    return float(algorithm.rounds * (1 + getattr(algorithm, "local_updates", 1)))
+    prepare: Callable[[], Any] | None = None
 
 
 def default_workers() -> int:
@@ -221,35 +213,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - macOS and Windows have no affinity call
         return max(1, os.cpu_count() or 1)
-
-
-#: this process's template instances, per case (see :func:`case_instance`)
-_INSTANCES: dict[str, Any] = {}
-
-
-def _case_key(case: Case) -> str:
-    return json.dumps(jsonable(case.to_dict()), sort_keys=True)
-
-
-def case_instance(case: Case, instance: Any = None) -> Any:
-    """The template instance of ``case`` (its agents and hooks), built once per process and study: the study's
-    process builds it before its workers start (a worker started by ``fork`` inherits it), a worker started
-    otherwise builds its own from the case. ``instance``: one already built for ``case``, kept for the study."""
-    key = _case_key(case)
-    if instance is not None:
-        _INSTANCES[key] = instance
-    elif key not in _INSTANCES:
-        _INSTANCES[key] = build_instance(case)
-    return _INSTANCES[key]
-
-
-@contextlib.contextmanager
-def study_instances() -> Iterator[None]:
-    """The template instances :func:`case_instance` builds inside are dropped when the block ends (a study's)."""
-    try:
-        yield
-    finally:
-        _INSTANCES.clear()
 
 
 def _compute_cell(root: Path, what: str, key: str, expected: Mapping[str, str],
@@ -308,9 +271,9 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
 
     bar.set_postfix_str(f"{done}/{len(entries)} runs on {max(processes, 1)} process(es)")
     outcomes: dict[tuple[int, int], tuple] = {}
-    for entry in pending:  # before any worker starts: a forked worker inherits the instances
-        if entry[3].base is not None:
-            case_instance(entry[3].base)
+    for entry in pending:  # before any worker starts: a forked worker inherits what this builds
+        if entry[3].prepare is not None:
+            entry[3].prepare()
     try:
         if processes <= 1:
             for entry in pending:

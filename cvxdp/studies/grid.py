@@ -32,7 +32,10 @@ import pandas as pd
 from ..config.build import (
     MECHANISMS,
     StudyBackends,
+    case_instance,
+    kept_instances,
     load_case,
+    make_algorithm,
     read_study_file,
     run_case,
     settings_context,
@@ -45,14 +48,11 @@ from ..run import OutputLock, jsonable, locks_output, prepare_dir
 from .cells import (
     CellJob,
     CellRunner,
-    case_instance,
     cell_config,
-    cell_work,
     default_workers,
     in_parallel,
     report_warnings,
     run_cells,
-    study_instances,
 )
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 from .total import TOTAL_FIGURE, is_total_study, lead_lines, plan_total_study
@@ -172,6 +172,13 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
+def cell_work(case: Any) -> float:
+    """A public estimate of a consensus cell's cost: rounds x (1 + local updates) of its algorithm (a round costs a
+    global update and its local updates; on the main job a J = 5 cell takes about three times a J = 1 cell)."""
+    algorithm = make_algorithm(case.algorithm)
+    return float(algorithm.rounds * (1 + getattr(algorithm, "local_updates", 1)))
+
+
 def _grid_cell(base: Any, case: Any, cell_dir: Path, backends: StudyBackends | None = None) -> tuple[Any, dict]:
     """Run one cell of the grid (in a worker process or the study's): the cell's case on the study's instance,
     checkpointed into ``cell_dir``; ``backends``: the study's kept backends (Ray), else the case's own backend."""
@@ -197,7 +204,7 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     runner = CellRunner(out)
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
-    with study_instances(), StudyBackends() as backends, contextlib.ExitStack() as stack:
+    with kept_instances(), StudyBackends() as backends, contextlib.ExitStack() as stack:
         total = None
         if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
             stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
@@ -213,7 +220,8 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
         on_ray = any(case.run.get("backend", "serial") == "ray" for case in cases)
         jobs = [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
                                                                       backends=backends if on_ray else None),
-                        context, work=cell_work(case), base=base) for cell, case in zip(cells, cases)]
+                        context, work=cell_work(case), prepare=functools.partial(case_instance, base))
+                for cell, case in zip(cells, cases)]
         batches = ([(total.runner, total.jobs)] if total else []) + [(runner, jobs)]
         movable = not on_ray and (total is None or total.movable)
         outcomes = run_cells(batches, workers=workers if movable else 1, progress=progress,

@@ -52,6 +52,8 @@ import pandas as pd
 
 from ..config.build import (
     MECHANISMS,
+    case_instance,
+    kept_instances,
     load_toml,
     read_study_file,
     run_case,
@@ -65,11 +67,9 @@ from ..run import Result, jsonable, locks_output
 from .cells import (
     CellJob,
     CellRunner,
-    case_instance,
     cell_config,
     report_warnings,
     run_cells,
-    study_instances,
 )
 from .tables import markdown_table
 
@@ -484,7 +484,8 @@ def plan_total_study(path: str | Path, out: str | Path, *, run: dict | None = No
         compute = functools.partial(_total_cell, base, cell_case, cell.method, cell.epsilon, study.delta, cell.seed)
         movable = movable and cell_case.run.get("backend", "serial") != "ray"
         jobs.append(CellJob(cell.key, config, compute, contexts[cell.dataset],
-                            work=float(cell.rounds * (1 + cell.local_updates)), base=base))
+                            work=float(cell.rounds * (1 + cell.local_updates)),
+                            prepare=functools.partial(case_instance, base)))
     return TotalPlan(study, out, runner, cells, jobs, family, exact, movable)
 
 
@@ -514,7 +515,7 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     dict
         ``{"study", "out", "runs", "computed", "reused", "files"}``.
     """
-    with study_instances():
+    with kept_instances():
         plan = plan_total_study(path, out, run=run, data=data)
         outcomes, = run_cells([(plan.runner, plan.jobs)], workers=workers if plan.movable else 1,
                               progress=progress, desc=f"study {plan.study.name}")

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import cvxdp.config.build
-import cvxdp.studies.cells
 import cvxdp.studies.grid
 import cvxdp.templates as T
 from cvxdp.config.build import load_case
@@ -71,7 +70,6 @@ def test_a_changed_template_default_refuses_the_cached_cells(tmp_path, monkeypat
         _run(study, out)  # the current default (float32) resolves the same files to another problem
 
     fresh = _run(study, tmp_path / "fresh")  # computed afresh elsewhere, then reused
-    monkeypatch.setattr(cvxdp.studies.cells, "build_instance", _no_build)  # where study cells build it
     monkeypatch.setattr(cvxdp.config.build, "build_instance", _no_build)
     assert (fresh["computed"], _run(study, tmp_path / "fresh")["reused"]) == (2, 2)
 
