@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tqdm.auto import tqdm
 
@@ -215,6 +215,17 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class _Entry(NamedTuple):
+    """A cell of :func:`run_cells`: its study's position, its own in that study, the study's runner, the cell and
+    its fingerprint."""
+
+    study: int
+    index: int
+    runner: CellRunner
+    job: CellJob
+    expected: dict[str, str]
+
+
 def _compute_cell(root: Path, what: str, key: str, expected: Mapping[str, str],
                   compute: Callable[[Path], tuple[Result, dict[str, Any]]]) -> tuple[Result, dict, list]:
     """Run and store one cell (in a worker or in the study's process); its warnings are recorded, not shown, and
@@ -251,50 +262,50 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
         ``warnings`` are updated in that order too, so the outputs do not depend on which process ran what.
     """
     workers = default_workers() if workers is None else check_int(workers, "workers", "run_cells", 1)
-    entries = [(s, i, runner, job, fingerprint(jsonable(dict(job.config)), context=dict(job.context)))
+    entries = [_Entry(s, i, runner, job, fingerprint(jsonable(dict(job.config)), context=dict(job.context)))
                for s, (runner, jobs) in enumerate(studies) for i, job in enumerate(jobs)]
-    finished = {(s, i) for s, i, runner, job, expected in entries
-                if runner._check(job.key, runner.cell_dir(job.key), expected)}
-    pending = [e for e in entries if (e[0], e[1]) not in finished]
-    total = sum(e[3].work for e in entries)
+    finished = {(e.study, e.index) for e in entries if e.runner._check(e.job.key, e.runner.cell_dir(e.job.key),
+                                                                         e.expected)}
+    pending = [e for e in entries if (e.study, e.index) not in finished]
+    total = sum(e.job.work for e in entries)
     # the time left from the average rate so far (smoothing=0): the cells differ in length and start longest first
-    bar = tqdm(total=total, initial=total - sum(e[3].work for e in pending), disable=not progress, desc=desc,
+    bar = tqdm(total=total, initial=total - sum(e.job.work for e in pending), disable=not progress, desc=desc,
                smoothing=0, bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed} elapsed, {remaining} left{postfix}")
     done = len(entries) - len(pending)
     processes = min(workers, len(pending))
 
-    def advance(entry: tuple) -> None:
+    def advance(entry: _Entry) -> None:
         nonlocal done
         done += 1
         bar.set_postfix_str(f"{done}/{len(entries)} runs on {max(processes, 1)} process(es)", refresh=False)
-        bar.update(entry[3].work)
+        bar.update(entry.job.work)
 
     bar.set_postfix_str(f"{done}/{len(entries)} runs on {max(processes, 1)} process(es)")
     outcomes: dict[tuple[int, int], tuple] = {}
     for entry in pending:  # before any worker starts: a forked worker inherits what this builds
-        if entry[3].prepare is not None:
-            entry[3].prepare()
+        if entry.job.prepare is not None:
+            entry.job.prepare()
     try:
         if processes <= 1:
             for entry in pending:
-                s, i, runner, job, expected = entry
-                outcomes[s, i] = _compute_cell(runner.root, runner.what, job.key, expected, job.compute)
+                outcomes[entry.study, entry.index] = _compute_cell(*_task(entry))
                 advance(entry)
         else:
             outcomes.update(_pool(pending, processes, advance))
     finally:
         bar.close()
     out: list[list] = [[] for _ in studies]
-    for s, i, runner, job, _ in entries:
-        if (s, i) in finished:
+    for entry in entries:
+        runner = entry.runner
+        if (entry.study, entry.index) in finished:
             runner.reused += 1
-            out[s].append(runner.load(job.key))
+            out[entry.study].append(runner.load(entry.job.key))
             continue
-        result, summary, caught = outcomes[s, i]
+        result, summary, caught = outcomes[entry.study, entry.index]
         for category, message in caught:
             _collect(runner.warnings, category, message)
         runner.computed += 1
-        out[s].append((result, summary))
+        out[entry.study].append((result, summary))
     return out
 
 
@@ -318,18 +329,21 @@ def _call(function: Callable, args: tuple, kwargs: dict) -> Any:
     return function(*args, **kwargs)
 
 
-def _pool(pending: list[tuple], processes: int, advance: Callable[[tuple], None]) -> dict[tuple[int, int], tuple]:
+def _task(entry: _Entry) -> tuple:
+    """The arguments of :func:`_compute_cell` for ``entry`` (picklable when its compute is)."""
+    return entry.runner.root, entry.runner.what, entry.job.key, entry.expected, entry.job.compute
+
+
+def _pool(pending: list[_Entry], processes: int, advance: Callable[[_Entry], None]) -> dict[tuple[int, int], tuple]:
     """Compute ``pending`` cells on a pool of ``processes`` workers, the longest first. The workers ignore Ctrl-C:
     this process answers it (and the first error of a cell) by ending them (the pool's ``terminate``), so no queued
     cell starts afterwards; every cell stored before stays, and a rerun resumes."""
-    order = sorted(range(len(pending)), key=lambda k: -pending[k][3].work)
-    tasks = [(k, pending[k][2].root, pending[k][2].what, pending[k][3].key, pending[k][4], pending[k][3].compute)
-             for k in order]
+    order = sorted(range(len(pending)), key=lambda k: -pending[k].job.work)
     outcomes: dict[tuple[int, int], tuple] = {}
     with _worker_pool(processes) as pool:
-        for k, outcome in pool.imap_unordered(_compute_task, tasks):
+        for k, outcome in pool.imap_unordered(_compute_task, [(k, *_task(pending[k])) for k in order]):
             entry = pending[k]
-            outcomes[entry[0], entry[1]] = outcome
+            outcomes[entry.study, entry.index] = outcome
             advance(entry)
     return outcomes
 
