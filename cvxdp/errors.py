@@ -1,11 +1,14 @@
 """Error classes, one per kind of mistake, all deriving from :class:`CvxdpError`, and the functions that raise the
-uniform, scikit-learn style message ``The 'NAME' parameter of OWNER must be EXPECTED. Got VALUE instead.``"""
+uniform, scikit-learn style message ``The 'NAME' parameter of OWNER must be EXPECTED. Got VALUE instead.``, the
+message for a missing sensitivity (:func:`missing_sensitivity`) and the advice for an objective CVXPY cannot prove
+convex (:func:`convexity_advice`; it reads CVXPY expressions without importing CVXPY, by their classes' names)."""
 
 from __future__ import annotations
 
 import difflib
 import errno
 import math
+import textwrap
 from collections.abc import Iterable
 from numbers import Integral, Real
 from typing import Any
@@ -175,8 +178,205 @@ def did_you_mean(value: object, options: Iterable[object]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def missing_sensitivity(agent: str, needed: str, field: str, sensitivity: object, *, size: int | None = None,
+                        alternative: str = "") -> DeclarationError:
+    """The error of an agent whose declared sensitivity lacks ``field`` (``"l1"``, ``"l2"`` or ``"alpha"``), which
+    ``needed`` (e.g. ``"ObjG"``) calibrates its noise to, with what to do about it.
+
+    Parameters
+    ----------
+    agent : str
+        The agent's name.
+    needed : str
+        What needs the field, e.g. ``"ObjG"`` or ``"a private run with gaussian noise"``.
+    field : str
+        The missing field of :class:`cvxdp.Sensitivity`.
+    sensitivity : cvxdp.Sensitivity or None
+        What the agent declares (read: ``l1``, ``l2``, ``alpha``, ``relation``).
+    size : int, optional
+        The agent's number of variables (for the l1 bound implied by a declared l2).
+    alternative : str, optional
+        The mechanism that uses the norm the agent does declare, e.g. ``"ObjL (cvxdp.ObjectivePerturbation(\"laplace\",
+        ...))"``.
+
+    Notes
+    -----
+    The model's ``relation`` is quoted as the reason only when the agent declares no bound at all (a template that
+    refuses every private run says why there); an agent that declares the other norm is told how to get this one
+    from it (``||v||_2 <= ||v||_1 <= sqrt(n) ||v||_2``) or to switch noise.
+    """
+    head = f"Agent {agent!r}: {needed} needs sensitivity=cvxdp.Sensitivity({field}=...)"
+    if sensitivity is None:
+        return DeclarationError(f"{head}: the agent declares no sensitivity. State its neighbouring relation and the "
+                                "bound on its gradient's change (docs/own-agent.md).")
+    l1, l2 = getattr(sensitivity, "l1", None), getattr(sensitivity, "l2", None)
+    switch = f"; or use {alternative}" if alternative else ""
+    if field == "l2" and l1 is not None:
+        return DeclarationError(
+            f"{head}: the agent declares l1 = {l1:g} only (the bound Laplace noise uses). Declare l2 as well: "
+            f"||v||_2 <= ||v||_1, so l2 = {l1:g} is a valid (if loose) bound (a tighter one means less "
+            f"noise){switch}.")
+    if field == "l1" and l2 is not None:
+        implied = (f"l1 = sqrt({size}) x {l2:g} = {math.sqrt(size) * l2:.4g} is a valid (if loose) bound for its "
+                   f"{size} variables" if size else "l1 = sqrt(n) x l2 is a valid (if loose) bound, n its number of "
+                   "variables")
+        return DeclarationError(
+            f"{head}: the agent declares l2 = {l2:g} only (the bound Gaussian noise uses). Declare l1 as well: "
+            f"||v||_1 <= sqrt(n) ||v||_2, so {implied}{switch}.")
+    if field == "alpha":
+        return DeclarationError(f"{head}: the paper preset calibrates to the adjacency size alpha, which the agent "
+                                "does not declare. Declare it, or use the default sensitivity=\"exact\" (the "
+                                "declared l1/l2).")
+    relation = getattr(sensitivity, "relation", None)
+    if l1 is None and l2 is None and relation and relation != "unspecified":
+        return DeclarationError(f"{head}. The model declares no bound and says why: {relation}.")
+    return DeclarationError(f"{head}: the agent declares no {field} bound for its relation "
+                            f"({relation or 'unspecified'}); see docs/own-agent.md.")
+
+
 def describe_oserror(exc: OSError) -> str:
     """A short reason for ``exc``: the OS message and, when known, the errno name (``ENOSPC``)."""
     name = errno.errorcode.get(exc.errno or -1)
     reason = exc.strerror or str(exc)
     return f"{reason} ({name})" if name else reason
+
+
+# --------------------------------------------------------------------------- why an objective is not convex
+#: the DCP rules, for a reader who wants them all
+DCP_RULES = "https://www.cvxpy.org/tutorial/dcp/"
+#: longest expression shown in a message
+_SHOWN = 60
+
+
+def _is(e: Any, *names: str) -> bool:
+    """Whether the CVXPY expression ``e`` is of one of the classes ``names`` (or a subclass: ``PowerApprox`` is a
+    ``Power``)."""
+    return any(c.__name__ in names for c in type(e).__mro__)
+
+
+def _power(e: Any) -> float | None:
+    """The exponent of a CVXPY ``power`` atom (``sqrt`` is 0.5, ``square`` 2), else None."""
+    return float(e.p.value) if _is(e, "Power") else None
+
+
+def _is_one(e: Any) -> bool:
+    return _is(e, "Constant") and e.size == 1 and float(e.value) == 1.0
+
+
+def show_expression(expr: Any) -> str:
+    """A CVXPY expression written as a user writes it (``sqrt(sum_squares(w))``, not CVXPY's internal
+    ``PowerApprox(quad_over_lin(w, 1.0, None, False), 0.5)``), shortened past 60 characters."""
+    text = _show(expr)
+    return text if len(text) <= _SHOWN else textwrap.shorten(text, _SHOWN, placeholder="...")
+
+
+def _show(e: Any) -> str:
+    if _is(e, "Constant"):
+        return f"{float(e.value):g}" if e.size == 1 else f"[{'x'.join(map(str, e.shape))} constant]"
+    if _is(e, "Leaf"):  # a Variable or Parameter: its name
+        return e.name()
+    if _is(e, "Promote"):  # a scalar broadcast to a shape
+        return _show(e.args[0])
+    args = [_show(a) for a in e.args]
+    p = _power(e)
+    if p is not None:
+        return {0.5: f"sqrt({args[0]})", 2.0: f"square({args[0]})"}.get(p, f"power({args[0]}, {p:g})")
+    if _is(e, "quad_over_lin") and _is_one(e.args[1]):
+        return f"sum_squares({args[0]})"
+    if _is(e, "Sum"):
+        return f"sum({args[0]})"
+    if _is(e, "NegExpression"):
+        return f"-{_wrap(e.args[0], args[0])}"
+    if _is(e, "AddExpression"):
+        return " + ".join(args).replace("+ -", "- ")
+    if _is(e, "MulExpression", "multiply", "DivExpression"):
+        op = "/" if _is(e, "DivExpression") else "*" if _is(e, "multiply") or 0 in (e.args[0].ndim, e.args[1].ndim) \
+            else "@"
+        return f" {op} ".join(_wrap(a, t) for a, t in zip(e.args, args))
+    return f"{type(e).__name__}({', '.join(args)})"
+
+
+def _wrap(e: Any, text: str) -> str:
+    return f"({text})" if _is(e, "AddExpression") else text
+
+
+def _culprit(e: Any) -> Any:
+    """The innermost part of ``e`` that is not DCP while all its arguments are (``e`` itself when it is DCP)."""
+    for arg in e.args:
+        if not arg.is_dcp():
+            return _culprit(arg)
+    return e
+
+
+def _products_of_variables(e: Any) -> bool:
+    return _is(e, "MulExpression", "multiply") and not any(a.is_constant() for a in e.args)
+
+
+def _dcp_form(e: Any) -> str | None:
+    """The DCP form of a known non-DCP slip ``e`` (its arguments DCP), else None."""
+    arg = e.args[0] if e.args else None
+    if _power(e) == 0.5:
+        if _is(arg, "quad_over_lin") and _is_one(arg.args[1]):
+            return f"cp.norm({show_expression(arg.args[0])})"
+        if _is(arg, "Sum") and _power(arg.args[0]) == 2.0:
+            return f"cp.norm({show_expression(arg.args[0].args[0])})"
+        if _power(arg) == 2.0:
+            return f"cp.abs({show_expression(arg.args[0])})"
+        if _is(arg, "QuadForm"):
+            return f"cp.norm(L.T @ {show_expression(arg.args[0])}) with L = np.linalg.cholesky(P) of the matrix P"
+    if _is(e, "log") and _is(arg, "Sum") and _is(arg.args[0], "exp"):
+        return f"cp.log_sum_exp({show_expression(arg.args[0].args[0])})"
+    if _products_of_variables(e):
+        left, right = e.args
+        if left is right or str(left) == str(right):
+            if _is(e, "MulExpression") and left.ndim == 1:
+                return f"cp.sum_squares({show_expression(left)})"
+            return f"cp.square({show_expression(left)})"
+        return None
+    if _is(e, "DivExpression") and not e.args[1].is_constant():
+        num, den = e.args
+        if num.is_constant():
+            return f"cp.inv_pos({show_expression(den)})" if _is_one(num) else \
+                f"{show_expression(num)} * cp.inv_pos({show_expression(den)})"
+        if _power(num) == 2.0:
+            return f"cp.quad_over_lin({show_expression(num.args[0])}, {show_expression(den)})"
+    return None
+
+
+def convexity_advice(expr: Any) -> str:
+    """What keeps CVXPY from proving the expression ``expr`` (to be minimised) convex and, where one is known, the
+    DCP form to write instead.
+
+    Parameters
+    ----------
+    expr : cvxpy.Expression
+        A scalar expression to be minimised that is not convex under CVXPY's DCP rules.
+
+    Returns
+    -------
+    str
+        One or two sentences, e.g. ``"sqrt(sum_squares(w)) breaks the DCP rules: write cp.norm(w), its DCP
+        form."`` or ``"the term sqrt(y) is concave, and a minimised objective needs convex terms (-sqrt(y) is
+        convex: did you mean to subtract it?)."``
+    """
+    culprit = _culprit(expr)
+    if not culprit.is_dcp():
+        form = _dcp_form(culprit)
+        if form is not None:
+            return f"{show_expression(culprit)} breaks the DCP rules: write {form}, its DCP form."
+        if _products_of_variables(culprit):
+            return (f"{show_expression(culprit)} multiplies two expressions that both hold variables, which is not "
+                    "convex (CVXPY multiplies by constants and Parameters only); fix one factor as a cp.Parameter, "
+                    "or rewrite the product.")
+    # a DCP part that is concave where the sum needs convex terms
+    terms = list(culprit.args) if _is(culprit, "AddExpression") else [culprit]
+    concave = [t for t in terms if t.is_concave() and not t.is_affine()]
+    if concave:
+        term = concave[0]
+        negative = _is(term, "NegExpression")
+        negated = show_expression(term.args[0]) if negative else f"-{_wrap(term, show_expression(term))}"
+        what = "the objective" if term is expr else f"the term {show_expression(term)}"
+        return (f"{what} is concave, and a minimised objective needs convex terms ({negated} is convex: did you "
+                f"mean to {'add' if negative else 'subtract'} it?).")
+    return (f"CVXPY cannot prove {show_expression(culprit)} convex: it composes functions against the DCP rules "
+            f"({DCP_RULES}).")

@@ -3,13 +3,19 @@ Figures 3-6, the graph studies in the papers' layout (mean curves with min-max b
 study in Hu et al.'s (Figs. 1-3), all from the studies' tidy tables.
 
 Every axis carries its definition and unit (:func:`axis_label`); seeds are shown as a min-max band around the
-mean; panels of one figure share their y range; legends sit outside the data. When private runs plateau at a
-noise floor far above the non-private run, the y range is set by the private curves and the non-private
-reference is drawn in its own panel (``reference="panel"``).
+mean; panels of one figure share their y range; legends sit outside the data (in a free slot of the panel grid
+when there is one). When private runs plateau at a noise floor far above the non-private run, the y range is set by
+the private curves and the non-private reference is drawn in its own panel (``reference="panel"``).
+
+Figures are fit for a paper: matplotlib's constrained layout keeps every title, label, tick label and legend inside
+the canvas without overlaps (long labels are wrapped), and each figure is written twice, a 300 dpi PNG and a vector
+PDF beside it (:func:`figure_files`); ``tests/test_plots.py`` checks every study figure's text against its
+canvas with the renderer's extents.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -61,19 +67,65 @@ def _style(mech: str, **extra) -> dict:
     return {"color": color, "linestyle": ls, "marker": marker, **extra}
 
 
-def _legend(fig, axes) -> None:
+#: resolution of the PNG of every figure (a PDF, vector, is written beside it)
+DPI = 300
+#: the vector format written beside every PNG
+VECTOR = ".pdf"
+#: characters per inch of figure width at the fonts used (titles wrap to the canvas)
+_CHARS_PER_INCH = 13
+
+
+def figure_files(name: str | Path) -> list[str]:
+    """The files of one figure named ``name`` (``x.png``): the 300 dpi PNG and the vector PDF beside it."""
+    name = Path(name).name
+    return [name, str(Path(name).with_suffix(VECTOR))]
+
+
+def _wrap(text: str, chars: float) -> str:
+    """``text`` broken into lines of at most ``chars`` characters (existing line breaks kept)."""
+    return "\n".join(textwrap.fill(line, max(int(chars), 12)) for line in text.split("\n"))
+
+
+def _figure(nrows: int, ncols: int, width: float, height: float, **kwargs: Any):
+    """A figure of ``nrows`` x ``ncols`` panels under matplotlib's constrained layout (nothing off the canvas)."""
+    return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False, layout="constrained", **kwargs)
+
+
+def _suptitle(fig, title: str, fontsize: float = 10) -> None:
+    fig.suptitle(_wrap(title, fig.get_figwidth() * _CHARS_PER_INCH * 10 / fontsize), fontsize=fontsize)
+
+
+def _ylabel(ax, text: str, fontsize: float = 10) -> None:
+    """A y label wrapped to the panel's height."""
+    height = ax.get_position().height * ax.figure.get_figheight()
+    ax.set_ylabel(_wrap(text, height * _CHARS_PER_INCH * 10 / fontsize), fontsize=fontsize)
+
+
+def _legend(fig, axes, spare=None) -> None:
+    """One legend for the figure: in ``spare`` (an unused panel slot, then drawn without axes) or outside the
+    panels on the right."""
     handles, labels = {}, []
     for ax in np.ravel(axes):
+        if ax is spare:
+            continue
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in handles:
                 handles[lab] = h
                 labels.append(lab)
-    fig.legend([handles[lab] for lab in labels], labels, loc="center left", bbox_to_anchor=(1.0, 0.5),
-               fontsize=8, frameon=False)
+    entries = ([handles[lab] for lab in labels], labels)
+    if spare is not None:
+        spare.axis("off")
+        spare.legend(*entries, loc="center", fontsize=8, frameon=False)
+    else:
+        fig.legend(*entries, loc="outside right center", fontsize=8, frameon=False)
 
 
 def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    """Write ``fig`` as a 300 dpi PNG at ``path`` and a vector PDF beside it (:func:`figure_files`)."""
+    path = Path(path)
+    fig.savefig(path, dpi=DPI)
+    fig.set_layout_engine("none")  # the layout of the PNG, kept: the PDF's drawing need not solve it again
+    fig.savefig(path.with_suffix(VECTOR))
     plt.close(fig)
     return path
 
@@ -108,7 +160,7 @@ def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: 
         label = f"every J ({', '.join(map(str, js))}): the same within 2 %"
         groups = [(label, private[private["local_updates"] == js[0]])] if same and len(js) > 1 else \
             [(f"J = {J}", private[private["local_updates"] == J]) for J in js]
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 3.6), squeeze=False, sharey=True)
+    fig, axes = _figure(1, len(groups), 4.4 * len(groups) + 1.6, 4.0, sharey=True)
     for ax, (label, sub) in zip(axes[0], groups):
         keys = ["mechanism", "local_updates"] if x == "total" else ["mechanism"]
         for key, grp in sub.groupby(keys):
@@ -131,14 +183,13 @@ def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: 
         values = sub[metric].dropna()
         if logy and (values > 0).all() and len(values) and values.max() > 10 * values.min():
             ax.set_yscale("log")  # log only when the values span more than a decade
-        ax.set_xlabel("total epsilon per agent, T x J x eps_step (basic composition)" if x == "total"
-                      else "epsilon per local update (eps_step)")
+        ax.set_xlabel(_wrap("total epsilon per agent, T x J x eps_step (basic composition)" if x == "total"
+                            else "epsilon per local update (eps_step)", 4.4 * _CHARS_PER_INCH))
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(axis_label(metric, family, short=True))
     _legend(fig, axes)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    _suptitle(fig, title)
+    _ylabel(axes[0][0], axis_label(metric, family, short=True))
     return _save(fig, path)
 
 
@@ -162,10 +213,11 @@ def metric_vs_rounds(histories: pd.DataFrame, metric: str, path: Path, *, J: int
     n = len(eps) + int(with_ref)
     ncols = min(3, n)
     nrows = -(-n // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.9 * nrows), squeeze=False)
+    spare = nrows * ncols > n  # a free slot of the grid holds the legend
+    fig, grid = _figure(nrows, ncols, 3.6 * ncols + (0 if spare else 1.2), 2.9 * nrows + 0.6)
     axes = list(grid.ravel())
-    for ax in axes[n:]:
-        ax.set_visible(False)
+    for ax in axes[n + 1:]:  # more than one free slot: no panel there
+        fig.delaxes(ax)
     ylim = ylim or _positive_range(private[metric].values)
     label = axis_label(metric, family, short=True)
     if with_ref:
@@ -183,15 +235,14 @@ def metric_vs_rounds(histories: pd.DataFrame, metric: str, path: Path, *, J: int
         if ylim is not None:
             ax.set_ylim(*ylim)
         ax.set_title(f"eps_step = {e:g}" + (" (shared y range)" if with_ref else ""), fontsize=9)
+    _legend(fig, axes[:n + int(spare)], spare=axes[n] if spare else None)
+    _suptitle(fig, title)
     for i, ax in enumerate(axes[:n]):
         ax.grid(alpha=0.3)
         if i % ncols == 0:
-            ax.set_ylabel(label)
+            _ylabel(ax, label)
         if i >= n - ncols:
-            ax.set_xlabel("round")
-    _legend(fig, grid)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+            ax.set_xlabel("round t [rounds]")
     return _save(fig, path)
 
 
@@ -204,15 +255,13 @@ def _band(ax, frame: pd.DataFrame, metric: str, label: str, style: dict) -> None
 
 
 # --------------------------------------------------------------------------- graph and sharing studies
-def _finish_panel(fig, ax, title: str, path: Path) -> str:
-    """Title, grid and legend of a one-axis figure; saved to ``path`` (the file name is returned)."""
-    ax.set_title(title)
+def _finish_panel(fig, ax, title: str, path: Path) -> list[str]:
+    """Title, grid and legend (beside the panel) of a one-axis figure; saved to ``path`` (the files are
+    returned)."""
+    ax.set_title(_wrap(title, fig.get_figwidth() * _CHARS_PER_INCH * 0.8))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+    _legend(fig, [ax])
+    return figure_files(_save(fig, path))
 
 
 def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: Any, *,
@@ -225,7 +274,7 @@ def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
     panels = list(dict.fromkeys(p for s in study.settings for p in s.panels))
     for panel in panels:
         members = [s for s in study.settings if panel in s.panels]
-        fig, ax = plt.subplots(figsize=(6.0, 4.0))
+        fig, ((ax,),) = _figure(1, 1, 8.5, 4.2)
         for k, s in enumerate(members):
             c = curves[curves["setting"] == s.label]
             if not len(c):
@@ -238,36 +287,32 @@ def graph_study_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, stu
                 ax.errorbar(sel["round"] + shift, sel["mean"],
                             yerr=[sel["mean"] - sel["min"], sel["max"] - sel["mean"]],
                             fmt="none", ecolor=color_of[s.label], capsize=2, lw=0.8)
-        ax.set_xlabel("iteration t")
-        ax.set_ylabel(f"{metric_label}\n(mean over runs, min-max bars)")
+        ax.set_xlabel("iteration t [iterations]")
+        _ylabel(ax, f"{metric_label} (mean over runs, min-max bars)")
         if (curves[curves["setting"].isin([s.label for s in members])]["min"] > 0).all():
             ax.set_yscale("log")
-        files.append(_finish_panel(fig, ax, f"{study.name}: {panel}", out / f"{study.metric}_{panel}.png"))
+        files += _finish_panel(fig, ax, f"{study.name}: {panel}", out / f"{study.metric}_{panel}.png")
         private = [s for s in members if s.private]
         if private and "P" in curves:
-            fig, ax = plt.subplots(figsize=(6.0, 4.0))
+            fig, ((ax,),) = _figure(1, 1, 8.5, 4.2)
             for s in private:
                 c = curves[curves["setting"] == s.label]
                 ax.plot(c["round"], c["P"], color=color_of[s.label], label=s.label)
-            ax.set_xlabel("iteration t")
-            ax.set_ylabel("privacy bound P(t): total epsilon so far, eq. (26)/(32)")
-            files.append(_finish_panel(fig, ax, f"{study.name}: {panel}, privacy", out / f"privacy_{panel}.png"))
+            ax.set_xlabel("iteration t [iterations]")
+            _ylabel(ax, "privacy bound P(t): total epsilon so far, eq. (26)/(32) [epsilon, dimensionless]")
+            files += _finish_panel(fig, ax, f"{study.name}: {panel}, privacy", out / f"privacy_{panel}.png")
     if "test_error" in runs and runs["test_error"].notna().any():
         stats = runs.groupby("setting", sort=False)["test_error"].agg(["mean", "min", "max"])
         stats = stats.reindex([s.label for s in study.settings if s.label in stats.index])
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(stats)), 4.0))
-        x = np.arange(len(stats))
+        fig, ((ax,),) = _figure(1, 1, 8.5, 1.2 + 0.35 * len(stats))
+        y = np.arange(len(stats))[::-1]  # the settings top to bottom, labels beside their bars
         mean, low, high = (stats[k].to_numpy(dtype=float) for k in ("mean", "min", "max"))
-        ax.bar(x, mean, color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
-        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
-        ax.set_xticks(x)
-        ax.set_xticklabels(stats.index, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("test error [fraction misclassified]\n(mean over runs, min-max)")
+        ax.barh(y, mean, color=[color_of[lbl] for lbl in stats.index], alpha=0.7)
+        ax.errorbar(mean, y, xerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="black", capsize=3)
+        ax.set_yticks(y, list(stats.index), fontsize=8)
+        ax.set_xlabel("test error [fraction misclassified] (mean over runs, min-max)")
         ax.set_title(f"{study.name}: classification error")
-        fig.tight_layout()
-        fig.savefig(out / "test_error.png", dpi=110)
-        plt.close(fig)
-        files.append("test_error.png")
+        files += figure_files(_save(fig, out / "test_error.png"))
     return files
 
 
@@ -282,24 +327,24 @@ def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
     def label(s: float) -> str:
         return "no noise" if s == 0 else f"sigma = {s:g}"
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (axes,) = _figure(1, 2, 11.5, 4.2)
     for s, c in zip(levels, colors):
         sub = mean[mean["noise"] == s]
         axes[0].plot(sub["epoch"], sub["objective"], color=c, label=label(s))
         axes[1].plot(sub["epoch"], sub["test_logloss"], color=c, label=label(s))
     axes[0].axhline(f_star, color="black", linestyle=":", label="centralized optimum")
     axes[0].set_yscale("log")
-    axes[0].set(xlabel="epoch", ylabel="training objective: mean log loss + l2 [nats]", title="(a) training objective")
-    axes[1].set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]", title="(b) test log loss")
+    axes[0].set(xlabel="epoch [passes over the data]", title="(a) training objective")
+    axes[1].set(xlabel="epoch [passes over the data]", title="(b) test log loss")
+    _legend(fig, axes)
+    _ylabel(axes[0], "training objective: mean log loss + l2 [nats]")
+    _ylabel(axes[1], "test log loss: mean over test samples [nats]")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(f"{title}: ADMM sharing")
-    fig.tight_layout()
-    fig.savefig(out / "figure_objective_logloss.png", dpi=110)
-    plt.close(fig)
+    _suptitle(fig, f"{title}: ADMM sharing")
+    files = figure_files(_save(fig, out / "figure_objective_logloss.png"))
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ((ax,),) = _figure(1, 1, 8.5, 4.2)
     for s, c in zip(levels, colors):
         sub = mean[mean["noise"] == s]
         ax.plot(sub["epoch"], sub["test_logloss"], color=c, label=f"ADMM, {label(s)}")
@@ -309,14 +354,11 @@ def sharing_study_figures(history: pd.DataFrame, baselines: dict[str, dict], f_s
                label="party 1 features only (sklearn)")
     top = max(baselines["party1_only"]["test_logloss"], baselines["all_features"]["test_logloss"])
     ax.set_ylim(top=min(float(mean["test_logloss"].max()), 3.0 * top) * 1.05)
-    ax.set(xlabel="epoch", ylabel="test log loss: mean over test samples [nats]",
-           title=f"{title}: test loss under Gaussian noise")
+    ax.set(xlabel="epoch [passes over the data]", title=f"{title}: test loss under Gaussian noise")
+    _ylabel(ax, "test log loss: mean over test samples [nats]")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "figure_noise_test_logloss.png", dpi=110)
-    plt.close(fig)
-    return ["figure_objective_logloss.png", "figure_noise_test_logloss.png"]
+    _legend(fig, [ax])
+    return files + figure_files(_save(fig, out / "figure_noise_test_logloss.png"))
 
 
 
@@ -345,8 +387,7 @@ def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path
 
     ``table`` has columns ``method``, ``total_epsilon`` and, per metric, ``<metric>_mean`` and ``<metric>_se``."""
     sets = list(dict.fromkeys(table["dataset"])) if "dataset" in table and table["dataset"].nunique() > 1 else [None]
-    fig, axes = plt.subplots(len(sets), len(metrics), figsize=(4.6 * len(metrics), 3.6 * len(sets)), squeeze=False,
-                             sharey="col")
+    fig, axes = _figure(len(sets), len(metrics), 4.6 * len(metrics) + 1.8, 3.6 * len(sets) + 0.8, sharey="col")
     eps = sorted(table["total_epsilon"].unique())
     for row, ds in zip(axes, sets):
         sub = table if ds is None else table[table["dataset"] == ds]
@@ -365,16 +406,16 @@ def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path
             if np.all(values[np.isfinite(values)] > 0):
                 ax.set_yscale("log")
             ax.set_xlabel("total epsilon per agent, whole run (PLD)")
-            ax.set_ylabel(axis_label(metric, family), fontsize=8)
             if ds is not None:
                 ax.set_title(f"data set: {ds}", fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
-    if len(sets) > 1:
-        fig.subplots_adjust(hspace=0.45)
-    fig.suptitle(title, fontsize=9)
+    _suptitle(fig, title, fontsize=9)
     _legend(fig, axes)
+    for row in axes:
+        for ax, metric in zip(row, metrics):
+            _ylabel(ax, axis_label(metric, family), fontsize=8)
     return _save(fig, path)
 
 
-__all__ = ["DEFINITIONS", "axis_label", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds", "utility_vs_total_epsilon",
+__all__ = ["DEFINITIONS", "DPI", "VECTOR", "axis_label", "figure_files", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds", "utility_vs_total_epsilon",
            "sharing_study_figures"]

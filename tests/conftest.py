@@ -39,6 +39,24 @@ QUICK: tuple[str, ...] = (
 )
 
 
+#: pytest-xdist workers of a plain ``python -m pytest`` when xdist is installed (the ``.[test]`` extra)
+WORKERS = 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Two xdist workers (``-n 2 --dist loadfile --no-loadscope-reorder``) when pytest-xdist is installed and the
+    command line chose no distribution itself; without xdist (``pip install -e ".[power]" pytest``, or ``-p
+    no:xdist``) the tests run in this process. ``addopts`` cannot say "if installed": an ``-n`` there fails on a
+    pytest without xdist. This hook runs before xdist's own (conftest plugins register later), and not in xdist's
+    workers."""
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    option = config.option
+    if option.numprocesses is None and option.dist == "no" and not option.tx and not (option.collectonly or option.usepdb):
+        option.numprocesses, option.dist, option.loadscopereorder = WORKERS, "loadfile", False
+
+
 def is_quick(path: Path, name: str) -> bool:
     """Whether the test function ``name`` (without parameters) of the file ``path`` is in :data:`QUICK`."""
     try:

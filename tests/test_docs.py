@@ -130,3 +130,42 @@ def test_every_module_function_and_file_the_docs_and_docstrings_name_exists():
             stale |= {(path.relative_to(ROOT).as_posix(), p) for p in REPO_PATH.findall(text)
                       if not (ROOT / p).exists()}
     assert not stale, sorted(stale)
+
+
+def _extras() -> list[str]:
+    """The optional extras pyproject.toml declares (read as text: no TOML parser needed before Python 3.11)."""
+    text = (ROOT / "pyproject.toml").read_text().split("[project.optional-dependencies]")[1].split("\n[")[0]
+    return re.findall(r"^([a-z]+) = \[", text, flags=re.M)
+
+
+def test_the_extras_lists_name_every_extra():
+    """Issue 51: ``federation`` was missing from both lists."""
+    extras = _extras()
+    assert "federation" in extras and "power" in extras
+    readme = next(p for p in README.read_text().split("\n\n") if p.startswith("Optional extras:"))
+    started = (DOCS / "getting-started.md").read_text()
+    for extra in set(extras) - {"test"}:  # the test extra is in the README's set-up command
+        assert f"`{extra}`" in readme, f"the README's extras omit {extra!r}"
+    for extra in extras:
+        assert f"| `{extra}` |" in started, f"getting-started's extras table omits {extra!r}"
+
+
+def test_the_home_page_names_the_three_ways_to_run():
+    """Issue 51: the home page said "serially ... or on Ray" and never mentioned federations."""
+    home = (DOCS / "index.md").read_text()
+    for word in ("simulation", "Ray", "federation", "federation.md", "what-is-public.md"):
+        assert word in home, word
+
+
+def test_what_is_public_covers_every_argument_of_ones_own_agent():
+    """Issue 51: the page covered the templates only; whether lipschitz, the feasible set and the initial point are
+    public was spread over other pages. Every argument of cvxdp.Agent has its row, and the README links the page."""
+    import inspect
+
+    page = (DOCS / "what-is-public.md").read_text()
+    own = page.split("## Your own agent")[1].split("\n## ")[0]
+    rows = [line for line in own.splitlines() if line.startswith("| `")]
+    for name in inspect.signature(cvxdp.Agent).parameters:
+        assert any(f"`{name}`" in row or f"`{name}=`" in row for row in rows), f"no row for Agent's {name!r}"
+    assert "feasible set" in own and "lipschitz=" in own and "initial_public=True" in own
+    assert "(docs/what-is-public.md)" in README.read_text()

@@ -1,5 +1,6 @@
 """The quick tier's list (tests/conftest.py, ``QUICK``) names tests that exist, so that moving or renaming a test
-file shows up here instead of silently shrinking the tier."""
+file shows up here instead of silently shrinking the tier; the tiers need no plugin beyond pytest (xdist's two
+workers are added only where it is installed)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 
 
-def quick_entries() -> tuple[str, ...]:
+def load_conftest():
     spec = importlib.util.spec_from_file_location("_tests_conftest", TESTS / "conftest.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.QUICK
+    return module
+
+
+def quick_entries() -> tuple[str, ...]:
+    return load_conftest().QUICK
 
 
 def test_every_quick_entry_names_an_existing_test():
@@ -31,3 +36,39 @@ def test_every_quick_entry_names_an_existing_test():
 def test_quick_entries_are_unique():
     entries = quick_entries()
     assert len(entries) == len(set(entries))
+
+
+def fake_config(xdist: bool = True, **option):
+    from types import SimpleNamespace
+
+    defaults = {"numprocesses": None, "dist": "no", "tx": [], "collectonly": False, "usepdb": False,
+                "loadscopereorder": None}
+    return SimpleNamespace(option=SimpleNamespace(**{**defaults, **option}),
+                           pluginmanager=SimpleNamespace(hasplugin=lambda name: xdist and name == "xdist"))
+
+
+def test_addopts_need_no_plugin_beyond_pytest():
+    """Issue 51: ``-n 2`` in addopts made ``python -m pytest -m quick`` fail without pytest-xdist (the quick tier is
+    meant to run with the main install plus pytest)."""
+    import shlex
+
+    text = (TESTS.parent / "pyproject.toml").read_text()
+    addopts = next(line for line in text.splitlines() if line.startswith("addopts"))
+    options = shlex.split(addopts.split("=", 1)[1].strip().strip('"').replace('\\"', '"'))
+    assert not {"-n", "--numprocesses", "--dist", "--no-loadscope-reorder"} & set(options), options
+
+
+def test_two_workers_only_when_xdist_is_there_and_nothing_else_was_asked():
+    hook = load_conftest().pytest_cmdline_main
+    config = fake_config()
+    hook(config)
+    assert (config.option.numprocesses, config.option.dist, config.option.loadscopereorder) == (2, "loadfile", False)
+    for config in (fake_config(xdist=False), fake_config(numprocesses=0), fake_config(numprocesses=4),
+                   fake_config(dist="load", tx=["popen"]), fake_config(usepdb=True), fake_config(collectonly=True)):
+        before = dict(vars(config.option))
+        hook(config)
+        assert vars(config.option) == before
+    worker = fake_config()
+    worker.workerinput = {"workerid": "gw0"}
+    hook(worker)
+    assert worker.option.numprocesses is None

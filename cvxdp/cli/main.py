@@ -150,10 +150,14 @@ def central_cmd(case_file, network, zones, objective, data, time_limit, progress
 @click.option("--test-data", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Sharing studies: the matching LIBSVM test file (e.g. a9a.t).")
 @backend_options
-@click.option("--progress/--no-progress", default=True)
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Grid and equal-total studies: processes running cells at once (default: every core; 1 runs "
+                   "them one after another; on Ray, one after another).")
+@click.option("--progress/--no-progress", default=True, help="A progress bar with the time left, on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object as the last line.")
 @friendly_errors
-def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress, as_json) -> None:
+def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, workers, progress,
+              as_json) -> None:
     """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report.
 
     A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
@@ -164,7 +168,7 @@ def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_a
     """
     from .tasks import study_task  # start-up: the modelling stack loads only when a command runs
 
-    study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress,
+    study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, workers, progress,
                as_json)
 
 

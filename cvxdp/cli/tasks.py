@@ -289,12 +289,12 @@ def central_task(case_file, network, zones, objective, data, time_limit, progres
     emit(info, as_json, human)
 
 
-def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, progress,
+def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, workers, progress,
                as_json) -> None:
     """``cvxdp study``."""
     run = backend_overrides(backend, ray_cpus, ray_address)
     try:
-        info = _study(study_file, out, rounds, data, test_data, run, progress)
+        info = _study(study_file, out, rounds, data, test_data, run, progress, workers)
     except KeyboardInterrupt:
         _interrupted("during the study", f"its finished runs in {out} are kept and not run again")
     human = f"study done: {info['runs']} runs ({info['computed']} computed, {info['reused']} reused) -> {out}\n" \
@@ -302,7 +302,10 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
     emit(info, as_json, human)
 
 
-def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
+def _study(study_file, out, rounds, data, test_data, run, progress, workers=None) -> dict:
+    if workers is not None and (is_sharing_study(study_file) or is_graph_study(study_file)):
+        raise click.UsageError("--workers applies to grid and equal-total studies only (sharing and graph studies run "
+                               "their cells one after another).")
     if is_sharing_study(study_file):
         info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
                                  progress=progress and sys.stderr.isatty(), run=run)
@@ -315,9 +318,10 @@ def _study(study_file, out, rounds, data, test_data, run, progress) -> dict:
         if rounds is not None:
             raise click.UsageError("--rounds does not apply to an equal-total study (its schedule sets the rounds per "
                                    "total epsilon).")
-        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run, data=data)
+        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run, data=data,
+                               workers=workers)
     else:
-        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run)
+        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run, workers=workers)
     return info
 
 

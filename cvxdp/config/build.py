@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from ..families import ALGORITHM_KEYS as _ALGORITHM_KEYS
 from ..families import MECHANISMS as MECHANISM_CLASSES
 from ..families import PRIVACY_KEYS as _PRIVACY_KEYS
 from ..families import Algorithm, algorithm_from_table, mechanism_from_table
-from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend
+from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend, jsonable
 from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
 
@@ -211,6 +213,32 @@ def make_privacy(table: dict[str, Any]) -> Any:
 def build_instance(case: Case):
     """Build the template's agents for ``case`` through the template registry (:mod:`cvxdp.templates`)."""
     return build_model(case.template, case.model, base_dir=case.path.parent)
+
+
+#: this process's template instances, per case (see :func:`case_instance`)
+_INSTANCES: dict[str, Any] = {}
+
+
+def case_instance(case: Case, instance: Any = None) -> Any:
+    """The template instance of ``case`` (its agents and hooks), built once per process inside
+    :func:`kept_instances`: a study's process builds it before its workers start (a worker started by ``fork``
+    inherits it), a worker started otherwise builds its own from the case. ``instance``: one already built for
+    ``case``, kept."""
+    key = json.dumps(jsonable(case.to_dict()), sort_keys=True)
+    if instance is not None:
+        _INSTANCES[key] = instance
+    elif key not in _INSTANCES:
+        _INSTANCES[key] = build_instance(case)
+    return _INSTANCES[key]
+
+
+@contextlib.contextmanager
+def kept_instances() -> Iterator[None]:
+    """The block within which :func:`case_instance` keeps what it builds (a study's); they are dropped at its end."""
+    try:
+        yield
+    finally:
+        _INSTANCES.clear()
 
 
 def power_case(network: str, zones: int, *, objective: str | None = None, algorithm: str | None = None) -> Case:

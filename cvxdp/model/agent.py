@@ -21,7 +21,15 @@ from cvxpy.atoms.affine.index import special_index as _special_index_atom
 from cvxpy.constraints import Equality, Inequality
 from cvxpy.lin_ops import lin_utils as lu
 
-from ..errors import DeclarationError, InfeasibleAgentError, check_float, check_int, fail
+from ..errors import (
+    DeclarationError,
+    InfeasibleAgentError,
+    check_float,
+    check_int,
+    convexity_advice,
+    fail,
+    missing_sensitivity,
+)
 from .compiled import NotCompilable, set_verdict
 from .gradients import CompiledGradient, OutsideDomain, compile_gradient
 
@@ -398,7 +406,7 @@ class Agent:
             raise self._fail(f"the objective must be scalar. Got shape {self.objective.shape}.")
         if not self.objective.is_convex():
             raise self._fail("the objective is not convex under CVXPY's DCP rules "
-                             f"(curvature {self.objective.curvature}).")
+                             f"(curvature {self.objective.curvature}): {convexity_advice(self.objective)}")
         for k, con in enumerate(self.constraints):
             if not isinstance(con, cp.constraints.constraint.Constraint):
                 raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")
@@ -783,8 +791,8 @@ def check_declarations(agents: Sequence[Any], *, private: bool, noise: str | Non
         if private:
             q = 1 if noise == "laplace" else 2
             if agent.sensitivity is None or agent.sensitivity.norm(q) is None:
-                raise DeclarationError(f"Agent {agent.name!r}: a private run with {noise} noise needs "
-                                       f"sensitivity=cvxdp.Sensitivity(l{q}=...).")
+                raise missing_sensitivity(agent.name, f"a private run with {noise} noise", f"l{q}",
+                                          agent.sensitivity, size=agent.layout.size)
     holders: dict[str, list[str]] = {}
     for agent in agents:
         for key in agent.layout.shared:

@@ -38,7 +38,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from ..errors import DeclarationError, check_float, fail
+from ..errors import DeclarationError, check_float, convexity_advice, fail
 from .agent import Agent, Declaration
 from .evaluation import compiled_metrics
 
@@ -185,7 +185,8 @@ class VerticalParty(Agent):
             raise self._fail("the regularizer must be a scalar cvxpy Expression.")
         self._check_kinds()  # integer, boolean, complex variables and data
         if not self.objective.is_convex():
-            raise self._fail("the regularizer is not convex under CVXPY's DCP rules.")
+            raise self._fail("the regularizer is not convex under CVXPY's DCP rules: "
+                             f"{convexity_advice(self.objective)}")
         for k, con in enumerate(self.constraints):
             if not isinstance(con, cp.constraints.constraint.Constraint):
                 raise self._fail(f"constraint {k} is not a cvxpy Constraint. Got {type(con).__name__}.")

@@ -12,7 +12,15 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from ..errors import DeclarationError, InvalidParameterError, check_choice, check_float, check_int, fail
+from ..errors import (
+    DeclarationError,
+    InvalidParameterError,
+    check_choice,
+    check_float,
+    check_int,
+    fail,
+    missing_sensitivity,
+)
 from ..params import POSITIVE, Interval, NoneValue, Options, Param, Parameterized, param
 from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, per_step_scale, step_epsilon
@@ -160,10 +168,13 @@ class Perturbation(Parameterized):
 
     # ------------------------------------------------------------------ calibration
     def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
-        relation = getattr(getattr(agent, "sensitivity", None), "relation", None)
-        reason = f" The model says why it has none: {relation}." if relation else ""
-        return DeclarationError(f"Agent {getattr(agent, 'name', agent)!r}: {self.short_name}{why} needs "
-                                f"sensitivity=cvxdp.Sensitivity({field}=...).{reason}")
+        other = "laplace" if self.noise == "gaussian" else "gaussian"
+        alternative = (f"{other.capitalize()} noise ({self.short_name[:-1]}{other[0].upper()}: "
+                       f"cvxdp.{type(self).__name__}({other!r}, ...))")
+        layout = getattr(agent, "layout", None)
+        return missing_sensitivity(getattr(agent, "name", str(agent)), f"{self.short_name}{why}", field,
+                                   getattr(agent, "sensitivity", None), size=getattr(layout, "size", None),
+                                   alternative=alternative)
 
     def _declared(self, agent: object, field: str, why: str = "") -> float:
         sens = getattr(agent, "sensitivity", None)

@@ -290,6 +290,18 @@ class RayBackend(Backend):
         total = sum(float(s.work) for s in specs)
         return total if total < self.min_variables else None
 
+    def _unused(self, nodes: int, total: float) -> str:
+        """What a run below ``min_variables`` leaves unused (the cluster address, the CPUs asked for), and why."""
+        given = ([f"the Ray cluster address {self.address!r}"] if self.address is not None else []) + \
+            ([f"the CPUs asked for (num_cpus={self.num_cpus})"] if self.num_cpus is not None else [])
+        what = " and ".join(given)
+        verb = "is" if self.num_cpus is None else "are"  # the address is, the CPUs are
+        return (f"{what[0].upper()}{what[1:]} {verb} not used: this run's {nodes} nodes hold {total:,.0f} variables "
+                f"in all, fewer than ray min_variables = {self.min_variables:,}, so they run serially in this process (Ray's "
+                "transport, ~5 ms per round, would cost more than its actors save; the numbers are the same either "
+                "way). To run on Ray anyway, set ray_min_variables = 0 in [run] (RayBackend(min_variables=0), or "
+                f"the environment variable {MIN_VARIABLES_ENV}=0).")
+
     # ------------------------------------------------------------------ lifecycle
     def _ensure_ray(self) -> None:
         ray = self._ray
@@ -329,6 +341,8 @@ class RayBackend(Backend):
                      "running serial (Ray's overhead, ~5 ms per round, would dominate; RayBackend(min_variables=0) "
                      "forces Ray)")
             self._placement = f"serial: {total:,.0f} variables < ray min_variables {self.min_variables:,}"
+            if self.address is not None or self.num_cpus is not None:
+                warnings.warn(self._unused(len(specs), total), UserWarning, stacklevel=2)
             self.names = [s.name for s in specs]
             self._serial = SerialBackend()
             self._serial.start(specs, agents, seeds)

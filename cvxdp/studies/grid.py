@@ -8,13 +8,16 @@ Layout of ``--out DIR``::
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
-    DIR/*.png, DIR/report.md
+    DIR/*.png, DIR/*.pdf    the figures: 300 dpi PNG and vector PDF (cvxdp.plots)
+    DIR/report.md
 
 Equal-total-epsilon studies (``[study] kind = "total"``) are :mod:`cvxdp.studies.total`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import json
 import math
@@ -22,27 +25,37 @@ import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..config.build import (
     MECHANISMS,
     StudyBackends,
-    build_instance,
+    case_instance,
+    kept_instances,
     load_case,
+    make_algorithm,
     read_study_file,
     run_case,
     settings_context,
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import _positive_range, axis_label, metric_vs_epsilon, metric_vs_rounds
+from ..plots import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
-from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
+from ..run import OutputLock, jsonable, locks_output, prepare_dir
+from .cells import (
+    CellJob,
+    CellRunner,
+    cell_config,
+    default_workers,
+    in_parallel,
+    report_warnings,
+    run_cells,
+)
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
-from .total import is_total_study, lead_lines, run_total_study
+from .total import TOTAL_FIGURE, is_total_study, lead_lines, plan_total_study
 
 _STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
                "delta", "baseline", "total"}
@@ -159,13 +172,31 @@ def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
     return case
 
 
+def cell_work(case: Any) -> float:
+    """A public estimate of a consensus cell's cost: rounds x (1 + local updates) of its algorithm (a round costs a
+    global update and its local updates; on the main job a J = 5 cell takes about three times a J = 1 cell)."""
+    algorithm = make_algorithm(case.algorithm)
+    return float(algorithm.rounds * (1 + getattr(algorithm, "local_updates", 1)))
+
+
+def _grid_cell(base: Any, case: Any, cell_dir: Path, backends: StudyBackends | None = None) -> tuple[Any, dict]:
+    """Run one cell of the grid (in a worker process or the study's): the cell's case on the study's instance,
+    checkpointed into ``cell_dir``; ``backends``: the study's kept backends (Ray), else the case's own backend."""
+    outcome = run_case(case, instance=case_instance(base), checkpoint=cell_dir,
+                       backend=None if backends is None else backends(case.run))
+    return outcome.result, outcome.summary
+
+
 @locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
-              data: str | Path | None = None, run: dict | None = None) -> dict:
+              data: str | Path | None = None, run: dict | None = None, workers: int | None = None) -> dict:
     """Run (or resume) a study and write its tables, figures and report into ``out``.
 
     ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
     ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
+    ``workers``: processes running cells at once (:func:`~cvxdp.studies.cells.run_cells`; default every core, ``1``
+    one after another; cells on Ray run one after another, Ray spreading each run itself). The equal-total companion
+    study (``total``) runs first into ``out/total``, its cells in the same pool, and the report leads with it.
     """
     study = load_study(path)
     base = study_base_case(study, run=run, data=data)
@@ -173,46 +204,49 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     runner = CellRunner(out)
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
                                                           "rounds": rounds or study.rounds}), indent=2))
-    lead: list[str] = []
-    if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
-        run_total_study(study.total, out / "total", progress=progress, run=run)
-        # its figure next to the paper's per-step figures
-        shutil.copyfile(out / "total" / "utility_vs_total_epsilon.png", out / "utility_vs_total_epsilon.png")
-        lead = lead_lines(out / "total")
-    cells = study.cells()
+    with kept_instances(), StudyBackends() as backends, contextlib.ExitStack() as stack:
+        total = None
+        if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
+            stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
+            total = plan_total_study(study.total, out / "total", run=run)
+        cells = study.cells()
+        cases = [_cell_case(study, base, cell, rounds) for cell in cells]
+        # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
+        # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
+        # template without a settings hook)
+        context, instance = settings_context(base)
+        if instance is not None:
+            case_instance(base, instance)
+        on_ray = any(case.run.get("backend", "serial") == "ray" for case in cases)
+        jobs = [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
+                                                                      backends=backends if on_ray else None),
+                        context, work=cell_work(case), prepare=functools.partial(case_instance, base))
+                for cell, case in zip(cells, cases)]
+        batches = ([(total.runner, total.jobs)] if total else []) + [(runner, jobs)]
+        movable = not on_ray and (total is None or total.movable)
+        outcomes = run_cells(batches, workers=workers if movable else 1, progress=progress,
+                             desc=f"study {study.name}" + (f" (+ {total.study.name})" if total else ""))
+        lead: list[str] = []
+        if total is not None:
+            total.finish(outcomes[0])
+            for name in figure_files(TOTAL_FIGURE):  # its figure next to the paper's per-step figures
+                shutil.copyfile(out / "total" / name, out / name)
+            lead = lead_lines(out / "total")
+        if runner.computed:
+            instance = case_instance(base)
+    report_warnings(runner.warnings)  # the runs' warnings, once each after the progress bar
     rows, histories, ledgers = [], [], {}
-    collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
-    # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
-    # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
-    # template without a settings hook)
-    context, instance = settings_context(base)
-    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
-    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
-        for cell in bar:
-            bar.set_postfix_str(cell.key)
-            case = _cell_case(study, base, cell, rounds)
-
-            def compute(cell_dir: Path, case=case) -> tuple:
-                nonlocal instance
-                if instance is None:
-                    instance = build_instance(base)
-                with collecting_warnings(collected):  # reported once per study, at its end
-                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                return outcome.result, outcome.summary
-
-            result, summary = runner.run(cell.key, cell_config(case), compute, context=context)
-            cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
-                         "local_updates": cell.local_updates, "seed": cell.seed}
-            priv = summary.pop("privacy", None) or {}
-            flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
-            basic = priv.get("basic")
-            rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
-                         "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
-                         "eps_pld": priv.get("pld")})
-            histories.append(result.history.assign(**cell_cols))
-            ledgers[cell.key] = result.privacy
-    bar.close()
-    report_warnings(collected)
+    for cell, (result, summary) in zip(cells, outcomes[-1]):
+        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                     "local_updates": cell.local_updates, "seed": cell.seed}
+        priv = summary.pop("privacy", None) or {}
+        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+        basic = priv.get("basic")
+        rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                     "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
+                     "eps_pld": priv.get("pld")})
+        histories.append(result.history.assign(**cell_cols))
+        ledgers[cell.key] = result.privacy
     results = pd.DataFrame(rows)
     with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
         warnings.simplefilter("ignore", FutureWarning)
@@ -224,10 +258,11 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
         meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
     n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
-    files = ["results.csv", "histories.csv", "ledger.json"] + write_figures(results, history, out, study) \
+    files = ["results.csv", "histories.csv", "ledger.json"] \
+        + write_figures(results, history, out, study, workers=default_workers() if workers is None else workers) \
         + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
     if study.total is not None:
-        files += ["utility_vs_total_epsilon.png", "total/report.md", "total/table.csv"]
+        files += [*figure_files(TOTAL_FIGURE), "total/report.md", "total/table.csv"]
     return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
             "reused": runner.reused, "files": files}
 
@@ -245,49 +280,57 @@ def _rounds(history: pd.DataFrame) -> int:
     return int(history["round"].max()) if len(history) else 0
 
 
-def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study) -> list[str]:
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study, *,
+                  workers: int = 1) -> list[str]:
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
-    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step."""
+    residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step.
+    ``workers``: processes drawing them at once (:func:`~cvxdp.studies.cells.in_parallel`)."""
     family = _family(study)
-    files = []
+    files: list[str] = []
+    calls: list[tuple] = []  # (function, args, kwargs) of every figure, drawn at the end
+
+    def draw(function, *args, **kwargs) -> None:
+        calls.append((function, args, kwargs))
+
     js = sorted(study.local_updates)
-    metric_vs_epsilon(results, "noise_magnitude", out / "noise_vs_epsilon.png",
-                      title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
-                            f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is "
-                            "1)", family=family)
-    files.append("noise_vs_epsilon.png")
+    draw(metric_vs_epsilon, results, "noise_magnitude", out / "noise_vs_epsilon.png",
+         title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
+               f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is 1)",
+         family=family)
+    files += figure_files("noise_vs_epsilon.png")
     private = history[history["mechanism"] != "none"]
     shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
         name = f"objective_vs_rounds_J{J}.png"
-        metric_vs_rounds(history, "objective", out / name, J=J, family=family, ylim=shared,
-                         title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
-                               f"({_seeds(study)}; private panels share one y range across J)")
-        files.append(name)
+        draw(metric_vs_rounds, history, "objective", out / name, J=J, family=family, ylim=shared,
+             title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
+                   f"({_seeds(study)}; private panels share one y range across J)")
+        files += figure_files(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
-            metric_vs_rounds(history, "consensus_residual", out / name, J=js[0], mechanisms=[mech], by_j=True,
-                             family=family, reference="none",
-                             title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
-                                   f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
-                                   f"(see *_vs_total_epsilon.png)")
-            files.append(name)
+            draw(metric_vs_rounds, history, "consensus_residual", out / name, J=js[0], mechanisms=[mech],
+                 by_j=True, family=family, reference="none",
+                 title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
+                       f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
+                       f"(see *_vs_total_epsilon.png)")
+            files += figure_files(name)
             break
     T = _rounds(history)
     for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
         if metric in results.columns and results[metric].notna().any():
             name = f"{metric}_vs_epsilon.png"
-            metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
-                              title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
-            files.append(name)
+            draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
+                 title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
+            files += figure_files(name)
             if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
                 name = f"{metric}_vs_total_epsilon.png"
-                metric_vs_epsilon(results, metric, out / name, family=family, logy=metric != "test_error",
-                                  x="total", rounds=T,
-                                  title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
-                                        f"privacy per agent (basic composition; {_seeds(study)})")
-                files.append(name)
+                draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
+                     x="total", rounds=T,
+                     title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
+                           f"privacy per agent (basic composition; {_seeds(study)})")
+                files += figure_files(name)
+    in_parallel(calls, workers)
     return files
 
 

@@ -41,11 +41,12 @@ have to be charged to the budget: this study does not do that.)
 
 Layout of ``--out DIR``: ``runs/<cell>/`` (resumable cells, :mod:`.cells`), ``results.csv`` (one row per cell),
 ``table.csv`` (method x total epsilon: mean and standard error of each metric), ``histories.csv``,
-``ledger.json``, ``utility_vs_total_epsilon.png``, ``report.md``. :func:`load_total_table` reloads the table.
+``ledger.json``, ``utility_vs_total_epsilon.png`` (and ``.pdf``), ``report.md``. :func:`load_total_table` reloads the table.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -56,11 +57,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..config.build import (
     MECHANISMS,
-    build_instance,
+    case_instance,
+    kept_instances,
     load_toml,
     read_study_file,
     run_case,
@@ -68,10 +69,16 @@ from ..config.build import (
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import utility_vs_total_epsilon
+from ..plots import figure_files, utility_vs_total_epsilon
 from ..privacy import InputPerturbation, PrivacyLedger
 from ..run import Result, jsonable, locks_output
-from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
+from .cells import (
+    CellJob,
+    CellRunner,
+    cell_config,
+    report_warnings,
+    run_cells,
+)
 from .tables import cost_lines, markdown_table
 
 _TOTAL_KEYS = {"kind", "name", "description", "case", "mechanisms", "anchors", "epsilons", "delta", "seeds", "schedule",
@@ -100,6 +107,8 @@ _ONE_SHOT_DROPS = ("sampling_rate", "clip_norm")
 OPTIMUM_SECONDS = 600.0
 #: the table's metrics per template family, the first one decides the winner
 METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
+#: the study's figure (a PNG, and a PDF beside it)
+TOTAL_FIGURE = "utility_vs_total_epsilon.png"
 #: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
 _STUDY_SET = ("mechanism", "epsilon", "delta", "calibrate")
 
@@ -396,29 +405,99 @@ def _total_metrics(row: dict[str, Any], family: str) -> dict[str, float]:
     return {m: row.get(m) for m in METRICS["fl"]}
 
 
-@locks_output("study directory")  # a second study writing the same directory is refused
-def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True, run: dict | None = None,
-                    data: str | Path | None = None) -> dict:
-    """Run (or resume) an equal-total study and write its tables, figure and report into ``out``.
+def _total_cell(base: Any, case: Any, method: str, epsilon: float | None, delta: float, seed: int,
+                cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """Run one cell of an equal-total study (in a worker process or the study's): a centralized anchor (private,
+    its sqrt(P) twin or the non-private optimum), a one-shot input-perturbation anchor, or a run of the cell's case (checkpointed into ``cell_dir``)."""
+    instance = case_instance(base)
+    if method == CENTRAL:
+        return _central_run(instance, epsilon, delta, seed)
+    if method == CENTRAL_NOISE:
+        return _central_run(instance, epsilon, delta, seed, noise_scale=math.sqrt(len(instance.agents)))
+    if method == OPTIMUM:
+        return _optimum_run(instance, OPTIMUM_SECONDS)
+    if method in ANCHORS:
+        return _anchor_run(case, instance, InputPerturbation(ANCHORS[method], epsilon, delta), seed)
+    outcome = run_case(case, instance=instance, checkpoint=cell_dir)
+    return outcome.result, outcome.summary
 
-    Parameters
-    ----------
-    path : str or Path
-        The ``kind = "total"`` study file.
-    out : str or Path
-        Output directory (see the module docstring).
-    progress : bool
-        Show a progress bar.
-    run : dict, optional
-        [run] overrides of every cell (None values ignored).
-    data : str or Path, optional
-        A local file or directory: the case's ``[model] path`` (e.g. a LEAF FEMNIST directory), for every data set.
 
-    Returns
-    -------
-    dict
-        ``{"study", "out", "runs", "computed", "reused", "files"}``.
-    """
+@dataclass
+class TotalPlan:
+    """An equal-total study ready to run: its cells as :class:`~cvxdp.studies.cells.CellJob` (for
+    :func:`~cvxdp.studies.cells.run_cells`) and :meth:`finish`, which writes its outputs from their results."""
+
+    study: TotalStudy
+    out: Path
+    runner: CellRunner
+    cells: list[TotalCell]
+    jobs: list[CellJob]
+    family: str
+    exact: bool
+    #: whether the cells may run in other processes (not when they run on Ray)
+    movable: bool
+
+    def finish(self, outcomes: list[tuple[Any, dict[str, Any]]]) -> dict:
+        """Write the tables, figure and report from each cell's (result, summary), in cell order."""
+        study, out, family = self.study, self.out, self.family
+        report_warnings(self.runner.warnings)
+        rows, histories, ledgers = [], [], {}
+        for cell, (result, summary) in zip(self.cells, outcomes):
+            priv = summary.get("privacy") or {}
+            kind = _kind(cell.method)
+            cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
+                    "kind": kind, "total_epsilon": cell.epsilon,
+                    "delta": None if cell.epsilon is None else study.delta, "seed": cell.seed,
+                    "rounds": cell.rounds, "local_updates": cell.local_updates}
+            flat = {k: v for k, v in summary.items() if k not in cols and not isinstance(v, (dict, list))}
+            row = {**cols, **flat, "eps_pld": priv.get("pld")}
+            rows.append({**row, **_total_metrics(row, family)})
+            histories.append(result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
+                                                   total_epsilon=cell.epsilon, seed=cell.seed))
+            ledgers[cell.key] = result.privacy
+        results = pd.DataFrame(rows)
+        results.to_csv(out / "results.csv", index=False)
+        with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
+            warnings.simplefilter("ignore", FutureWarning)
+            pd.concat([h for h in histories if len(h)], ignore_index=True).to_csv(out / "histories.csv",
+                                                                                 index=False)
+        (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
+        table = summarise(results, family)
+        table.to_csv(out / "table.csv", index=False)
+        baselines = _total_baselines(results, family)
+        figures = write_total_figure(table, study, family, baselines, self.exact, out)
+        if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, anchors drawn
+            for ds, sub in table.groupby("dataset", sort=False):  # one per data set: their errors differ by decades
+                figures += figure_files(utility_vs_total_epsilon(
+                    sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=family,
+                    baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
+                    title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
+                          f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} "
+                          "seeds"))
+        (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
+        return {"study": study.name, "out": str(out), "runs": len(self.cells), "computed": self.runner.computed,
+                "reused": self.runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
+                                                        *figures, "report.md"]}
+
+
+def write_total_figure(table: pd.DataFrame, study: TotalStudy, family: str, baselines: dict[str, dict[str, float]],
+                       exact: bool, out: Path) -> list[str]:
+    """The study's figure (:func:`cvxdp.plots.utility_vs_total_epsilon`): utility vs total epsilon per method, the
+    non-private line (``baselines``: data set -> metric -> value; ``exact``: it is exact ADMM). Returns the files."""
+    anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
+    figure = utility_vs_total_epsilon(
+        table, METRICS[family], Path(out) / TOTAL_FIGURE, family=family,
+        baseline=next(iter(baselines.values()), {}), baselines=baselines,
+        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
+        title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
+              f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
+    return figure_files(figure)
+
+
+def plan_total_study(path: str | Path, out: str | Path, *, run: dict | None = None,
+                     data: str | Path | None = None) -> TotalPlan:
+    """Load an equal-total study and lay out its cells (the anchors' template hooks are checked here, before any
+    run); :func:`run_total_study` runs them, and the main job runs them in one pool with its own cells."""
     study = load_total_study(path)
     case = study_base_case(study, run=run, data=data)
     out = Path(out)
@@ -429,34 +508,31 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": case.to_dict(),
                                                           "schedule": study.schedule,
                                                           "datasets": study.datasets}), indent=2))
-    rows, histories, ledgers = [], [], {}
-    collected: dict[tuple, list] = {}
-    cells = study.cells()
-    bar = tqdm(cells, disable=not progress, desc=f"study {study.name}", unit="run")
-    contexts: dict[str, tuple] = {}  # per data set: (context, instance or None), made on its first cell
-    for cell in bar:
-        bar.set_postfix_str(cell.key)
+    contexts: dict[str, dict] = {}  # per data set
+    for dataset, base in bases.items():
+        context, instance = settings_context(base)
+        for needed, hook, what in (
+                (bool({CENTRAL, CENTRAL_NOISE} & set(study.anchors)), "central_private", "centralized "
+                 "private anchor (the logistic template's models have one); remove 'central' and "
+                 f"'{CENTRAL_NOISE}' from anchors in [study]"),
+                (OPTIMUM in study.anchors, "central", "centralized non-private optimum; remove "
+                 f"'{OPTIMUM}' from anchors in [study]"),
+                (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
+                 f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
+                 "no hook)")):
+            if needed:  # the anchors' template hooks, checked before any run
+                instance = case_instance(base, instance)
+                if getattr(instance, hook) is None:
+                    raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
+                                      f"settings) has no {what} (ModelInstance.{hook}).")
+        if instance is not None:
+            case_instance(base, instance)
+        contexts[dataset] = context
+    cells, jobs, movable = study.cells(), [], True
+    for cell in cells:
         base = bases[cell.dataset]
-        if cell.dataset not in contexts:
-            context, instance = settings_context(base)
-            for needed, hook, what in (
-                    (bool({CENTRAL, CENTRAL_NOISE} & set(study.anchors)), "central_private", "centralized "
-                     "private anchor (the logistic template's models have one); remove 'central' and "
-                     f"'{CENTRAL_NOISE}' from anchors in [study]"),
-                    (OPTIMUM in study.anchors, "central", "centralized non-private optimum; remove "
-                     f"'{OPTIMUM}' from anchors in [study]"),
-                    (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
-                     f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
-                     "no hook)")):
-                if needed:  # the anchors' template hooks, checked before any run
-                    instance = instance or build_instance(base)
-                    if getattr(instance, hook) is None:
-                        raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
-                                          f"settings) has no {what} (ModelInstance.{hook}).")
-            contexts[cell.dataset] = (context, instance)
-        context = contexts[cell.dataset][0]
-        case = _total_case(study, base, cell, exact)
-        config = cell_config(case)
+        cell_case = _total_case(study, base, cell, exact)
+        config = cell_config(cell_case)
         if cell.method in ANCHORS:
             mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
             config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
@@ -465,68 +541,45 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
                                          "noise": "x sqrt(agents)" if cell.method == CENTRAL_NOISE else "calibrated"}
         if cell.method == OPTIMUM:
             config["central"] = {"tol": 1e-6, "time_limit": OPTIMUM_SECONDS}
+        compute = functools.partial(_total_cell, base, cell_case, cell.method, cell.epsilon, study.delta, cell.seed)
+        movable = movable and cell_case.run.get("backend", "serial") != "ray"
+        jobs.append(CellJob(cell.key, config, compute, contexts[cell.dataset],
+                            work=float(cell.rounds * (1 + cell.local_updates)),
+                            prepare=functools.partial(case_instance, base)))
+    return TotalPlan(study, out, runner, cells, jobs, family, exact, movable)
 
-        def compute(cell_dir: Path, case=case, cell=cell, base=base) -> tuple:
-            context, instance = contexts[cell.dataset]
-            if instance is None:
-                instance = build_instance(base)
-                contexts[cell.dataset] = (context, instance)
-            with collecting_warnings(collected):
-                if cell.method == CENTRAL:
-                    return _central_run(instance, cell.epsilon, study.delta, cell.seed)
-                if cell.method == CENTRAL_NOISE:
-                    return _central_run(instance, cell.epsilon, study.delta, cell.seed,
-                                        noise_scale=math.sqrt(len(instance.agents)))
-                if cell.method == OPTIMUM:
-                    return _optimum_run(instance, OPTIMUM_SECONDS)
-                if cell.method in ANCHORS:
-                    return _anchor_run(case, instance, InputPerturbation(ANCHORS[cell.method], cell.epsilon,
-                                                                         study.delta), cell.seed)
-                outcome = run_case(case, instance=instance, checkpoint=cell_dir)
-            return outcome.result, outcome.summary
 
-        result, summary = runner.run(cell.key, config, compute, context=context)
-        priv = summary.get("privacy") or {}
-        kind = _kind(cell.method)
-        cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
-                "kind": kind, "total_epsilon": cell.epsilon, "delta": None if cell.epsilon is None else study.delta,
-                "seed": cell.seed, "rounds": cell.rounds, "local_updates": cell.local_updates}
-        flat = {k: v for k, v in summary.items() if k not in cols and not isinstance(v, (dict, list))}
-        row = {**cols, **flat, "eps_pld": priv.get("pld")}
-        rows.append({**row, **_total_metrics(row, family)})
-        histories.append(result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
-                                               total_epsilon=cell.epsilon, seed=cell.seed))
-        ledgers[cell.key] = result.privacy
-    bar.close()
-    report_warnings(collected)
-    results = pd.DataFrame(rows)
-    results.to_csv(out / "results.csv", index=False)
-    with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
-        warnings.simplefilter("ignore", FutureWarning)
-        pd.concat([h for h in histories if len(h)], ignore_index=True).to_csv(out / "histories.csv", index=False)
-    (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
-    table = summarise(results, family)
-    table.to_csv(out / "table.csv", index=False)
-    baselines = _total_baselines(results, family)
-    anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
-    figure = utility_vs_total_epsilon(
-        table, METRICS[family], out / "utility_vs_total_epsilon.png", family=family,
-        baseline=next(iter(baselines.values()), {}), baselines=baselines,
-        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
-        title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
-              f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
-    figures = [figure.name]
-    if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, the anchors drawn
-        for ds, sub in table.groupby("dataset", sort=False):  # one per data set: their errors differ by decades
-            figures.append(utility_vs_total_epsilon(
-                sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=family,
-                baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
-                title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
-                      f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} seeds").name)
-    (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
-    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
-            "reused": runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
-                                               *figures, "report.md"]}
+@locks_output("study directory")  # a second study writing the same directory is refused
+def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True, run: dict | None = None,
+                    data: str | Path | None = None, workers: int | None = None) -> dict:
+    """Run (or resume) an equal-total study and write its tables, figure and report into ``out``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``kind = "total"`` study file.
+    out : str or Path
+        Output directory (see the module docstring).
+    progress : bool
+        Show a progress bar (with the time left).
+    run : dict, optional
+        [run] overrides of every cell (None values ignored).
+    data : str or Path, optional
+        A local file or directory: the case's ``[model] path`` (e.g. a LEAF FEMNIST directory), for every data set.
+    workers : int, optional
+        Processes running cells at once (:func:`~cvxdp.studies.cells.run_cells`): default every core; ``1`` one
+        after another. Cells on Ray run one after another (Ray spreads each run itself).
+
+    Returns
+    -------
+    dict
+        ``{"study", "out", "runs", "computed", "reused", "files"}``.
+    """
+    with kept_instances():
+        plan = plan_total_study(path, out, run=run, data=data)
+        outcomes, = run_cells([(plan.runner, plan.jobs)], workers=workers if plan.movable else 1,
+                              progress=progress, desc=f"study {plan.study.name}")
+        return plan.finish(outcomes)
 
 
 def _kind(method: str) -> str:
@@ -541,7 +594,6 @@ def _kind(method: str) -> str:
     if method in ANCHORS or method in ONE_SHOT:
         return "anchor"
     return "non-private" if method == "none" else "per-round"
-
 
 def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
     """Data set x method x total epsilon: count, mean and standard error (``std(ddof=1) / sqrt(n)``, NaN for one
@@ -822,4 +874,4 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
     return lines
 
 
-__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "METRICS", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict"]
+__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "METRICS", "TOTAL_FIGURE", "TotalCell", "TotalPlan", "TotalStudy", "plan_total_study", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]

@@ -108,7 +108,7 @@ rounds = 8
 
     first = last_json(invoke("study", str(study), "--out", str(out), "--json", "--no-progress"))
     (out / "runs" / "ObjG_eps0.5_J1_seed0" / "result.json").unlink()  # as if killed mid-way through that cell
-    second = last_json(invoke("study", str(study), "--out", str(out), "--json", "--no-progress"))
+    second = last_json(invoke("study", str(study), "--out", str(out), "--json", "--no-progress", "--workers", "1"))
 
     assert first["runs"] == 10 and first["computed"] == 10
     assert second["computed"] == 1 and second["reused"] == 9
@@ -116,7 +116,7 @@ rounds = 8
     assert len(results) == 10
     assert {"noise_magnitude", "objective", "eps_basic", "eps_pld"} <= set(results.columns)
     for name in ("noise_vs_epsilon.png", "objective_vs_rounds_J1.png", "objective_vs_rounds_J3.png",
-                 "residual_ObjG_by_J.png", "report.md", "ledger.json", "histories.csv"):
+                 "residual_ObjG_by_J.png", "residual_ObjG_by_J.pdf", "report.md", "ledger.json", "histories.csv"):
         assert (out / name).exists(), name
     assert "ObjPert vs OutPert" in (out / "report.md").read_text()
 
@@ -128,6 +128,10 @@ def test_bad_study_files(tmp_path):
     result = invoke("study", str(study), "--out", str(tmp_path / "o"), ok=False)
 
     assert "'epsilons' entry of [study] must hold positive numbers" in result.output
+    sharing = invoke("study", str(CASES / "study_sharing.toml"), "--out", str(tmp_path / "o"), "--workers", "2",
+                     ok=False)
+    assert sharing.exit_code == 2 and "--workers applies to grid and equal-total studies only" in sharing.output
+    assert invoke("study", str(study), "--out", str(tmp_path / "o"), "--workers", "0", ok=False).exit_code == 2
 
 
 @pytest.mark.parametrize("case, ac_cost", [("case14_3zones", 8081.53)])

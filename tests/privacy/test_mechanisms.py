@@ -166,6 +166,34 @@ def test_missing_sensitivity_names_agent_and_field(name):
         mech(name, sensitivity="paper").noise_plan(agent(alpha=None), **PLAN_KW)
 
 
+def test_missing_norm_says_how_to_get_it_not_the_relation(name):
+    """Issue 51: an agent that declares the other norm is told how to bound this one from it, or to switch noise;
+    its relation (a statement of what the bounds hold for) is not quoted as a reason for having none."""
+    gaussian = name.endswith("G")
+    a = agent(**({"l2": None} if gaussian else {"l1": None}))
+    with pytest.raises(DeclarationError) as err:
+        mech(name).noise_plan(a, **PLAN_KW)
+    text = str(err.value)
+    assert "one load differs by alpha" not in text and "says why" not in text
+    if gaussian:  # l2 <= l1: the declared l1 = 0.8 is a valid l2
+        assert "declares l1 = 0.8 only" in text and "l2 = 0.8 is a valid" in text
+        assert f"{name[:-1]}L: cvxdp.{type(mech(name)).__name__}('laplace'" in text
+    else:  # l1 <= sqrt(n) l2 with the agent's n = 9 variables
+        assert "declares l2 = 0.5 only" in text and "l1 = sqrt(9) x 0.5 = 1.5 is a valid" in text
+        assert f"{name[:-1]}G: cvxdp.{type(mech(name)).__name__}('gaussian'" in text
+
+
+def test_missing_sensitivity_quotes_the_models_reason_only_when_it_declares_no_bound(name):
+    refused = SimpleNamespace(name="zone1", layout=SimpleNamespace(size=9),
+                              sensitivity=Sensitivity(relation="none: the loads sit in the constraints", alpha=0.1))
+    with pytest.raises(DeclarationError, match="declares no bound and says why: none: the loads sit in the"):
+        mech(name).noise_plan(refused, **PLAN_KW)
+    bare = SimpleNamespace(name="zone1", layout=SimpleNamespace(size=9), sensitivity=Sensitivity())
+    with pytest.raises(DeclarationError) as err:
+        mech(name).noise_plan(bare, **PLAN_KW)
+    assert "says why" not in str(err.value) and "docs/own-agent.md" in str(err.value)
+
+
 @pytest.mark.parametrize("kw", [{"min_weight": 0.0}, {"steps": 0}, {"accountant": "moments"},
                                 {"separable": "yes"}])
 def test_noise_plan_bad_arguments(name, kw):

@@ -214,6 +214,27 @@ def test_small_runs_go_serial_and_say_why_threshold_zero_forces_ray(caplog, caps
         assert backend.placement is None and backend.actors == []  # closed
 
 
+def test_an_address_below_the_threshold_is_said_to_be_unused_and_why():
+    """Issue 51: --ray-address on a run below min_variables ran serially without a word. Now a warning names the
+    address, the run's size, the threshold and how to force Ray; nothing is joined (the address is never probed)."""
+    agents = toy(3)
+    total = sum(a.layout.size for a in agents)
+    kwargs = dict(algorithm=cvxdp.LinearizedADMM(rounds=2), seed=4, evaluate=True)
+    serial = cvxdp.solve(agents, **kwargs)
+    backend = RayBackend(address="127.0.0.1:1", min_variables=1_000)  # nothing listens there
+    with pytest.warns(UserWarning) as caught:
+        result = cvxdp.solve(agents, backend=backend, **kwargs)
+    assert_same_run(serial, result)
+    said = [str(w.message) for w in caught if "not used" in str(w.message)]
+    assert said == [f"The Ray cluster address '127.0.0.1:1' is not used: this run's 3 nodes hold {total} variables "
+                    "in all, fewer than ray min_variables = 1,000, so they run serially in this process (Ray's "
+                    "transport, ~5 ms per round, would cost more than its actors save; the numbers are the same "
+                    "either way). To run on Ray anyway, set ray_min_variables = 0 in [run] "
+                    "(RayBackend(min_variables=0), or the environment variable CVXDP_RAY_MIN_VARIABLES=0)."]
+    with pytest.warns(UserWarning, match=r"^The CPUs asked for \(num_cpus=2\) are not used: this run.s 3 nodes"):
+        cvxdp.solve(agents, backend=RayBackend(num_cpus=2, min_variables=1_000), **kwargs)
+
+
 def test_min_variables_default_and_environment(monkeypatch):
     monkeypatch.delenv(MIN_VARIABLES_ENV)
     assert RayBackend().min_variables == MIN_VARIABLES == 1_000

@@ -70,7 +70,6 @@ def test_a_changed_template_default_refuses_the_cached_cells(tmp_path, monkeypat
         _run(study, out)  # the current default (float32) resolves the same files to another problem
 
     fresh = _run(study, tmp_path / "fresh")  # computed afresh elsewhere, then reused
-    monkeypatch.setattr(cvxdp.studies.grid, "build_instance", _no_build)
     monkeypatch.setattr(cvxdp.config.build, "build_instance", _no_build)
     assert (fresh["computed"], _run(study, tmp_path / "fresh")["reused"]) == (2, 2)
 
