@@ -90,7 +90,7 @@ MODULES: dict[str, Row] = {
                                                                    "tests/contract/test_families.py")),
     "federation/policy": Row(("cvxdp/federation/policy.py",), (*FEDERATION_TESTS,
                                                                "tests/cli/test_federation_cli.py")),
-    "federation/party": Row(("cvxdp/federation/party.py",), (*FEDERATION_TESTS, "tests/federation/test_example.py",
+    "federation/party": Row(("cvxdp/federation/party.py", "cvxdp/federation/run_folder.py"), (*FEDERATION_TESTS, "tests/federation/test_example.py",
                                                              "tests/cli/test_federation_cli.py")),
     "federation/coordinator": Row(("cvxdp/federation/coordinator.py",), (*FEDERATION_TESTS,
                                                                          "tests/contract/test_families.py")),
