@@ -618,22 +618,19 @@ def audit_input_perturbation(mechanism: InputPerturbation, values: np.ndarray, v
     if release is None:
         def release(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             return mechanism.perturb(v, l1=l1, l2=l2, rng=rng)[0]
-    diff = x - xp
+    noise = mechanism.distribution
 
     def statistic(y: np.ndarray) -> float:
         # rounded: the Laplace ratio has atoms (at +-||x - x'||_1) that rounding errors would split into events
-        if mechanism.noise == "laplace":
-            return round(float(np.sum(np.abs(y - xp) - np.abs(y - x))), 12)
-        return round(float(y @ diff), 12)
+        return round(noise.audit_statistic(y, x, xp), 12)
 
     def sampler(v: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
         return lambda rng, k: np.array([statistic(np.asarray(release(v, rng), dtype=float)) for _ in range(k)])
 
-    delta = 0.0 if mechanism.noise == "laplace" else float(mechanism.delta)
+    delta = noise.claim_delta(mechanism.delta)
     res = empirical_epsilon(sampler(x), sampler(xp), trials=n, delta=delta, alpha=alpha,
                             rng=np.random.default_rng(seed), claimed=mechanism.epsilon)
-    details = {"mechanism": mechanism.name, "statistic": "log-likelihood ratio" if mechanism.noise == "laplace"
-               else "projection on x - x'", "l1": float(l1), "l2": float(l2), "scale": mechanism.scale(l1, l2),
+    details = {"mechanism": mechanism.name, "statistic": noise.statistic, "l1": float(l1), "l2": float(l2), "scale": mechanism.scale(l1, l2),
                "seed": seed}
     return AuditResult(res.epsilon_lower, res.claimed, res.best_threshold, res.counts, res.trials, res.delta,
                        res.alpha, statistic="output", details=details)

@@ -36,6 +36,7 @@ from .calibration import (
     step_epsilon,
     total_epsilon,
 )
+from .distributions import Gaussian, Laplace, Noise
 from .mechanisms import (
     MECHANISMS,
     ObjectivePerturbation,
@@ -47,7 +48,7 @@ from .mechanisms import (
 from .noise import NOISE_SOURCES, NoisePlan, check_plan_matches, plan_mismatch
 
 __all__ = [
-    "ACCOUNTANTS", "BudgetGuard", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ACCOUNTANTS", "BudgetGuard", "Gaussian", "Laplace", "Noise", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
     "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",
