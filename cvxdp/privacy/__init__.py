@@ -44,6 +44,7 @@ from .mechanisms import (
     Perturbation,
     make_mechanism,
     mechanism_from_dict,
+    mechanisms,
 )
 from .noise import NOISE_SOURCES, NoisePlan, check_plan_matches, plan_mismatch
 
@@ -54,6 +55,6 @@ __all__ = [
     "basic_composition",
     "calibrate_to_total", "check_plan_matches", "plan_mismatch", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
-    "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",
+    "laplace_scale", "make_mechanism", "mechanism_from_dict", "mechanisms", "per_step_scale", "pld_epsilon",
     "rdp_epsilon", "step_epsilon", "total_epsilon",
 ]
