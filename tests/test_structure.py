@@ -153,8 +153,11 @@ def test_the_import_graph_does_not_grow():
     """261 module-to-module imports before issue 34; 197 after it, 227 with the federation, 226 with the equal-total
     study in its own module; 254 with the party's own side of the federation (issue 47: the wire's schemas, the
     party's policy and lifetime ledger, its executor and process, the catalog a party reads algorithms from; raised
-    once, on purpose, after merging what could be merged). A ratchet: lower it when you cut one."""
-    assert len(_edges()) <= 254
+    once, on purpose, after merging what could be merged). 272 with issue 49's item 2 and the carving of the accounting
+    and the release audit (the branch's base counted 255): four modules of their own (privacy.distributions,
+    privacy.events, privacy.composition, audits.statistics) import what their part of the old module imported, and
+    the families ask cvxdp.privacy's types (accepts, the noise's std). A ratchet: lower it when you cut one."""
+    assert len(_edges()) <= 272
 
 
 def test_the_family_protocol_is_small_and_every_node_is_a_node():

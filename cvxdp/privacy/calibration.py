@@ -19,7 +19,7 @@ import dp_accounting
 import numpy as np
 
 from ..errors import InvalidParameterError, check_choice, check_float, check_int
-from .accounting import ACCOUNTANTS, accountant_factory, composed_epsilon, sampled_event
+from .composition import ACCOUNTANTS, accountant_factory, composed_epsilon
 from .distributions import (  # the closed forms of each distribution, re-exported where they were defined before
     CALIBRATIONS,
     Noise,
@@ -31,6 +31,7 @@ from .distributions import (  # the closed forms of each distribution, re-export
     laplace_scale,
 )
 from .distributions import names as noise_names
+from .events import sampled_event
 
 __all__ = ["CALIBRATIONS", "InputPerturbation", "InputRelease", "calibrate_to_total", "gaussian_epsilon",
            "gaussian_log_delta", "gaussian_sigma_analytic", "gaussian_sigma_classic", "laplace_scale", "make_event",

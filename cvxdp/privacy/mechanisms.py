@@ -22,8 +22,8 @@ from ..errors import (
     missing_sensitivity,
 )
 from ..params import POSITIVE, Interval, NoneValue, Options, Param, Parameterized, param
-from .accounting import ACCOUNTANTS
 from .calibration import CALIBRATIONS, calibrate_to_total, per_step_scale, step_epsilon
+from .composition import ACCOUNTANTS
 from .distributions import Noise, registered, with_norm_other_than
 from .noise import NOISE_SOURCES, NoisePlan, secure_scale
 
