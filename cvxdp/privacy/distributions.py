@@ -204,7 +204,8 @@ class Noise:
     def from_name(name: object, owner: str = "Noise", parameter: str = "noise") -> Noise:
         """The registered distribution called ``name``; else the error names ``owner``, ``parameter`` and the
         registered names."""
-        return _REGISTRY[check_choice(name, parameter, owner, names())]
+        noise = _REGISTRY.get(name) if isinstance(name, str) else None  # the hot path: a plan's noise every draw
+        return noise if noise is not None else _REGISTRY[check_choice(name, parameter, owner, names())]
 
     def __str__(self) -> str:
         return self.name
