@@ -52,6 +52,13 @@ def test_a_taken_name_or_letter_or_a_missing_norm_is_refused():
         letter: ClassVar[str] = "N"
         norm: ClassVar[int] = 3
 
+    @dataclass(frozen=True)
+    class Unset(Noise):  # a distribution that forgot its norm
+        name: ClassVar[str] = "unset"
+        letter: ClassVar[str] = "U"
+
+    with pytest.raises(InvalidParameterError, match="norm of 1 or 2"):
+        distributions.register(Unset())
     with pytest.raises(InvalidParameterError, match="letter 'L' is already registered"):
         distributions.register(Other())
     with pytest.raises(InvalidParameterError, match="norm of 1 or 2"):
