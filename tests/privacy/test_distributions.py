@@ -57,8 +57,15 @@ def test_a_taken_name_or_letter_or_a_missing_norm_is_refused():
         name: ClassVar[str] = "unset"
         letter: ClassVar[str] = "U"
 
+    @dataclass(frozen=True)
+    class Unlettered(Noise):  # a name and a norm, but no letter for its mechanisms' short names
+        name: ClassVar[str] = "unlettered"
+        norm: ClassVar[int] = 1
+
     with pytest.raises(InvalidParameterError, match="norm of 1 or 2"):
         distributions.register(Unset())
+    with pytest.raises(InvalidParameterError, match="a name, a letter"):
+        distributions.register(Unlettered())
     with pytest.raises(InvalidParameterError, match="letter 'L' is already registered"):
         distributions.register(Other())
     with pytest.raises(InvalidParameterError, match="norm of 1 or 2"):
