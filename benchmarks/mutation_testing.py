@@ -78,7 +78,8 @@ FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_mali
 MODULES: dict[str, Row] = {
     "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
                                    ("tests/families/consensus", "tests/federation/test_malicious.py",
-                                    "tests/contract/test_families.py")),
+                                    "tests/contract/test_families.py", "tests/privacy/test_subsampling.py",
+                                    "tests/audits/test_sampling.py")),
     "families/graph/node": Row(("cvxdp/families/graph/node.py",),
                                ("tests/families/graph", "tests/federation/test_malicious.py",
                                 "tests/contract/test_families.py")),
@@ -147,6 +148,18 @@ _START = ("a starting point or step of a bracketing search: the bracket still ho
           "check after it return the same value (to the search's tolerance, 1e-8 relative or tighter; tests/privacy/"
           "test_calibration.py checks the defining equation)")
 EQUIVALENT: dict[tuple[str, str], str] = {
+    ("cvxdp/families/consensus/node.py", "return lambda value: value - plan.sample(rng, value.size)"):
+        "Laplace and Gaussian noise are symmetric: value - xi has the law of value + xi (the same mechanism; a "
+        "seeded run draws other bits)",
+    ("cvxdp/families/consensus/node.py", "if not TYPE_CHECKING:  # annotations only"):
+        "the names imported for annotations import at run time too (no cycle), and annotations are never evaluated",
+    ("cvxdp/families/consensus/node.py", 'self.timing = {"gradient": 0.0, "solve": -1.0, "warned": False}'):
+        "the solve time only matters once the gradients took SLOW_GRADIENT_SECONDS (0.5 s): a second's head start "
+        "for the solves at most delays a diagnostic warning, never a release",
+    **{("cvxdp/families/consensus/node.py", line): "which caller's frame the diagnostic warning names"
+       for line in ('"the flat local vector) or write the objective with the covered atoms.", agent=self.name), '
+                    'stacklevel= 3)', '"the flat local vector) or write the objective with the covered atoms.", '
+                    'agent=self.name), stacklevel= 1)')},
     **{("cvxdp/privacy/noise.py", f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (0, 2, 127, 129, 511, 513)},
     **{("cvxdp/privacy/distributions.py", f"secure_ulps: ClassVar[int] = {n}"): _ULPS for n in (63, 65)},
     **{("cvxdp/privacy/distributions.py", f"secure_ulps: ClassVar[int] = {n}"):
