@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "SmoothObjective": ".model.agent",
     "ERMConstants": ".families.graph.mechanism", "attach_erm_constants": ".families.graph.mechanism",
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
+    "Template": ".templates", "ModelKey": ".templates", "check_model_keys": ".templates",
     "check_declaration": ".model.agent",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
@@ -47,6 +48,7 @@ __all__ = [
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
     "solve_with_fallback", "check_declaration", "InputPerturbation", "InputRelease",
+    "Template", "ModelKey", "check_model_keys",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
@@ -68,7 +70,14 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
         PrivacyLedger,
     )
     from .run.results import Result, load_result
-    from .templates import build_model, register_template, template_names
+    from .templates import (
+        ModelKey,
+        Template,
+        build_model,
+        check_model_keys,
+        register_template,
+        template_names,
+    )
 
 
 def __getattr__(name: str) -> Any:

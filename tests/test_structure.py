@@ -156,8 +156,9 @@ def test_the_import_graph_does_not_grow():
     once, on purpose, after merging what could be merged); 258 with a party's run folder in its own module (Party
     was 23 methods). Issue 49 (the house, third step) adds modules of their own, each importing what its part of
     the old module imported: item 2 and its carving (privacy.distributions, privacy.events, privacy.composition,
-    audits.statistics; the families ask cvxdp.privacy's types): 276. A ratchet: lower it when you cut one."""
-    assert len(_edges()) <= 276
+    audits.statistics; the families ask cvxdp.privacy's types): 276; item 3 (the [model] keys read from the
+    templates' declarations: config.schema -> templates): 277. A ratchet: lower it when you cut one."""
+    assert len(_edges()) <= 277
 
 
 def test_the_family_protocol_is_small_and_every_node_is_a_node():
