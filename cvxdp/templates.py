@@ -35,11 +35,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, OptionalDependencyError, fail
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "ModelKey", "Template", "TemplatePackageError", "build_model", "check_model_keys",
            "model_keys", "register_template", "template_names", "template_reads_data", "template_settings"]
@@ -149,6 +151,9 @@ def _entry_points() -> dict[str, EntryPoint]:
     """The installed packages' template entry points by name; two packages declaring one name are refused."""
     global _ENTRY_POINTS
     if _ENTRY_POINTS is None:
+        # start-up: importlib.metadata costs ~15 ms to import; only the commands that look a template up pay it
+        from importlib.metadata import entry_points
+
         found: dict[str, EntryPoint] = {}
         for entry_point in entry_points(group=ENTRY_POINT_GROUP):
             other = found.get(entry_point.name)
