@@ -45,7 +45,7 @@ def test_a_template_package_installed_in_a_venv_runs_from_the_cli(tmp_path):
                     str(source)], check=True, capture_output=True, text=True)
     out = tmp_path / "run"
     proc = subprocess.run([str(python), "-c", CLI, "run", str(source / "mean.toml"), "--out", str(out), "--json",
-                           "--no-progress"], capture_output=True, text=True, timeout=300)
+                           "--no-progress"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["case"] == "mean" and summary["rounds"] == 60
@@ -55,7 +55,8 @@ def test_a_template_package_installed_in_a_venv_runs_from_the_cli(tmp_path):
     # the template is invisible outside the venv it was installed into
     assert "mean" not in subprocess.run([sys.executable, "-c", "import cvxdp; print(cvxdp.template_names())"],
                                         capture_output=True, text=True, check=True).stdout
-    help_text = subprocess.run([str(python), "-c", CLI, "run", "--help"], capture_output=True, text=True).stdout
+    help_text = subprocess.run([str(python), "-c", CLI, "run", "--help"], capture_output=True, text=True,
+                               cwd=tmp_path).stdout
     assert "[model] mean: agents=3, dim=4, samples=50, seed=0" in help_text
 
 
