@@ -18,11 +18,13 @@ import argparse
 import json
 import os
 import time
+from functools import partial
 
 import cvxpy as cp
 import numpy as np
 
 import cvxdp
+from cvxdp.model.agent import cvxpy_gradient
 
 
 def dispatch_agent(name: str, seed: int, regions: int = 3, hours: int = 6):
@@ -83,12 +85,12 @@ def gradient_table(calls: int) -> list[dict]:
     for label, (agent, hand) in (("dispatch 3x6 (quadratic)", dispatch_agent("dispatch", 0)),
                                  ("logistic n=200 d=10", logistic_agent())):
         u = np.random.default_rng(1).uniform(0.0, 1.0, agent.layout.size)
-        ref = agent._cvxpy_grad(u)
+        ref = cvxpy_gradient(agent, u)
         err = float(np.max(np.abs(agent.grad(u) - ref)) / (1.0 + np.max(np.abs(ref))))
         err_hand = float(np.max(np.abs(hand(u) - ref)) / (1.0 + np.max(np.abs(ref))))
         t_hand = per_call(hand, u, calls)
         t_fast = per_call(agent.grad, u, calls)
-        t_cvxpy = per_call(agent._cvxpy_grad, u, max(5, calls // 200), batches=1)
+        t_cvxpy = per_call(partial(cvxpy_gradient, agent), u, max(5, calls // 200), batches=1)
         rows.append({"agent": label, "path": agent.compiled_gradient.kind, "hand_us": t_hand * 1e6,
                      "fast_us": t_fast * 1e6, "cvxpy_us": t_cvxpy * 1e6, "fast_over_hand": t_fast / t_hand,
                      "cvxpy_over_fast": t_cvxpy / t_fast, "rel_err_fast": err, "rel_err_hand": err_hand})

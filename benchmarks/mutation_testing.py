@@ -8,7 +8,7 @@ copy of the repository at HEAD:
 2. filters mark as skipped: a mutation inside a type annotation (every module has ``from __future__ import
    annotations``, so annotations are never evaluated: equivalent by construction), the operator swaps outside
    :data:`KEPT_SWAPS` (one swap per operator, as mutmut makes them, instead of every operator for every other), and,
-   for a row that names ``definitions``, everything outside them (``cvxdp/model/agent.py``: only the sampling);
+   for a row that names ``definitions``, everything outside them (``cvxdp/model/declaration.py``: only the sampling);
 3. the row's tests run once unmutated (they must pass), then ``cosmic-ray exec`` applies each mutant on disk and runs
    the test command: a tiny client of a test server started here, which has imported the dependencies once
    (numpy, SciPy, CVXPY, dp-accounting, pytest, ...; never cvxdp) and forks one child per mutant that imports the
@@ -108,10 +108,10 @@ MODULES: dict[str, Row] = {
     "audits/sharing": Row(("cvxdp/audits/sharing.py",), ("tests/audits/test_sharing.py",)),
     "model/gradients": Row(("cvxdp/model/gradients.py",), ("tests/model/test_gradients.py",
                                                           "tests/model/test_agent.py", "tests/model/test_compiled.py")),
-    "model/agent-sampling": Row(("cvxdp/model/agent.py",), ("tests/model/test_agent.py",
-                                                           "tests/privacy/test_subsampling.py",
-                                                           "tests/audits/test_sampling.py"),
-                                definitions=("poisson_sample", "PerExample")),
+    "model/declaration-sampling": Row(("cvxdp/model/declaration.py",), ("tests/model/test_agent.py",
+                                                                       "tests/privacy/test_subsampling.py",
+                                                                       "tests/audits/test_sampling.py"),
+                                      definitions=("poisson_sample", "PerExample")),
 }
 
 #: The operator replacements kept (Cosmic Ray swaps every binary operator for each of the 11 others and every comparison
@@ -246,7 +246,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/privacy/calibration.py", "def perturb(self, values: np.ndarray, /, l1: float, l2: float,"):
         "'*' became '/' in the signature: values (passed by position everywhere) is positional-only and l1, l2 may "
         "still be passed by keyword, so every call means the same",
-    ("cvxdp/model/agent.py", "return np.flatnonzero(rng.random(n) <= q)"):
+    ("cvxdp/model/declaration.py", "return np.flatnonzero(rng.random(n) <= q)"):
         "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
 }
 

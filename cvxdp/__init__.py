@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 #: public name -> the submodule that defines it (the submodule itself for ``errors``/``schedules``)
 _LAZY: dict[str, str] = {
     "errors": ".errors", "schedules": ".schedules",
-    "Agent": ".model.agent", "Sensitivity": ".model.agent", "PerExample": ".model.agent",
+    "Agent": ".model.agent", "Sensitivity": ".model.declaration", "PerExample": ".model.declaration",
     "ADMM": ".families.consensus.params", "LinearizedADMM": ".families.consensus.params",
     "DVP": ".families.graph.params", "MADMM": ".families.graph.params", "MRADMM": ".families.graph.params",
     "RADMM": ".families.graph.params", "ADMMSharing": ".families.sharing.params",
@@ -35,7 +35,8 @@ _LAZY: dict[str, str] = {
     "SmoothObjective": ".model.agent",
     "ERMConstants": ".families.graph.mechanism", "attach_erm_constants": ".families.graph.mechanism",
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
-    "check_declaration": ".model.agent",
+    "Template": ".templates", "ModelKey": ".templates", "check_model_keys": ".templates",
+    "check_declaration": ".model.probe",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
 
@@ -47,6 +48,7 @@ __all__ = [
     "solve_central",
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
     "solve_with_fallback", "check_declaration", "InputPerturbation", "InputRelease",
+    "Template", "ModelKey", "check_model_keys",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
@@ -56,8 +58,10 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
-    from .model.agent import Agent, PerExample, Sensitivity, SmoothObjective, check_declaration
+    from .model.agent import Agent, SmoothObjective
     from .model.central import CentralResult, solve_central, solve_with_fallback
+    from .model.declaration import PerExample, Sensitivity
+    from .model.probe import check_declaration
     from .model.vertical import VerticalParty
     from .privacy import (
         InputPerturbation,
@@ -68,7 +72,14 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
         PrivacyLedger,
     )
     from .run.results import Result, load_result
-    from .templates import build_model, register_template, template_names
+    from .templates import (
+        ModelKey,
+        Template,
+        build_model,
+        check_model_keys,
+        register_template,
+        template_names,
+    )
 
 
 def __getattr__(name: str) -> Any:

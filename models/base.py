@@ -1,23 +1,22 @@
 """The template protocol: a case file's ``[model]`` table -> agents plus template-specific evaluation.
 
-A template is a function ``build(model: dict, *, base_dir: Path) -> ModelInstance``, registered under a
-name in cvxdp's template registry (:func:`cvxdp.register_template`, re-exported here) when this package is
-imported. The CLI reads ``[case] template = NAME`` and calls it. Every bundled template also registers its
-settings hook ``settings(model) -> dict``: the scalar settings it resolves from the table,
+A template is a function ``build(model: dict, *, base_dir: Path) -> ModelInstance``, declared under a
+name by a :class:`cvxdp.Template` in :mod:`cvxdp_models.declarations`, which this package's ``cvxdp.templates``
+entry points name (pyproject.toml). The CLI reads ``[case] template = NAME`` and calls it. Every bundled template
+also declares its settings hook ``settings(model) -> dict``: the scalar settings it resolves from the table,
 defaults included, without loading data (the same dict as the built instance's ``settings``); run
 checkpoints and study cells are fingerprinted with it, so a changed default is never silently reused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvxdp import Agent, build_model, register_template, template_names
-from cvxdp.errors import ConfigError
+from cvxdp import Agent, build_model, check_model_keys, register_template, template_names
 
-__all__ = ["ModelInstance", "build_model", "register_template", "template_names"]
+__all__ = ["ModelInstance", "build_model", "check_model_keys", "register_template", "template_names"]
 
 
 @dataclass
@@ -57,28 +56,3 @@ class ModelInstance:
     settings: dict[str, Any] | None = None
     perturbed_inputs: Callable[..., Any] | None = None
     central_private: Callable[..., dict[str, Any]] | None = None
-
-
-def check_model_keys(model: Any, allowed: Iterable[str], template: str) -> None:
-    """Refuse a ``[model]`` that is not a table, or that has keys the template does not read, naming them and the
-    allowed ones (one message for every bundled template)."""
-    if not isinstance(model, dict):
-        raise ConfigError(f"[model] must be a table. Got {type(model).__name__} instead.")
-    unknown = sorted(set(model) - set(allowed))
-    if unknown:
-        raise ConfigError(f"Unknown key(s) {', '.join(map(repr, unknown))} in [model] of the {template} template. "
-                          f"Allowed: {', '.join(sorted(allowed))}.")
-
-
-#: name -> module holding its ``build`` and ``settings`` (imported on first use)
-_TEMPLATES: dict[str, str] = {
-    "power": "cvxdp_models.power.template",
-    "logistic": "cvxdp_models.logistic.template",
-    "toy": "cvxdp_models.toy",
-    "erm": "cvxdp_models.erm",
-    "vertical": "cvxdp_models.vertical",
-}
-#: the templates whose data is the network (power) or generated (toy): ``--data`` is refused for them
-_WITHOUT_DATA = ("power", "toy")
-for _name, _module in _TEMPLATES.items():
-    register_template(_name, f"{_module}:build", settings=f"{_module}:settings", reads_data=_name not in _WITHOUT_DATA)

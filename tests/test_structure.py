@@ -156,8 +156,11 @@ def test_the_import_graph_does_not_grow():
     once, on purpose, after merging what could be merged); 258 with a party's run folder in its own module (Party
     was 23 methods). Issue 49 (the house, third step) adds modules of their own, each importing what its part of
     the old module imported: item 2 and its carving (privacy.distributions, privacy.events, privacy.composition,
-    audits.statistics; the families ask cvxdp.privacy's types): 276. A ratchet: lower it when you cut one."""
-    assert len(_edges()) <= 276
+    audits.statistics; the families ask cvxdp.privacy's types): 276; item 3 (the [model] keys read from the
+    templates' declarations: config.schema -> templates, +1) and item 4's carving of model/agent.py into agent,
+    declaration and probe (+6) and of LocalProx into model/local_prox.py (+4), their own imports: 287. A ratchet:
+    lower it when you cut one."""
+    assert len(_edges()) <= 287
 
 
 def test_the_family_protocol_is_small_and_every_node_is_a_node():

@@ -45,6 +45,15 @@ def cases_cmd(as_json: bool) -> None:
     click.echo(json.dumps({"cases": entries}) if as_json else human)  # plain strings: no numpy conversion
 
 
+class SchemaHelpCommand(click.Command):
+    """A command whose ``--help`` ends with the case-file keys (:func:`cvxdp.config.schema.schema_epilog`), built
+    when the help is shown: the installed templates' declarations are imported then, not by every command."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = schema_epilog()
+        super().format_epilog(ctx, formatter)
+
+
 def case_options(func):
     """The options of a case run, shared by ``run`` and ``federate`` (the case, its data, algorithm, privacy, seed)."""
     for option in reversed(_CASE_OPTIONS):
@@ -83,7 +92,7 @@ _CASE_OPTIONS = (
 )
 
 
-@cli.command("run", epilog=schema_epilog())
+@cli.command("run", cls=SchemaHelpCommand)
 @case_options
 @click.option("--ac-check", is_flag=True, help="Power cases: AC power flow (pandapower) of the final distributed "
               "dispatch, with a feasibility verdict and its tolerances.")
@@ -218,7 +227,7 @@ def party_cmd(party_file, superlink, root_certificates, auth_key, insecure, port
     party_task(party_file, superlink, root_certificates, auth_key, insecure, port, ledger, as_json)
 
 
-@cli.command("federate", epilog=schema_epilog())
+@cli.command("federate", cls=SchemaHelpCommand)
 @case_options
 @click.option("--local", is_flag=True, help="Try it on this machine: write one party folder per agent under --out, "
               "start a real SuperLink and one real SuperNode per party on 127.0.0.1, run, and stop them all.")

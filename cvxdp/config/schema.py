@@ -1,19 +1,24 @@
 """The documented schema of case and study files: every key the runners and templates read, in one place.
 
-:data:`SCHEMA` maps a table (``"[algorithm]"``, ``"[model] power"``, ``"[study] grid"``, ...) to its keys, each
-with a type, a default and a meaning. It feeds the ``cvxdp run --help`` epilog and the documentation's case-file
-reference (``docs/case-files.md``, rendered from :func:`schema_markdown` when the site is built); a test checks
-that it lists exactly the keys the code accepts (the engine's key sets in :mod:`cvxdp.config.build` and the
-studies, each template's key set), so a key cannot be added without documenting it.
-This module is text only: it imports no template.
+:data:`SCHEMA` maps an engine table (``"[algorithm]"``, ``"[run]"``, ``"[study] grid"``, ...) to its keys, each
+with a type, a default and a meaning; :func:`tables` adds one ``"[model] NAME"`` table per installed template,
+read from the keys the template declares (:class:`cvxdp.ModelKey`, in its :class:`cvxdp.Template`). They feed
+the ``cvxdp run --help`` epilog and the documentation's case-file reference (``docs/case-files.md``, rendered
+from :func:`schema_markdown` when the site is built); a test checks that they list exactly the keys the code
+accepts (the engine's key sets in :mod:`cvxdp.config.build` and the studies, each template's key set), so a key
+cannot be added without documenting it. The engine's tables are text; the templates' declarations are imported
+only when :func:`tables` is called (their modules are cheap: no template is built or loaded).
 """
 
 from __future__ import annotations
 
+from ..templates import TemplatePackageError, model_keys, template_names
+
 #: table -> [(key, type, default, meaning)]
 SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     "[case]": [
-        ("template", "str", "required", "power | logistic | erm | vertical | toy"),
+        ("template", "str", "required", "an installed template (`cvxdp_models`: power | logistic | erm | vertical | "
+         "toy; any package can add one: docs/templates.md)"),
         ("name", "str", "file stem", "run and output names"),
         ("description", "str", '""', "one line shown by `cvxdp cases`"),
     ],
@@ -72,93 +77,6 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
         ("budget_epsilon", "float > 0", "none", "stop before a round that would exceed this total epsilon"),
         ("budget_delta", "float >= 0", "0", "the delta of that stopping budget"),
         ("target_delta", "float in (0, 1)", "derived", "delta at which RDP/PLD totals are reported"),
-    ],
-    "[model] power": [
-        ("network", "str", "required",
-         "a pandapower case (case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF v23.07 case "
-         "(pglib_opf_case14_ieee, pglib_opf_case118_ieee, pglib_opf_case300_ieee) or a MATPOWER case file "
-         "(*.m, relative to the case file); its content is part of the run fingerprint"),
-        ("zones", "list of lists of int", "-", "MATPOWER bus numbers per zone (exactly one of zones, "
-         "auto_zones)"),
-        ("auto_zones", "int >= 2", "-",
-         "number of connected zones of an automatic partition (it cuts the branches of least total admittance)"),
-        ("objective", "str", "balance", "balance (sum of squared P/Q balance deviations, p.u.^2, paper eq. "
-         "28) | cost (generation cost / cost_scale, k$/h)"),
-        ("alpha", "float > 0", "0.1", "alpha-adjacent loads: one bus's P and Q load differ by <= alpha p.u."),
-        ("penalty", "float >= 0", "1 (balance); 0 (cost)", "weight of the squared balance deviations; 0 "
-         "with cost = exact balance (loads in the constraints: no private run possible)"),
-        ("cost_scale", "float > 0", "1000", "cost objective = generation cost ($/h) / cost_scale"),
-        ("load_scale", "float > 0", "1", "multiplies every load"),
-    ],
-    "[model] logistic": [
-        ("dataset", "str", "digits", "digits | breast_cancer (bundled) | mnist | femnist | libsvm | adult "
-         "(local files)"),
-        ("path", "str", "-", "data file or directory, relative to the case file (`--data DIR` sets it)"),
-        ("test_path", "str", "-", "separate test file (libsvm, adult)"),
-        ("agents", "int >= 1", "5 (femnist: all writers)", "number of agents (femnist: first N writers)"),
-        ("writers", "list of int >= 0", "none", "femnist only: the writers by index in the shards' file order "
-         "(e.g. [10, ..., 19], a held-out set); exclusive with agents"),
-        ("silos", "int >= 1 or list of lists", "none", "cross-silo agents silo0, silo1, ...: femnist: the loaded "
-         "writers in S contiguous groups (or the listed writers of each silo); other data sets: S parts of split "
-         "(= agents)"),
-        ("split", "str", "iid (femnist: writer)", "iid | label_skew | dirichlet | writer"),
-        ("dirichlet_alpha", "float > 0", "0.5", "concentration of the Dirichlet split"),
-        ("classes_per_agent", "int >= 1", "2", "labels per agent (label_skew)"),
-        ("test_fraction", "float in [0, 1)", "0.25", "held-out share when there is no test file"),
-        ("max_samples", "int >= 2", "all", "random subset of the samples (not femnist)"),
-        ("standardize", "str", "range for digits, else none", "range ((x - 0.5) / 0.5, the public pixel range "
-         "of digits, mnist, femnist) | public (center, scale) | none | pooled (all agents' mean/sd: non-private "
-         "only, a private run is refused; true = pooled, false = none)"),
-        ("center", "float or list", "-", "standardize = public: the public centre (one float, or one per feature)"),
-        ("scale", "float or list", "-", "standardize = public: the public scale > 0 (one float, or one per feature)"),
-        ("clip", "float > 0", "1.0", "row-norm bound C (multiclass sensitivity sqrt(2) C / N under add/remove)"),
-        ("total_samples", "int >= 1", "none", "the public normaliser N of the loss (needed for relation = "
-         "add_remove; absent: the training set's own size under replace-one); must equal the loaded training "
-         "set's size (else a warning, and a private run is refused)"),
-        ("relation", "str", "add_remove with total_samples, else replace", "neighbouring relation: add_remove | "
-         "replace (replace-one: twice the sensitivity)"),
-        ("bound", "float > 0", "1.5", "box |theta_jk| <= bound (binary: 0 = no box)"),
-        ("kind", "str", "multiclass", "multiclass (eq. 30, softmax) | binary (logistic + l2)"),
-        ("reg", "float >= 0", "0 / 1e-3", "binary: l2 weight"),
-        ("data_seed", "int >= 0", "0", "seed of split, subsample, test split"),
-        ("baselines", "bool", "true", "add scikit-learn pooled / one-agent test errors"),
-        ("dtype", "str", "float32 (binary: float64)", "float32 | float64: precision of the agents' value and "
-         "gradient (float32: about 2x faster rounds, iterates within 1e-5 of float64's; gradient, noise and "
-         "released vectors stay float64)"),
-    ],
-    "[model] erm": [
-        ("dataset", "str", "breast_cancer", "breast_cancer | digits | adult"),
-        ("path", "str", "-", "UCI adult.data, relative to the case file"),
-        ("test_path", "str", "-", "UCI adult.test"),
-        ("positive_digits", "list of int", "[5, 6, 7, 8, 9]", "digits labelled +1"),
-        ("nodes", "int >= 2", "5", "number of graph nodes"),
-        ("C", "float > 0", "50", "loss weight"),
-        ("rho", "float > 0", "0.1", "regularisation rho of the ERM (each node carries rho/N)"),
-        ("test_fraction", "float in [0, 1)", "0.2", "held-out share"),
-        ("max_samples", "int", "all", "random subset before the split"),
-        ("data_seed", "int >= 0", "0", "seed of subsample, test split and node split"),
-    ],
-    "[model] vertical": [
-        ("dataset", "str", "breast_cancer", "breast_cancer | digits | libsvm"),
-        ("path", "str", "-", "LIBSVM training file"),
-        ("test_path", "str", "-", "LIBSVM test file"),
-        ("n_features", "int", "from the file", "LIBSVM feature count"),
-        ("blocks", "str or list", "auto", "column split over parties: counts, [start, stop) ranges, or a name"),
-        ("normalize", "str", "party", "party | sample | none"),
-        ("bound", "float > 0", "100", "radius b of each party's ball ||x_m|| <= b"),
-        ("test_fraction", "float in [0, 1)", "0.25", "held-out share"),
-        ("max_samples", "int", "all", "random subset of the training samples"),
-        ("digits_positive", "list of int", "[5, 6, 7, 8, 9]", "digits labelled +1"),
-        ("data_seed", "int >= 0", "0", "seed of subsample and test split"),
-        ("lam", "float > 0", "1e-3", "regularisation of the references (keep equal to [algorithm] lam)"),
-    ],
-    "[model] toy": [
-        ("agents", "int", "3", "number of agents"),
-        ("dim", "int", "5", "shared dimension"),
-        ("samples", "int", "20", "samples per agent"),
-        ("seed", "int", "0", "data seed"),
-        ("bound", "float", "1.0", "box bound"),
-        ("radius", "float", "1.5", "SOC radius"),
     ],
     "[study] grid (default kind)": [
         ("case", "str", "required", "case file, relative to the study file"),
@@ -240,9 +158,33 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
 }
 
 
+#: the engine tables the templates' [model] tables follow (the reference's order: case, engine, model, studies)
+_MODEL_AFTER = "[run]"
+
+
+def model_tables() -> dict[str, list[tuple[str, str, str, str]]]:
+    """One ``"[model] NAME"`` table per installed template that declares its keys, from its declaration."""
+    out = {}
+    for name in template_names():
+        declared = model_keys(name)
+        if declared is not None:
+            out[f"[model] {name}"] = [(k.name, k.type, k.default, k.doc) for k in declared]
+    return out
+
+
+def tables() -> dict[str, list[tuple[str, str, str, str]]]:
+    """Every documented table: :data:`SCHEMA`'s, with the templates' ``[model]`` tables after ``[run]``."""
+    out: dict[str, list[tuple[str, str, str, str]]] = {}
+    for table, rows in SCHEMA.items():
+        out[table] = rows
+        if table == _MODEL_AFTER:
+            out.update(model_tables())
+    return out
+
+
 def keys(table: str) -> set[str]:
-    """The documented keys of ``table`` (a key of :data:`SCHEMA`)."""
-    return {row[0] for row in SCHEMA[table]}
+    """The documented keys of ``table`` (a key of :func:`tables`)."""
+    return {row[0] for row in tables()[table]}
 
 
 def _cell(text: str) -> str:
@@ -253,7 +195,7 @@ def _cell(text: str) -> str:
 def schema_markdown() -> str:
     """The schema as markdown tables (the documentation's case-file reference, ``docs/case-files.md``)."""
     out = []
-    for table, rows in SCHEMA.items():
+    for table, rows in tables().items():
         out += [f"**{table}**", "", "| key | type | default | meaning |", "|---|---|---|---|"]
         out += [f"| `{k}` | {_cell(t)} | {_cell(d)} | {_cell(m)} |" for k, t, d, m in rows]
         out.append("")
@@ -263,7 +205,12 @@ def schema_markdown() -> str:
 def schema_epilog() -> str:
     """A compact plain-text listing for ``cvxdp run --help`` (click keeps ``\\b`` paragraphs as written)."""
     lines = ["\b", "Case file keys (full table with types, defaults and meanings: docs/case-files.md):"]
-    for table, rows in SCHEMA.items():
+    try:
+        documented = tables()
+    except TemplatePackageError as exc:  # a broken template package: --help still answers, and says what is broken
+        documented = dict(SCHEMA)
+        lines.append(f"  (the templates' [model] keys are missing: {exc})")
+    for table, rows in documented.items():
         if table.startswith(("[study]", "[[")):
             continue
         lines.append(f"  {table}: " + ", ".join(f"{k}={d}" for k, _, d, _ in rows))

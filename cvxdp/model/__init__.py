@@ -1,10 +1,14 @@
 """What a party declares and runs locally: its agents, their compiled local problems and the node protocol.
 
-* :mod:`.agent` — :class:`Agent` (objective, feasible set, shared blocks, declared bounds), :class:`Sensitivity`,
-  :class:`SmoothObjective`, and the declaration checks;
+* :mod:`.agent` — :class:`Agent` (objective, feasible set, shared blocks, declared bounds), :class:`SmoothObjective`
+  and the agents' structural checks;
+* :mod:`.declaration` — what a party declares, public by construction: :class:`Sensitivity`, :class:`PerExample`
+  (with the party's Poisson sample), :class:`Declaration`, and the checks across declarations;
+* :mod:`.probe` — :func:`cvxdp.check_declaration`: a declaration probed against sampled points and neighbours;
 * :mod:`.vertical` — :class:`VerticalParty`, a party's feature block for ADMM sharing;
 * :mod:`.compiled`, :mod:`.evaluation` — the CVXPY problem canonicalized once, and numpy metrics on it;
 * :mod:`.local_solver` — the one local-solver face: projections, exact prox steps, the fallback chain;
+* :mod:`.local_prox` — :class:`LocalProx`, the graph family's exact primal update (Newton, L-BFGS or CVXPY);
 * :mod:`.curvature` — the curvature bound ``L_p`` (declared, or measured where the data are);
 * :mod:`.central` — the whole problem: the centralized reference and a point's distance to the agents' sets;
 * :mod:`.node` — :class:`Node`, :class:`Release`, :class:`Evaluation`: the party side of the trust boundary.
@@ -12,19 +16,7 @@
 Nothing here imports the coordinator's code (:mod:`cvxdp.run`, the families' servers).
 """
 
-from .agent import (
-    Agent,
-    Declaration,
-    Layout,
-    PerExample,
-    Sensitivity,
-    SmoothObjective,
-    check_agents,
-    check_declarations,
-    check_public_initial,
-    checked_agents,
-    poisson_sample,
-)
+from .agent import Agent, Layout, SmoothObjective, check_agents, checked_agents
 from .central import (
     CentralResult,
     SolverFallbackWarning,
@@ -34,8 +26,17 @@ from .central import (
 )
 from .compiled import set_verdict
 from .curvature import Curvature, lipschitz_constants
+from .declaration import (
+    Declaration,
+    PerExample,
+    Sensitivity,
+    check_declarations,
+    check_public_initial,
+    poisson_sample,
+)
 from .evaluation import compiled_metrics
-from .local_solver import DEFAULT_SOLVERS, LocalProx, PartyUpdate, ProxSolver, SolveReport, compile_projection
+from .local_prox import LocalProx
+from .local_solver import DEFAULT_SOLVERS, PartyUpdate, ProxSolver, SolveReport, compile_projection
 from .node import EVALUATION_LABEL, Evaluation, Node, Release
 from .vertical import RELATION, VerticalParty, check_labels, check_parties
 

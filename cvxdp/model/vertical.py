@@ -39,7 +39,8 @@ import cvxpy as cp
 import numpy as np
 
 from ..errors import DeclarationError, check_float, convexity_advice, fail
-from .agent import Agent, Declaration
+from .agent import Agent
+from .declaration import Declaration
 from .evaluation import compiled_metrics
 
 RELATION = "one sample's feature row of D_m replaced (||D_m - D'_m|| <= 1; rows of l2 norm <= 1)"

@@ -1,6 +1,6 @@
 """The subsampled local update (``sampling_rate``) against its claim, and its broken twin (issue 39, item 3).
 
-The twin is made by mutating the real code path: the party's Poisson sample (``cvxdp.model.agent.poisson_sample``)
+The twin is made by mutating the real code path: the party's Poisson sample (``cvxdp.model.declaration.poisson_sample``)
 returns every record, so the full batch is used while the plan (and the ledger) still claim amplification by
 sampling. :func:`audit_subsampled_update` runs the party's own ``ConsensusNode.step`` on an add/remove-one pair.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import cvxdp.model.agent as agent_module
+import cvxdp.model.declaration as declaration_module
 from cvxdp.audits.release import audit_subsampled_update
 from cvxdp.errors import InvalidParameterError
 from cvxdp.privacy import make_mechanism
@@ -47,7 +47,7 @@ def test_the_subsampled_update_passes(name):
 
 @pytest.mark.parametrize("name", ["ObjG", "OutG"])
 def test_the_full_batch_twin_is_caught(name, monkeypatch):
-    monkeypatch.setattr(agent_module, "poisson_sample", lambda rng, n, q: np.arange(n))  # sampling not done
+    monkeypatch.setattr(declaration_module, "poisson_sample", lambda rng, n, q: np.arange(n))  # sampling not done
     broken = _audit(name)
     assert broken.claimed == pytest.approx(1.0, rel=1e-6)  # the plan still claims the amplified epsilon
     assert broken.violated and broken.statistic == "output"
@@ -58,7 +58,7 @@ def test_a_public_regulariser_keeps_the_claim_and_the_twin_is_still_caught(monke
     the honest update still passes, and the full-batch twin is still refuted."""
     honest = _audit("ObjG", regularizer=1.0)
     assert not honest.violated and honest.details["regularizer"] == 1.0
-    monkeypatch.setattr(agent_module, "poisson_sample", lambda rng, n, q: np.arange(n))
+    monkeypatch.setattr(declaration_module, "poisson_sample", lambda rng, n, q: np.arange(n))
     assert _audit("ObjG", regularizer=1.0).violated
 
 
@@ -72,7 +72,7 @@ def test_a_fixed_batch_from_the_front_is_caught(name, monkeypatch):
     """Mutation: the party takes the first round(q N) records every time (no randomness, so no amplification). The
     audit's neighbour record is D's first, which such a batch always holds (it was the last before, and slipped
     past: issue 52)."""
-    monkeypatch.setattr(agent_module, "poisson_sample", lambda rng, n, q: np.arange(round(q * n)))
+    monkeypatch.setattr(declaration_module, "poisson_sample", lambda rng, n, q: np.arange(round(q * n)))
     broken = _audit(name)
     assert broken.claimed == pytest.approx(1.0, rel=1e-6)
     assert broken.violated and broken.statistic == "output"

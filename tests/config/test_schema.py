@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cvxdp.config import build as config
-from cvxdp.config.schema import SCHEMA, keys, schema_markdown
+from cvxdp.config.schema import SCHEMA, keys, schema_markdown, tables
 from cvxdp.studies import graph as study_graph
 from cvxdp.studies import grid as study
 from cvxdp.studies import sharing as study_sharing
@@ -34,13 +34,24 @@ def code_keys() -> dict[str, set[str]]:
             "[study] sharing (kind = sharing)": study_sharing._KEYS, "[study] total (kind = total)": study_total._TOTAL_KEYS}
 
 
-@pytest.mark.parametrize("table", list(SCHEMA))
+@pytest.mark.parametrize("table", list(tables()))
 def test_schema_lists_exactly_the_keys_the_code_reads(table):
     assert keys(table) == set(code_keys()[table]), table
 
 
 def test_every_table_is_documented():
-    assert set(SCHEMA) == set(code_keys())
+    assert set(tables()) == set(code_keys())
+
+
+def test_model_tables_are_the_templates_declarations():
+    """The [model] rows are read from each template's declaration (not text in the engine's schema)."""
+    from cvxdp_models import declarations
+
+    assert not any(table.startswith("[model]") for table in SCHEMA)
+    for declaration in (declarations.POWER, declarations.LOGISTIC, declarations.ERM, declarations.VERTICAL,
+                        declarations.TOY):
+        rows = tables()[f"[model] {declaration.name}"]
+        assert rows == [(k.name, k.type, k.default, k.doc) for k in declaration.keys]
 
 
 def page_schema() -> dict[str, set[str]]:
@@ -69,8 +80,8 @@ def page_schema() -> dict[str, set[str]]:
 
 def test_docs_schema_page_matches():
     documented = page_schema()
-    assert set(documented) == set(SCHEMA)
-    for table in SCHEMA:
+    assert set(documented) == set(tables())
+    for table in tables():
         assert documented[table] == keys(table), table
 
 
@@ -86,7 +97,7 @@ def test_run_help_lists_every_case_key():
     from cvxdp.cli.main import cli
 
     out = CliRunner().invoke(cli, ["run", "--help"]).output
-    for table in ("[case]", "[algorithm]", "[privacy]", "[run]", "[model] power", "[model] logistic"):
+    for table in ("[case]", "[algorithm]", "[privacy]", "[run]", *(t for t in tables() if t.startswith("[model]"))):
         for key in keys(table):
             assert f"{key}=" in out, (table, key)
 

@@ -4,6 +4,7 @@ cells; an unchanged rerun reuses every cell without building the instance (the t
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -76,7 +77,8 @@ def test_a_changed_template_default_refuses_the_cached_cells(tmp_path, monkeypat
 
 def test_a_template_without_a_settings_hook_is_built_once_to_check_the_cells(tmp_path, monkeypatch):
     study, out = _study(tmp_path), tmp_path / "out"
-    monkeypatch.setattr(T, "_SETTINGS", {k: v for k, v in T._SETTINGS.items() if k != "logistic"})
+    without_hook = dataclasses.replace(T._declared("logistic"), settings=None)
+    monkeypatch.setitem(T._REGISTERED, "logistic", without_hook)  # registered in-process: precedes the entry point
     _run(study, out)
     builds = []
     monkeypatch.setattr(cvxdp.config.build, "build_instance", lambda case: builds.append(case) or T.build_model(

@@ -1,6 +1,6 @@
 """The party side of the graph family (SPEC §3-§4): one node of M-ADMM, PP, DVP, R-ADMM or MR-ADMM.
 
-Node i (:class:`GraphNode`) holds its data, its exact primal update (:class:`cvxdp.model.local_solver.LocalProx`),
+Node i (:class:`GraphNode`) holds its data, its exact primal update (:class:`cvxdp.model.local_prox.LocalProx`),
 its own generator and its dual. It releases ``f_i`` every iteration, nothing else. Its message of iteration t
 carries the neighbours' released ``f_j(t-1)`` (routed by the coordinator): node i first completes the dual update
 of iteration t-1 with them (eq. 11 / 15; ``lambda_i += step/2 sum_j (f_i - f_j)``, the step sent in the message,
