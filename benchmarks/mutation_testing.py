@@ -79,7 +79,7 @@ MODULES: dict[str, Row] = {
     "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
                                    ("tests/families/consensus", "tests/federation/test_malicious.py",
                                     "tests/contract/test_families.py", "tests/privacy/test_subsampling.py",
-                                    "tests/audits/test_sampling.py")),
+                                    "tests/audits/test_sampling.py", "tests/privacy/test_secure_noise.py")),
     "families/graph/node": Row(("cvxdp/families/graph/node.py",),
                                ("tests/families/graph", "tests/federation/test_malicious.py",
                                 "tests/contract/test_families.py")),
@@ -151,6 +151,12 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/families/consensus/node.py", "return lambda value: value - plan.sample(rng, value.size)"):
         "Laplace and Gaussian noise are symmetric: value - xi has the law of value + xi (the same mechanism; a "
         "seeded run draws other bits)",
+    ("cvxdp/families/consensus/node.py", "keep_polish: bool = True"):
+        "a default no message uses: the server and the wire always set keep_polish",
+    **{("cvxdp/families/consensus/node.py", line): "two measured times exactly equal (to the last bit) decide only "
+       "whether a diagnostic warning shows" for line in (
+           'if t["warned"] or t["gradient"] <= SLOW_GRADIENT_SECONDS or t["gradient"] <= t["solve"]:',
+           'if t["warned"] or t["gradient"] < SLOW_GRADIENT_SECONDS or t["gradient"] < t["solve"]:')},
     ("cvxdp/families/consensus/node.py", "if not TYPE_CHECKING:  # annotations only"):
         "the names imported for annotations import at run time too (no cycle), and annotations are never evaluated",
     ("cvxdp/families/consensus/node.py", 'self.timing = {"gradient": 0.0, "solve": -1.0, "warned": False}'):
