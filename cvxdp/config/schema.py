@@ -10,7 +10,9 @@ This module is text only: it imports no template.
 
 from __future__ import annotations
 
-#: table -> [(key, type, default, meaning)]
+#: table -> [(key, type, default, meaning)]; the [study] tables are each kind's declared keys
+#: (:meth:`cvxdp.studies.Study.schema_rows`, kept as text so --help loads nothing; tests/config/test_schema.py checks
+#: they are equal)
 SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     "[case]": [
         ("template", "str", "required", "power | logistic | erm | vertical | toy"),
@@ -267,4 +269,14 @@ def schema_epilog() -> str:
         if table.startswith(("[study]", "[[")):
             continue
         lines.append(f"  {table}: " + ", ".join(f"{k}={d}" for k, _, d, _ in rows))
+    return "\n".join(lines)
+
+
+def study_epilog() -> str:
+    """A compact plain-text listing of the study files' keys for ``cvxdp study --help``: the rows of each kind's
+    declared ``[study]`` keys (:meth:`cvxdp.studies.Study.schema_rows`; a test checks they are these)."""
+    lines = ["\b", "Study file keys per [study] kind (full table: docs/case-files.md):"]
+    for table, rows in SCHEMA.items():
+        if table.startswith(("[study]", "[[")):
+            lines.append(f"  {table}: " + ", ".join(f"{k}={d}" for k, _, d, _ in rows))
     return "\n".join(lines)

@@ -22,10 +22,10 @@ import itertools
 import json
 import math
 import shutil
-import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -36,7 +36,6 @@ from ..config.build import (
     kept_instances,
     load_case,
     make_algorithm,
-    read_study_file,
     run_case,
     settings_context,
     study_base_case,
@@ -44,21 +43,33 @@ from ..config.build import (
 from ..errors import ConfigError
 from ..plots import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
 from ..privacy import PAPER_PRESET
-from ..run import OutputLock, jsonable, locks_output, prepare_dir
-from .cells import (
-    CellJob,
-    CellRunner,
-    cell_config,
-    default_workers,
-    in_parallel,
-    report_warnings,
-    run_cells,
-)
+from ..run import OutputLock, prepare_dir
+from .cells import CellJob, cell_config, default_workers, in_parallel
+from .keys import is_bool, is_int_at_least, is_unit_float, number_list, refuse
+from .study import Study, StudyKey, register_study
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
-from .total import TOTAL_FIGURE, is_total_study, lead_lines, plan_total_study
+from .total import TOTAL_FIGURE, TotalStudy, is_total_study, lead_lines
 
-_STUDY_KEYS = {"name", "description", "case", "mechanisms", "epsilons", "local_updates", "seeds", "rounds",
-               "delta", "baseline", "total"}
+_MECHANISM_NAMES = "names from ObjL, ObjG, OutL, OutG"
+
+
+def _mechanisms(value: Any, path: Path) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise refuse(path, "mechanisms", f"a non-empty list of {_MECHANISM_NAMES}", value)
+    bad = [m for m in value if m not in MECHANISMS or m == "none"]
+    if bad:
+        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must hold {_MECHANISM_NAMES}. "
+                          f"Got {bad[0]!r} instead.")
+    return value
+
+
+def _total(value: Any, path: Path) -> Path | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (path.parent / value).is_file() or not is_total_study(path.parent / value):
+        raise ConfigError(f"{path}: the 'total' entry of [study] must name an equal-total study file (kind = "
+                          f"\"total\") next to it. Got {value!r} instead.")
+    return (path.parent / value).resolve()
 
 
 @dataclass(frozen=True)
@@ -74,8 +85,41 @@ class Cell:
         return f"{self.mechanism}_eps{eps}_J{self.local_updates}_seed{self.seed}"
 
 
+@register_study
 @dataclass
-class Study:
+class GridStudy(Study):
+    """A grid study (``[study]`` without ``kind``): mechanisms x eps x J x seeds over one case (the module
+    docstring)."""
+
+    kind: ClassVar[str] = "grid"
+    title: ClassVar[str] = "grid"
+    schema_table: ClassVar[str] = "[study] grid (default kind)"
+    keys: ClassVar[tuple[StudyKey, ...]] = (
+        StudyKey("case", "str", "required", "case file, relative to the study file"),
+        StudyKey("name", "str", "file stem", "study name (titles, report)"),
+        StudyKey("description", "str", '""', "one line shown by `cvxdp cases`"),
+        StudyKey("mechanisms", "list of str", "[ObjL, ObjG, OutL, OutG]", "mechanisms compared",
+                 value=["ObjL", "ObjG", "OutL", "OutG"], parse=_mechanisms),
+        StudyKey("epsilons", "list of float > 0", "required", "per-step epsilon grid",
+                 parse=number_list("epsilons", float, positive=True)),
+        StudyKey("local_updates", "list of int >= 1", "[1]", "J values", value=[1],
+                 parse=number_list("local_updates", int, positive=True)),
+        StudyKey("seeds", "list of int >= 0", "[0]", "seeds per cell", value=[0],
+                 parse=number_list("seeds", int, positive=False)),
+        StudyKey("rounds", "int >= 1", "the case's", "rounds of every run (`--rounds` overrides)",
+                 expected="an int in [1, inf)", accepts=is_int_at_least(1, optional=True)),
+        StudyKey("delta", "float in (0, 1)", "the case's or 1e-6", "per-step delta of the Gaussian mechanisms",
+                 expected="a float in (0, 1)", accepts=is_unit_float(optional=True)),
+        StudyKey("baseline", "bool", "true", "add the non-private run for each J", value=True,
+                 expected="true or false (a TOML boolean)", accepts=is_bool),
+        StudyKey("total", "str", "none", "an equal-total study file (kind = total) run first into DIR/total; the "
+                 "report leads with it", parse=_total),
+    )
+    sections: ClassVar[frozenset[str]] = frozenset({"algorithm", "privacy", "run"})
+    options: ClassVar[frozenset[str]] = frozenset({"rounds", "data", "workers"})
+    rank: ClassVar[int] = 0
+    bar_without_terminal: ClassVar[bool] = True
+
     path: Path
     name: str
     case_path: Path
@@ -96,65 +140,96 @@ class Study:
             cells = [Cell("none", None, int(j), self.seeds[0]) for j in self.local_updates] + cells
         return cells
 
+    @classmethod
+    def load(cls, path: str | Path) -> GridStudy:
+        """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
+        path, raw, values, case_path = cls.read(path)
+        delta = values["delta"]
+        return cls(total=values["total"], path=path, name=str(values["name"] or path.stem), case_path=case_path,
+                   mechanisms=values["mechanisms"], epsilons=values["epsilons"],
+                   local_updates=values["local_updates"], seeds=values["seeds"], rounds=values["rounds"],
+                   delta=None if delta is None else float(delta), baseline=values["baseline"],
+                   overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")})
 
-def _list(table: dict, key: str, path: Path, kind: type, positive: bool) -> list:
-    values = table.get(key)
-    if not isinstance(values, list) or not values:
-        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list. Got {values!r} instead.")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or \
-                (positive and not v > 0) or (not positive and v < 0) or \
-                (isinstance(v, float) and not math.isfinite(v)):
-            what = "positive numbers" if kind is float else ("positive ints" if positive else "non-negative ints")
-            raise ConfigError(f"{path}: the '{key}' entry of [study] must hold {what}. Got {v!r} instead.")
-    return values
+    # --------------------------------------------------------------------------- hooks
+    def companions(self, out: Path, stack: contextlib.ExitStack, *, run: dict | None = None, **options: Any
+                   ) -> list[Study]:
+        """The equal-total companion (``total``), run first into ``out/total``: the report leads with it."""
+        if self.total is None:
+            self.lead: list[str] = []
+            return []
+        stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
+        companion = TotalStudy.load(self.total)
+        companion.out = out / "total"
+        companion.options = {"run": run}
+        self.companion = companion
+        return [companion]
+
+    def prepare(self, out: Path, stack: contextlib.ExitStack, *, rounds: int | None = None, run: dict | None = None,
+                data: str | Path | None = None, **options: Any) -> list[CellJob]:
+        base = study_base_case(self, run=run, data=data)
+        self.base, self.rounds_run = base, rounds or self.rounds
+        self.described = {"study": str(self.path), "case": base.to_dict(), "rounds": rounds or self.rounds}
+        stack.enter_context(kept_instances())
+        backends = stack.enter_context(StudyBackends())
+        self.grid = self.cells()
+        cases = [_cell_case(self, base, cell, rounds) for cell in self.grid]
+        # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
+        # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
+        # template without a settings hook)
+        context, instance = settings_context(base)
+        if instance is not None:
+            case_instance(base, instance)
+        self.instance = instance
+        on_ray = any(case.run.get("backend", "serial") == "ray" for case in cases)
+        self.movable = not on_ray
+        return [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
+                                                                      backends=backends if on_ray else None),
+                        context, work=cell_work(case), prepare=functools.partial(case_instance, base))
+                for cell, case in zip(self.grid, cases)]
+
+    def finish(self, outcomes: Sequence[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:
+        self.lead = []
+        if self.total is not None:
+            for name in figure_files(TOTAL_FIGURE):  # its figure next to the paper's per-step figures
+                shutil.copyfile(self.out / "total" / name, self.out / name)
+            self.lead = lead_lines(self.out / "total")
+        if self.runner.computed:
+            self.instance = case_instance(self.base)
+        return super().finish(outcomes)
+
+    def row(self, index: int, result: Any, summary: dict[str, Any]) -> tuple[dict, pd.DataFrame, Any]:
+        cell = self.grid[index]
+        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
+                     "local_updates": cell.local_updates, "seed": cell.seed}
+        priv = summary.pop("privacy", None) or {}
+        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
+        basic = priv.get("basic")
+        return ({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
+                 "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"), "eps_pld": priv.get("pld")},
+                result.history.assign(**cell_cols), result.privacy)
+
+    def report(self, results: pd.DataFrame, history: pd.DataFrame, out: Path) -> list[str]:
+        instance = self.instance
+        meta_file = out / "records.json"  # smallest agent's record count, kept for reports of resumed studies
+        if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
+            meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
+        n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
+        workers = self.options.get("workers")
+        files = ["results.csv", "histories.csv", "ledger.json"] \
+            + write_figures(results, history, out, self, workers=default_workers() if workers is None else workers) \
+            + [write_report(results, history, out, self, n_records=n_records, lead=self.lead)]
+        if self.total is not None:
+            files += [*figure_files(TOTAL_FIGURE), "total/report.md", "total/table.csv"]
+        return files
 
 
-def _study_delta(value: object, path: Path) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ConfigError(f"{path}: the 'delta' entry of [study] must be a float in (0, 1). Got {value!r} instead.")
-    return float(value)
+def load_study(path: str | Path) -> GridStudy:
+    """Load and check a grid study file (:meth:`GridStudy.load`)."""
+    return GridStudy.load(path)
 
 
-def _study_bool(value: object, key: str, path: Path) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{path}: the {key!r} entry of [study] must be true or false (a TOML boolean). "
-                          f"Got {value!r} instead.")
-    return value
-
-
-def load_study(path: str | Path) -> Study:
-    """Load and check a study file (a [study] table plus optional [algorithm]/[privacy]/[run] overrides)."""
-    path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"algorithm", "privacy", "run"})
-    mechanisms = table.get("mechanisms", ["ObjL", "ObjG", "OutL", "OutG"])
-    if not isinstance(mechanisms, list) or not mechanisms:
-        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be a non-empty list of names from ObjL, "
-                          f"ObjG, OutL, OutG. Got {mechanisms!r} instead.")
-    bad = [m for m in mechanisms if m not in MECHANISMS or m == "none"]
-    if bad:
-        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must hold names from ObjL, ObjG, OutL, "
-                          f"OutG. Got {bad[0]!r} instead.")
-    rounds = table.get("rounds")
-    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
-        raise ConfigError(f"{path}: the 'rounds' entry of [study] must be an int in [1, inf). Got {rounds!r} instead.")
-    total = table.get("total")
-    if total is not None:
-        if not isinstance(total, str) or not (path.parent / total).is_file() or not is_total_study(path.parent / total):
-            raise ConfigError(f"{path}: the 'total' entry of [study] must name an equal-total study file (kind = "
-                              f"\"total\") next to it. Got {total!r} instead.")
-        total = (path.parent / total).resolve()
-    return Study(total=total, path=path, name=str(table.get("name", path.stem)), case_path=case_path, mechanisms=mechanisms,
-                 epsilons=_list(table, "epsilons", path, float, True),
-                 local_updates=_list(table, "local_updates", path, int, True) if "local_updates" in table else [1],
-                 seeds=_list(table, "seeds", path, int, False) if "seeds" in table else [0],
-                 rounds=rounds, delta=_study_delta(table.get("delta"), path),
-                 baseline=_study_bool(table.get("baseline", True), "baseline", path),
-                 overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")})
-
-
-def _cell_case(study: Study, base, cell: Cell, rounds: int | None):
+def _cell_case(study: GridStudy, base, cell: Cell, rounds: int | None):
     privacy = {"mechanism": cell.mechanism}
     if cell.epsilon is not None:
         privacy["epsilon"] = cell.epsilon
@@ -187,10 +262,9 @@ def _grid_cell(base: Any, case: Any, cell_dir: Path, backends: StudyBackends | N
     return outcome.result, outcome.summary
 
 
-@locks_output("study directory")  # a second study writing the same directory is refused
 def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, progress: bool = True,
               data: str | Path | None = None, run: dict | None = None, workers: int | None = None) -> dict:
-    """Run (or resume) a study and write its tables, figures and report into ``out``.
+    """Run (or resume) a study and write its tables, figures and report into ``out`` (:meth:`Study.run`).
 
     ``data`` (a local file or directory) becomes the case's ``[model] path`` (e.g. a LEAF FEMNIST directory).
     ``run`` overrides [run] entries of every cell (None values are ignored), e.g. ``{"backend": "ray"}``.
@@ -198,80 +272,14 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     one after another; cells on Ray run one after another, Ray spreading each run itself). The equal-total companion
     study (``total``) runs first into ``out/total``, its cells in the same pool, and the report leads with it.
     """
-    study = load_study(path)
-    base = study_base_case(study, run=run, data=data)
-    out = Path(out)
-    runner = CellRunner(out)
-    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
-                                                          "rounds": rounds or study.rounds}), indent=2))
-    with kept_instances(), StudyBackends() as backends, contextlib.ExitStack() as stack:
-        total = None
-        if study.total is not None:  # the equal-total view first: the report leads with it (issue 39)
-            stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
-            total = plan_total_study(study.total, out / "total", run=run)
-        cells = study.cells()
-        cases = [_cell_case(study, base, cell, rounds) for cell in cells]
-        # the cells differ in algorithm, privacy and seed, never in [model]: one context (data + the template's
-        # resolved settings) guards them all; the instance is built only when a cell must run (or here, for a
-        # template without a settings hook)
-        context, instance = settings_context(base)
-        if instance is not None:
-            case_instance(base, instance)
-        on_ray = any(case.run.get("backend", "serial") == "ray" for case in cases)
-        jobs = [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
-                                                                      backends=backends if on_ray else None),
-                        context, work=cell_work(case), prepare=functools.partial(case_instance, base))
-                for cell, case in zip(cells, cases)]
-        batches = ([(total.runner, total.jobs)] if total else []) + [(runner, jobs)]
-        movable = not on_ray and (total is None or total.movable)
-        outcomes = run_cells(batches, workers=workers if movable else 1, progress=progress,
-                             desc=f"study {study.name}" + (f" (+ {total.study.name})" if total else ""))
-        lead: list[str] = []
-        if total is not None:
-            total.finish(outcomes[0])
-            for name in figure_files(TOTAL_FIGURE):  # its figure next to the paper's per-step figures
-                shutil.copyfile(out / "total" / name, out / name)
-            lead = lead_lines(out / "total")
-        if runner.computed:
-            instance = case_instance(base)
-    report_warnings(runner.warnings)  # the runs' warnings, once each after the progress bar
-    rows, histories, ledgers = [], [], {}
-    for cell, (result, summary) in zip(cells, outcomes[-1]):
-        cell_cols = {"cell": cell.key, "mechanism": cell.mechanism, "epsilon": cell.epsilon,
-                     "local_updates": cell.local_updates, "seed": cell.seed}
-        priv = summary.pop("privacy", None) or {}
-        flat = {k: v for k, v in summary.items() if k not in cell_cols and not isinstance(v, (dict, list))}
-        basic = priv.get("basic")
-        rows.append({**cell_cols, **flat, "eps_basic": basic[0] if basic else None,
-                     "delta_basic": basic[1] if basic else None, "eps_rdp": priv.get("rdp"),
-                     "eps_pld": priv.get("pld")})
-        histories.append(result.history.assign(**cell_cols))
-        ledgers[cell.key] = result.privacy
-    results = pd.DataFrame(rows)
-    with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
-        warnings.simplefilter("ignore", FutureWarning)
-        history = pd.concat([h for h in histories if len(h)], ignore_index=True)
-    results.to_csv(out / "results.csv", index=False)
-    history.to_csv(out / "histories.csv", index=False)
-    (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
-    meta_file = out / "records.json"  # smallest agent's record count, kept for reports of resumed studies
-    if instance is not None and isinstance(instance.info, dict) and instance.info.get("samples_per_agent"):
-        meta_file.write_text(json.dumps({"n_records": int(min(instance.info["samples_per_agent"]))}))
-    n_records = json.loads(meta_file.read_text())["n_records"] if meta_file.exists() else None
-    files = ["results.csv", "histories.csv", "ledger.json"] \
-        + write_figures(results, history, out, study, workers=default_workers() if workers is None else workers) \
-        + [write_report(results, history, out, study, n_records=n_records, lead=lead)]
-    if study.total is not None:
-        files += [*figure_files(TOTAL_FIGURE), "total/report.md", "total/table.csv"]
-    return {"study": study.name, "out": str(out), "runs": len(cells), "computed": runner.computed,
-            "reused": runner.reused, "files": files}
+    return GridStudy.load(path).run(out, rounds=rounds, progress=progress, data=data, run=run, workers=workers)
 
 
-def _family(study: Study) -> str:
+def _family(study: GridStudy) -> str:
     return "power" if load_case(study.case_path).template == "power" else "fl"
 
 
-def _seeds(study: Study) -> str:
+def _seeds(study: GridStudy) -> str:
     n = len(study.seeds)
     return f"mean of {n} seeds, band = min-max" if n > 1 else "1 seed: no spread shown"
 
@@ -280,7 +288,7 @@ def _rounds(history: pd.DataFrame) -> int:
     return int(history["round"].max()) if len(history) else 0
 
 
-def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study, *,
+def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: GridStudy, *,
                   workers: int = 1) -> list[str]:
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
     residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step.
@@ -334,11 +342,11 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
     return files
 
 
-def _pairs(study: Study) -> list[tuple[str, str]]:
+def _pairs(study: GridStudy) -> list[tuple[str, str]]:
     return [(o, p) for o, p in (("ObjL", "OutL"), ("ObjG", "OutG")) if o in study.mechanisms and p in study.mechanisms]
 
 
-def compare_mechanisms(results: pd.DataFrame, study: Study, metric: str = "objective") -> pd.DataFrame:
+def compare_mechanisms(results: pd.DataFrame, study: GridStudy, metric: str = "objective") -> pd.DataFrame:
     """Mean final ``metric`` over seeds of ObjPert and OutPert per (noise, eps, J), and who was lower."""
     means = results[results["mechanism"] != "none"].groupby(["mechanism", "epsilon", "local_updates"])[metric].mean()
     rows = []
@@ -353,13 +361,13 @@ def compare_mechanisms(results: pd.DataFrame, study: Study, metric: str = "objec
     return pd.DataFrame(rows)
 
 
-def residual_by_j(results: pd.DataFrame, study: Study) -> pd.DataFrame:
+def residual_by_j(results: pd.DataFrame, study: GridStudy) -> pd.DataFrame:
     """Mean final consensus residual of the objective-perturbation mechanisms per eps and J."""
     sub = results[results["mechanism"].isin(["ObjG", "ObjL"])]
     return sub.groupby(["mechanism", "epsilon", "local_updates"])["consensus_residual"].mean().unstack()
 
 
-def equal_total_privacy(results: pd.DataFrame, study: Study, rounds: int, metric: str) -> pd.DataFrame:
+def equal_total_privacy(results: pd.DataFrame, study: GridStudy, rounds: int, metric: str) -> pd.DataFrame:
     """Smallest and largest J compared at the same TOTAL epsilon T x J x eps_step: rows where the grid holds
     eps_step = e at J_max and eps_step = e x J_max / J_min at J_min."""
     js = sorted(study.local_updates)
@@ -397,7 +405,7 @@ def _definitions(family: str) -> list[str]:
             "local update; each agent's basic total is T x J x eps_step."]
 
 
-def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: Study,
+def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: GridStudy,
                  n_records: int | None = None, lead: list[str] | None = None) -> str:
     """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
     full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing. ``lead``:
@@ -491,4 +499,4 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
     return "report.md"
 
 
-__all__ = ["Cell", "Study", "load_study", "run_study", "write_figures", "write_report", "compare_mechanisms", "residual_by_j", "equal_total_privacy"]
+__all__ = ["Cell", "GridStudy", "load_study", "run_study", "write_figures", "write_report", "compare_mechanisms", "residual_by_j", "equal_total_privacy"]
