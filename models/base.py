@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cvxdp import Agent, build_model, register_template, template_names
+from cvxdp import Agent, build_model, register_metrics, register_template, template_names
 from cvxdp.errors import ConfigError
 
 __all__ = ["ModelInstance", "build_model", "register_template", "template_names"]
@@ -82,3 +82,6 @@ _TEMPLATES: dict[str, str] = {
 _WITHOUT_DATA = ("power", "toy")
 for _name, _module in _TEMPLATES.items():
     register_template(_name, f"{_module}:build", settings=f"{_module}:settings", reads_data=_name not in _WITHOUT_DATA)
+#: the templates that declare what their runs measure (cvxdp.register_metrics; imported on first use)
+for _name in ("power", "logistic"):
+    register_metrics(_name, f"cvxdp_models.{_name}.metrics:METRICS")

@@ -62,8 +62,8 @@ from ..config.build import (
 )
 from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
-from ..plots import graph_study_figures
 from .cells import CellJob, cell_config
+from .figures import graph_study_figures
 from .keys import is_int_at_least
 from .study import Study, StudyKey, register_study
 
@@ -370,7 +370,7 @@ def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- figures
 def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: GraphStudy) -> list[str]:
-    """The study's figures (:func:`cvxdp.plots.graph_study_figures`)."""
+    """The study's figures (:func:`cvxdp.studies.figures.graph_study_figures`)."""
     return graph_study_figures(curves, runs, out, study, metric_label=METRIC_LABELS[study.metric])
 
 

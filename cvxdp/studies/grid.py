@@ -8,7 +8,7 @@ Layout of ``--out DIR``::
     DIR/results.csv         one row per cell (final metrics, template metrics, privacy totals)
     DIR/histories.csv       every round of every cell (tidy)
     DIR/ledger.json         each cell's privacy ledger summary
-    DIR/*.png, DIR/*.pdf    the figures: 300 dpi PNG and vector PDF (cvxdp.plots)
+    DIR/*.png, DIR/*.pdf    the figures: 300 dpi PNG and vector PDF (cvxdp.studies.figures)
     DIR/report.md
 
 Equal-total-epsilon studies (``[study] kind = "total"``) are :mod:`cvxdp.studies.total`.
@@ -41,10 +41,11 @@ from ..config.build import (
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
+from ..metrics import TemplateMetrics, template_metrics
 from ..privacy import PAPER_PRESET
 from ..run import OutputLock, prepare_dir
 from .cells import CellJob, cell_config, default_workers, in_parallel
+from .figures import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
 from .keys import is_bool, is_int_at_least, is_unit_float, number_list, refuse
 from .study import Study, StudyKey, register_study
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
@@ -275,8 +276,9 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     return GridStudy.load(path).run(out, rounds=rounds, progress=progress, data=data, run=run, workers=workers)
 
 
-def _family(study: GridStudy) -> str:
-    return "power" if load_case(study.case_path).template == "power" else "fl"
+def _metrics(study: GridStudy) -> TemplateMetrics:
+    """What the study's template declares its runs measure (axis labels, the report's definitions)."""
+    return template_metrics(load_case(study.case_path).template)
 
 
 def _seeds(study: GridStudy) -> str:
@@ -293,7 +295,7 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
     residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step.
     ``workers``: processes drawing them at once (:func:`~cvxdp.studies.cells.in_parallel`)."""
-    family = _family(study)
+    labels = _metrics(study).labels()
     files: list[str] = []
     calls: list[tuple] = []  # (function, args, kwargs) of every figure, drawn at the end
 
@@ -302,24 +304,24 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
 
     js = sorted(study.local_updates)
     draw(metric_vs_epsilon, results, "noise_magnitude", out / "noise_vs_epsilon.png",
-         title=f"{study.name}: {axis_label('noise_magnitude', family)}\n"
+         title=f"{study.name}: {axis_label('noise_magnitude', labels)}\n"
                f"({_seeds(study)}; ObjG and OutG coincide when the smallest prox weight min(c) is 1)",
-         family=family)
+         labels=labels)
     files += figure_files("noise_vs_epsilon.png")
     private = history[history["mechanism"] != "none"]
     shared = _positive_range(private["objective"].values)  # one y range for every J
     for J in sorted({js[0], js[-1]}):
         name = f"objective_vs_rounds_J{J}.png"
-        draw(metric_vs_rounds, history, "objective", out / name, J=J, family=family, ylim=shared,
-             title=f"{study.name}, J = {J}: {axis_label('objective', family)} by round\n"
+        draw(metric_vs_rounds, history, "objective", out / name, J=J, labels=labels, ylim=shared,
+             title=f"{study.name}, J = {J}: {axis_label('objective', labels)} by round\n"
                    f"({_seeds(study)}; private panels share one y range across J)")
         files += figure_files(name)
     for mech in ("ObjG", "ObjL"):
         if mech in study.mechanisms:
             name = f"residual_{mech}_by_J.png"
             draw(metric_vs_rounds, history, "consensus_residual", out / name, J=js[0], mechanisms=[mech],
-                 by_j=True, family=family, reference="none",
-                 title=f"{study.name}: {axis_label('consensus_residual', family)} of {mech}, "
+                 by_j=True, labels=labels, reference="none",
+                 title=f"{study.name}: {axis_label('consensus_residual', labels)} of {mech}, "
                        f"J in {js}\nat equal eps_step: J = {js[-1]} spends {js[-1]}x the total privacy "
                        f"(see *_vs_total_epsilon.png)")
             files += figure_files(name)
@@ -328,14 +330,14 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
     for metric in ("train_cost", "test_error", "objective", "consensus_residual"):
         if metric in results.columns and results[metric].notna().any():
             name = f"{metric}_vs_epsilon.png"
-            draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
-                 title=f"{study.name}: final {axis_label(metric, family)}\n({_seeds(study)})")
+            draw(metric_vs_epsilon, results, metric, out / name, labels=labels, logy=metric != "test_error",
+                 title=f"{study.name}: final {axis_label(metric, labels)}\n({_seeds(study)})")
             files += figure_files(name)
             if len(js) > 1 and metric in ("test_error", "consensus_residual", "train_cost"):
                 name = f"{metric}_vs_total_epsilon.png"
-                draw(metric_vs_epsilon, results, metric, out / name, family=family, logy=metric != "test_error",
+                draw(metric_vs_epsilon, results, metric, out / name, labels=labels, logy=metric != "test_error",
                      x="total", rounds=T,
-                     title=f"{study.name}: final {axis_label(metric, family)}\nat equal TOTAL "
+                     title=f"{study.name}: final {axis_label(metric, labels)}\nat equal TOTAL "
                            f"privacy per agent (basic composition; {_seeds(study)})")
                 files += figure_files(name)
     in_parallel(calls, workers)
@@ -392,32 +394,18 @@ def equal_total_privacy(results: pd.DataFrame, study: GridStudy, rounds: int, me
     return pd.DataFrame(rows)
 
 
-def _definitions(family: str) -> list[str]:
-    if family == "power":
-        return ["Definitions: `objective` = sum over zones of the squared active and reactive power-balance "
-                "deviations (p.u.^2, paper eq. 28; loads are the private data); `consensus residual` = "
-                "sum_p ||B_p w - E_p z_p||_2 (p.u.); `max violation` = largest constraint violation of a sent z_p "
-                "(p.u.); `noise magnitude` = mean ||xi||_2 per local update (eq. 29). Privacy: eps_step is per "
-                "local update; each agent's basic total is T x J x eps_step."]
-    return ["Definitions: `train_cost` = sum_p f_p at the consensus w (mean cross-entropy over all training "
-            "samples, nats); `test_error` = fraction of test samples misclassified by w; `consensus residual` = "
-            "sum_p ||w - z_p||_2; `noise magnitude` = mean ||xi||_2 per local update. Privacy: eps_step is per "
-            "local update; each agent's basic total is T x J x eps_step."]
-
-
 def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: GridStudy,
                  n_records: int | None = None, lead: list[str] | None = None) -> str:
     """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
     full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing. ``lead``:
     lines placed first (the equal-total companion study's table and verdict)."""
-    family = _family(study)
     T = _rounds(history)
     lines = [f"# Study {study.name}", ""]
     if lead:
         lines += [*lead, "", "## The paper's view: mechanisms at equal PER-STEP epsilon", ""]
     lines += [f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
              f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
-             *_definitions(family), ""]
+             _metrics(study).definitions, ""]
     sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
                                                                                                    "exact")
     lines += [f"Calibration: sensitivity = '{sens}' " + (

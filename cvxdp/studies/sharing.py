@@ -54,9 +54,9 @@ from ..config.build import (
 )
 from ..engine import solve
 from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
-from ..plots import sharing_study_figures
 from ..run import jsonable
 from .cells import CellJob, cell_config
+from .figures import sharing_study_figures
 from .keys import is_int_at_least, number_list
 from .study import Study, StudyKey, register_study
 
@@ -312,7 +312,7 @@ def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame
 
 def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
                           title: str) -> list[str]:
-    """The paper's layout (:func:`cvxdp.plots.sharing_study_figures`)."""
+    """The paper's layout (:func:`cvxdp.studies.figures.sharing_study_figures`)."""
     return sharing_study_figures(history, baselines, f_star, out, title=title)
 
 

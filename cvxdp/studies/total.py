@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -59,16 +60,18 @@ import pandas as pd
 from ..config.build import (
     case_instance,
     kept_instances,
+    load_case,
     load_toml,
     run_case,
     settings_context,
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import figure_files, utility_vs_total_epsilon
+from ..metrics import TemplateMetrics, template_metrics
 from ..privacy import InputPerturbation, PrivacyLedger
 from ..run import Result, jsonable
 from .cells import CellJob, cell_config
+from .figures import figure_files, utility_vs_total_epsilon
 from .study import Study, StudyKey, register_study
 from .tables import cost_lines, markdown_table
 from .total_keys import (
@@ -78,7 +81,6 @@ from .total_keys import (
     ANCHORS,
     CENTRAL,
     CENTRAL_NOISE,
-    METRICS,
     ONE_SHOT,
     OPTIMUM,
     OPTIMUM_SECONDS,
@@ -141,6 +143,11 @@ class TotalStudy(Study):
     #: the public J of the one-shot anchors (ObjG-once, ...)
     one_shot_local_updates: int = 1
 
+    @functools.cached_property
+    def metrics(self) -> TemplateMetrics:
+        """What the case's template declares its runs measure (the table's headline metrics, labels, sentences)."""
+        return template_metrics(load_case(self.case_path).template)
+
     def schedule_for(self, epsilon: float) -> tuple[int, int]:
         """``(rounds, local_updates)`` of a total ``epsilon``: the first schedule row whose ``max_epsilon`` is at
         least it, else the last row (public: reads only the declared budget)."""
@@ -189,8 +196,7 @@ class TotalStudy(Study):
         """The cells as jobs (the anchors' template hooks are checked here, before any run)."""
         stack.enter_context(kept_instances())
         case = study_base_case(self, run=run, data=data)
-        self.family = "power" if case.template == "power" else "fl"
-        self.exact = self.family == "power"  # the non-private line: exact ADMM (power), else the case's algorithm
+        self.exact = self.metrics.exact_baseline  # the non-private line: exact ADMM, else the case's algorithm
         bases = {name: _dataset_case(case, model) for name, model in self.datasets} or {"": case}
         self.described = {"study": str(self.path), "case": case.to_dict(), "schedule": self.schedule,
                           "datasets": self.datasets}
@@ -200,7 +206,7 @@ class TotalStudy(Study):
             base = bases[cell.dataset]
             cell_case = _total_case(self, base, cell, self.exact)
             compute = functools.partial(_total_cell, base, cell_case, cell.method, cell.epsilon, self.delta,
-                                        cell.seed)
+                                        cell.seed, headline=self.metrics.headline)
             self.movable = self.movable and cell_case.run.get("backend", "serial") != "ray"
             jobs.append(CellJob(cell.key, _cell_config(self, cell, cell_case), compute, contexts[cell.dataset],
                                 work=float(cell.rounds * (1 + cell.local_updates)),
@@ -218,18 +224,18 @@ class TotalStudy(Study):
         row = {**cols, **flat, "eps_pld": priv.get("pld")}
         history = result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
                                         total_epsilon=cell.epsilon, seed=cell.seed)
-        return {**row, **_total_metrics(row, self.family)}, history, result.privacy
+        return {**row, **self.metrics.headline_values(row)}, history, result.privacy
 
     def report(self, results: pd.DataFrame, history: pd.DataFrame, out: Path) -> list[str]:
         """``table.csv``, the figures and ``report.md``."""
-        family = self.family
-        table = summarise(results, family)
+        headline = self.metrics.headline
+        table = summarise(results, headline)
         table.to_csv(out / "table.csv", index=False)
-        baselines = _total_baselines(results, family)
-        figures = write_total_figure(table, self, family, baselines, self.exact, out)
-        if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, anchors drawn
+        baselines = _total_baselines(results, headline)
+        figures = write_total_figure(table, self, baselines, self.exact, out)
+        if "central" in set(table["kind"]):  # the consortium's figures: test error, anchors drawn
             figures += consortium_figures(table, self, baselines, out)
-        (out / "report.md").write_text("\n".join(total_report_lines(results, table, self, family)) + "\n")
+        (out / "report.md").write_text("\n".join(total_report_lines(results, table, self)) + "\n")
         return ["results.csv", "table.csv", "histories.csv", "ledger.json", *figures, "report.md"]
 
 
@@ -277,7 +283,7 @@ def consortium_figures(table: pd.DataFrame, study: TotalStudy, baselines: dict[s
     figures: list[str] = []
     for ds, sub in table.groupby("dataset", sort=False):
         figures += figure_files(utility_vs_total_epsilon(
-            sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=study.family,
+            sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", labels=study.metrics.labels(),
             baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
             title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
                   f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} "
@@ -354,14 +360,14 @@ def _anchor_run(case: Any, instance: Any, mechanism: InputPerturbation, seed: in
     return result, summary
 
 
-def _central_run(instance: Any, epsilon: float, delta: float, seed: int, noise_scale: float = 1.0
-                 ) -> tuple[Any, dict[str, Any]]:
+def _central_run(instance: Any, epsilon: float, delta: float, seed: int, headline: Sequence[str],
+                 noise_scale: float = 1.0) -> tuple[Any, dict[str, Any]]:
     """The template's centralized private anchor (``ModelInstance.central_private``) as a study cell: a one-row
     history of its metrics and a ledger of its one pooled release (its ``steps`` composed events). ``noise_scale``
     (> 1: :data:`CENTRAL_NOISE`) multiplies its noise; the ledger then holds the smaller epsilon it spends."""
     out = instance.central_private(epsilon, delta, seed, **({"noise_scale": noise_scale} if noise_scale != 1.0
                                                             else {}))
-    metrics = {k: float(v) for k, v in out.items() if k in METRICS["fl"] or k == "train_error"}
+    metrics = {k: float(v) for k, v in out.items() if k in headline or k == "train_error"}
     ledger = PrivacyLedger([CENTRAL], target_delta=delta)
     ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(float(out.get("epsilon", epsilon)), delta))
     history = pd.DataFrame([{"round": 1, **metrics}])
@@ -388,23 +394,16 @@ def _optimum_run(instance: Any, time_limit: float) -> tuple[Any, dict[str, Any]]
     return result, {**metrics, "mechanism": OPTIMUM, "status": str(out.get("status", ""))}
 
 
-def _total_metrics(row: dict[str, Any], family: str) -> dict[str, float]:
-    if family == "power":
-        cost_gap = row.get("cost_gap")
-        return {"balance_deviation": row.get("balance_deviation"),
-                "cost_error": abs(cost_gap) if cost_gap is not None and np.isfinite(cost_gap) else float("nan")}
-    return {m: row.get(m) for m in METRICS["fl"]}
-
-
 def _total_cell(base: Any, case: Any, method: str, epsilon: float | None, delta: float, seed: int,
-                cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+                cell_dir: Path, *, headline: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
     """Run one cell of an equal-total study (in a worker process or the study's): a centralized anchor (private,
-    its sqrt(P) twin or the non-private optimum), a one-shot input-perturbation anchor, or a run of the cell's case (checkpointed into ``cell_dir``)."""
+    its sqrt(P) twin or the non-private optimum; ``headline``: the template's metrics it reports), a one-shot
+    input-perturbation anchor, or a run of the cell's case (checkpointed into ``cell_dir``)."""
     instance = case_instance(base)
     if method == CENTRAL:
-        return _central_run(instance, epsilon, delta, seed)
+        return _central_run(instance, epsilon, delta, seed, headline)
     if method == CENTRAL_NOISE:
-        return _central_run(instance, epsilon, delta, seed, noise_scale=math.sqrt(len(instance.agents)))
+        return _central_run(instance, epsilon, delta, seed, headline, noise_scale=math.sqrt(len(instance.agents)))
     if method == OPTIMUM:
         return _optimum_run(instance, OPTIMUM_SECONDS)
     if method in ANCHORS:
@@ -413,13 +412,13 @@ def _total_cell(base: Any, case: Any, method: str, epsilon: float | None, delta:
     return outcome.result, outcome.summary
 
 
-def write_total_figure(table: pd.DataFrame, study: TotalStudy, family: str, baselines: dict[str, dict[str, float]],
+def write_total_figure(table: pd.DataFrame, study: TotalStudy, baselines: dict[str, dict[str, float]],
                        exact: bool, out: Path) -> list[str]:
-    """The study's figure (:func:`cvxdp.plots.utility_vs_total_epsilon`): utility vs total epsilon per method, the
+    """The study's figure (:func:`cvxdp.studies.figures.utility_vs_total_epsilon`): utility vs total epsilon per method, the
     non-private line (``baselines``: data set -> metric -> value; ``exact``: it is exact ADMM). Returns the files."""
     anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
     figure = utility_vs_total_epsilon(
-        table, METRICS[family], Path(out) / TOTAL_FIGURE, family=family,
+        table, list(study.metrics.headline), Path(out) / TOTAL_FIGURE, labels=study.metrics.labels(),
         baseline=next(iter(baselines.values()), {}), baselines=baselines,
         baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
         title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
@@ -469,7 +468,7 @@ def _kind(method: str) -> str:
         return "anchor"
     return "non-private" if method == "none" else "per-round"
 
-def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
+def summarise(results: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """Data set x method x total epsilon: count, mean and standard error (``std(ddof=1) / sqrt(n)``, NaN for one
     seed) of each metric, and the PLD total (worst agent, largest over seeds)."""
     private = results[results["method"] != "none"]
@@ -487,7 +486,7 @@ def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
                "seeds": len(grp),
                "rounds": int(grp["rounds"].iloc[0]), "local_updates": int(grp["local_updates"].iloc[0]),
                "eps_pld": pd.to_numeric(grp["eps_pld"], errors="coerce").max()}
-        for metric in METRICS[family]:
+        for metric in metrics:
             values = pd.to_numeric(grp[metric], errors="coerce").dropna()
             row[f"{metric}_mean"] = float(values.mean()) if len(values) else float("nan")
             row[f"{metric}_se"] = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 \
@@ -505,12 +504,12 @@ def load_total_table(out: str | Path) -> pd.DataFrame:
     return pd.read_csv(file)
 
 
-def _total_baselines(results: pd.DataFrame, family: str) -> dict[str, dict[str, float]]:
+def _total_baselines(results: pd.DataFrame, metrics: Sequence[str]) -> dict[str, dict[str, float]]:
     """Data set -> metric -> the non-private run's value (empty without a baseline)."""
     base = results[results["method"] == "none"]
     if "dataset" not in base:
         base = base.assign(dataset="")
-    return {ds: {m: float(pd.to_numeric(grp[m], errors="coerce").mean()) for m in METRICS[family]}
+    return {ds: {m: float(pd.to_numeric(grp[m], errors="coerce").mean()) for m in metrics}
             for ds, grp in base.groupby("dataset", sort=False)}
 
 
@@ -584,12 +583,12 @@ def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def verdict(table: pd.DataFrame, family: str) -> list[str]:
+def verdict(table: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
     """Per total epsilon and metric: the best per-round method against the best one-shot anchor (lowest means;
     standard errors shown; per data set when there are several, and a winner only when it wins on every one), and
     one sentence when iteration never beats the one-shot baseline."""
     lines, beaten = [], []
-    cost = distribution_cost(table, family)
+    cost = distribution_cost(table, metrics)
     if not len(table[table["kind"] == "per-round"]) or not len(table[table["kind"] == "anchor"]):
         return cost
     sets = _datasets(table)
@@ -598,7 +597,7 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
             sub = table[table["dataset"] == ds] if len(sets) > 1 else table
             per_round, anchors = sub[sub["kind"] == "per-round"], sub[sub["kind"] == "anchor"]
             parts = []
-            for m in METRICS[family]:
+            for m in metrics:
                 pr = per_round[per_round["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
                 an = anchors[anchors["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
                 if not len(pr) or not len(an):
@@ -614,7 +613,7 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
                 where = f" on {ds}" if len(sets) > 1 else ""
                 lines.append(f"- total eps = {eps:g}{where}, best per-round vs best one-shot: " + "; ".join(parts))
         if len(sets) > 1:  # the ranking, stated only when it holds on every data set
-            for m in METRICS[family]:
+            for m in metrics:
                 winner, text = column_winner(table, m, eps, ("per-round", "anchor"))
                 lines.append(f"- total eps = {eps:g}, {m}, every data set: "
                              + (f"**{winner}** wins on every data set" if winner else text))
@@ -628,7 +627,7 @@ def verdict(table: pd.DataFrame, family: str) -> list[str]:
     return lines + ([""] + cost if lines and cost else cost)
 
 
-def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
+def distribution_cost(table: pd.DataFrame, metrics: Sequence[str]) -> list[str]:
     """Per total epsilon, data set and metric: the best federated method (per-round or one-shot) against the
     centralized private anchor on the pooled data (what distribution costs; empty without that anchor)."""
     central = table[table["kind"] == "central"]
@@ -641,7 +640,7 @@ def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
             fed_ds = federated[federated["dataset"] == ds] if len(sets) > 1 else federated
             cen_ds = central[central["dataset"] == ds] if len(sets) > 1 else central
             parts = []
-            for m in METRICS[family]:
+            for m in metrics:
                 fed = fed_ds[fed_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
                 cen = cen_ds[cen_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
                 if not len(fed) or not len(cen):
@@ -689,10 +688,11 @@ def _one_shot_text(study: TotalStudy) -> str:
             "is the model (post-processing). Its ledger holds one entry per party.")
 
 
-def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalStudy, family: str) -> list[str]:
+def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalStudy) -> list[str]:
     """The report: the method x total-epsilon table first, then the verdict, the schedule and the privacy."""
-    metrics = METRICS[family]
-    bases = _total_baselines(results, family)
+    declared = study.metrics
+    metrics = declared.headline
+    bases = _total_baselines(results, metrics)
     sets = _datasets(table)
     on = (f" on {len(sets)} data sets ({', '.join(sets)}; a winner is named only when it wins on every one)"
           if len(sets) > 1 else "")
@@ -703,11 +703,11 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
              f"## {metrics[0]} by method and total epsilon", "", markdown_table(method_table(table, metrics[0])), ""]
     for m in metrics[1:]:
         lines += [f"## {m} by method and total epsilon", "", markdown_table(method_table(table, m)), ""]
-    what = "exact ADMM on the true data" if family == "power" else "the case's algorithm without noise"
+    what = "exact ADMM on the true data" if declared.exact_baseline else "the case's algorithm without noise"
     lines += ([f"Non-private reference ({what}): " + "; ".join(
         (f"{ds}: " if len(sets) > 1 else "") + ", ".join(f"{m} {v:.4g}" for m, v in base.items())
         for ds, base in bases.items())] if bases else ["No non-private reference (baseline = false)."]) + [""]
-    verdicts = verdict(table, family)
+    verdicts = verdict(table, metrics)
     if verdicts:
         lines += ["## Per-round iteration vs one-shot release", "", *verdicts, ""]
     elif len(sets) > 1:
@@ -715,20 +715,12 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
                   *[f"- total eps = {e:g}, {m}: " + (f"**{w}** wins on every data set" if w else text)
                     for e in sorted(table["total_epsilon"].unique()) for m in metrics
                     for w, text in [column_winner(table, m, e)]], ""]
-    if family == "fl":
-        lines += cost_lines(table, bases)
-    baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if family == \
-        "power" else f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
+    lines += cost_lines(table, bases)  # with a central anchor only
+    baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if \
+        declared.exact_baseline else \
+        f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
     lines += ["![utility vs total epsilon](utility_vs_total_epsilon.png)", "", "## Details", "",
-              ("Definitions: `balance_deviation` = sum over buses of the squared P and Q mismatches at the TRUE loads "
-               "(p.u.^2); `cost_error` = |generation cost - the central optimum's cost| ($/h, for the cost "
-               "objective). Per-round mechanisms: calibrate = \"total\" (PLD), so each agent's whole run of T x J "
-               "local updates spends the column's (epsilon, delta). Anchors: InL / InG perturb each zone's own loads "
-               "once (Laplace / analytic Gaussian; alpha-adjacent loads: Delta_1 = 2 alpha, Delta_2 = sqrt(2) "
-               "alpha) and run exact ADMM on them: post-processing, so the release is the whole run's cost." if
-               family == "power" else "Definitions: as in the consensus study's report. Per-round mechanisms: "
-               "calibrate = \"total\", so each agent's whole run of T x J local updates spends the column's "
-               "(epsilon, delta).") + _one_shot_text(study), ""]
+              declared.total_definitions + _one_shot_text(study), ""]
     if study.datasets:
         lines += ["Data sets ([model] entries replaced in the case): " + "; ".join(
             f"{name}: {jsonable(model)}" for name, model in study.datasets), ""]
@@ -748,4 +740,4 @@ def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalS
     return lines
 
 
-__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "METRICS", "TOTAL_FIGURE", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]
+__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "TOTAL_FIGURE", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]

@@ -35,8 +35,6 @@ ANCHOR_NAMES = (*ANCHORS, *ONE_SHOT, CENTRAL, CENTRAL_NOISE, OPTIMUM)
 _ONE_SHOT_DROPS = ("sampling_rate", "clip_norm")
 #: seconds the non-private optimum (:data:`OPTIMUM`) may take
 OPTIMUM_SECONDS = 600.0
-#: the table's metrics per template family, the first one decides the winner
-METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
 #: the study's figure (a PNG, and a PDF beside it)
 TOTAL_FIGURE = "utility_vs_total_epsilon.png"
 #: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
@@ -154,5 +152,5 @@ TOTAL_KEYS = (
              expected="true or false", accepts=is_bool),
 )
 
-__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "METRICS", "ONE_SHOT", "OPTIMUM", "OPTIMUM_SECONDS",
+__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "OPTIMUM_SECONDS",
            "TOTAL_FIGURE", "TOTAL_KEYS"]

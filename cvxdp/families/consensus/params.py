@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from ...params import COUNT, OPTIONAL_POSITIVE, Algorithm, Boolean, Check, Interval, Options, Param, param
-from ...schedules import (
+from .schedules import (
     AdaptiveRho,
     AutoEta,
     BlockBalance,
