@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import fail
+from .templates import template_names
 
 __all__ = ["Metric", "TemplateMetrics", "UNDECLARED", "register_metrics", "template_metrics"]
 
@@ -119,8 +120,6 @@ def register_metrics(template: str, declaration: TemplateMetrics | str) -> None:
 
 def template_metrics(template: str) -> TemplateMetrics:
     """What template ``template``'s runs measure (:data:`UNDECLARED` when it declares nothing)."""
-    from .templates import template_names
-
     template_names()  # the template packages register themselves when first looked up
     declared = _DECLARED.get(template, UNDECLARED)
     if isinstance(declared, str):

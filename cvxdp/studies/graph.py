@@ -62,10 +62,8 @@ from ..config.build import (
 )
 from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
-from .cells import CellJob, cell_config
 from .figures import graph_study_figures
-from .keys import is_int_at_least
-from .study import Study, StudyKey, register_study
+from .study import CellJob, Study, StudyKey, cell_config, is_int_at_least, register_study
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 

@@ -41,13 +41,22 @@ from ..config.build import (
     study_base_case,
 )
 from ..errors import ConfigError
-from ..metrics import TemplateMetrics, template_metrics
 from ..privacy import PAPER_PRESET
-from ..run import OutputLock, prepare_dir
-from .cells import CellJob, cell_config, default_workers, in_parallel
 from .figures import _positive_range, axis_label, figure_files, metric_vs_epsilon, metric_vs_rounds
-from .keys import is_bool, is_int_at_least, is_unit_float, number_list, refuse
-from .study import Study, StudyKey, register_study
+from .study import (
+    CellJob,
+    Study,
+    StudyKey,
+    cell_config,
+    default_workers,
+    in_parallel,
+    is_bool,
+    is_int_at_least,
+    is_unit_float,
+    number_list,
+    refuse,
+    register_study,
+)
 from .tables import MEANINGLESS_EPSILON, markdown_table, privacy_caveats
 from .total import TOTAL_FIGURE, TotalStudy, is_total_study, lead_lines
 
@@ -159,7 +168,6 @@ class GridStudy(Study):
         if self.total is None:
             self.lead: list[str] = []
             return []
-        stack.enter_context(OutputLock(prepare_dir(out / "total", "study directory"), "study directory"))
         companion = TotalStudy.load(self.total)
         companion.out = out / "total"
         companion.options = {"run": run}
@@ -276,11 +284,6 @@ def run_study(path: str | Path, out: str | Path, *, rounds: int | None = None, p
     return GridStudy.load(path).run(out, rounds=rounds, progress=progress, data=data, run=run, workers=workers)
 
 
-def _metrics(study: GridStudy) -> TemplateMetrics:
-    """What the study's template declares its runs measure (axis labels, the report's definitions)."""
-    return template_metrics(load_case(study.case_path).template)
-
-
 def _seeds(study: GridStudy) -> str:
     n = len(study.seeds)
     return f"mean of {n} seeds, band = min-max" if n > 1 else "1 seed: no spread shown"
@@ -295,7 +298,7 @@ def write_figures(results: pd.DataFrame, history: pd.DataFrame, out: Path, study
     """The paper's figure layout: noise vs eps, objective vs rounds (J = 1 and largest J, one y range), the
     residual of ObjG by J, the final metrics vs eps per step and vs the total epsilon T x J x eps_step.
     ``workers``: processes drawing them at once (:func:`~cvxdp.studies.cells.in_parallel`)."""
-    labels = _metrics(study).labels()
+    labels = study.metrics.labels()
     files: list[str] = []
     calls: list[tuple] = []  # (function, args, kwargs) of every figure, drawn at the end
 
@@ -394,32 +397,9 @@ def equal_total_privacy(results: pd.DataFrame, study: GridStudy, rounds: int, me
     return pd.DataFrame(rows)
 
 
-def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: GridStudy,
-                 n_records: int | None = None, lead: list[str] | None = None) -> str:
-    """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
-    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing. ``lead``:
-    lines placed first (the equal-total companion study's table and verdict)."""
-    T = _rounds(history)
-    lines = [f"# Study {study.name}", ""]
-    if lead:
-        lines += [*lead, "", "## The paper's view: mechanisms at equal PER-STEP epsilon", ""]
-    lines += [f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
-             f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
-             _metrics(study).definitions, ""]
-    sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
-                                                                                                   "exact")
-    lines += [f"Calibration: sensitivity = '{sens}' " + (
-        "(the model's declared sensitivity: ObjPert noise on the gradient sensitivity, OutPert noise on the output "
-        "sensitivity Delta / min(c); every run is a DP guarantee for the stated relation)." if sens == "exact" else
-        "(the papers' preset, used as is: it reproduces their figures and is only a guarantee where the preset "
-        "bounds the true sensitivity)."), ""]
-    base = results[results["mechanism"] == "none"]
-    metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
-    if len(base):
-        cols = [c for c in ("objective", "train_cost", "test_error") if c in base.columns]
-        lines += ["Non-private reference (final values): " + "; ".join(
-            f"J={int(r['local_updates'])}: " + ", ".join(f"{c} {r[c]:.6g}" for c in cols)
-            for _, r in base.iterrows()), ""]
+def _mechanism_lines(results: pd.DataFrame, study: GridStudy, metric: str) -> list[str]:
+    """The report's section: ObjPert vs OutPert at equal eps_step, per J and over the grid (and by test error)."""
+    lines: list[str] = []
     cmp = compare_mechanisms(results, study, metric)
     if len(cmp):
         table = cmp.rename(columns={"epsilon": "eps_step", "local_updates": "J", "Obj": f"ObjPert {metric}",
@@ -443,31 +423,68 @@ def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study:
                                                         "objpert_lower": "ObjPert lower"}), floatfmt=".4g"), "",
                       f"By test error ObjPert was lower in {int(te['objpert_lower'].sum())} of {len(te)} cells."]
         lines.append("")
+    return lines
+
+
+def _local_update_lines(results: pd.DataFrame, study: GridStudy, T: int, metric: str) -> list[str]:
+    """The report's section: J at equal eps_step (the residual) and at equal total privacy."""
+    lines: list[str] = []
+    res = residual_by_j(results, study)
+    if len(res):
+        lo, hi = min(study.local_updates), max(study.local_updates)
+        lines += [f"## Consensus residual by J at equal eps_step (mean final value; J = {hi} spends {hi}x the "
+                  "privacy of J = {lo})".replace("{lo}", str(lo)), "",
+                  markdown_table(res.reset_index(), floatfmt=".4g"), ""]
+        lower = [row.dropna().values[-1] < row.dropna().values[0] for _, row in res.iterrows()
+                 if len(row.dropna()) > 1]
+        lines.append(f"At equal eps_step, J = {hi} had a lower residual than J = {lo} in {sum(lower)} of "
+                     f"{len(lower)} (mechanism, eps) cells. Caveat: at equal eps_step, J = {hi} spends {hi} times "
+                     "the total privacy; the table below compares at equal total epsilon.")
+    for m in dict.fromkeys(["consensus_residual", metric]):
+        eq = equal_total_privacy(results, study, T, m)
+        if len(eq):
+            lines += ["", f"## J at equal TOTAL privacy (basic composition T x J x eps_step): final {m}", "",
+                      markdown_table(eq, floatfmt=".4g"), "",
+                      f"At equal total epsilon (basic composition), J = {max(study.local_updates)} was lower in "
+                      f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells. Under PLD the same "
+                      "basic total is a smaller epsilon for the run with more, smaller steps (column eps_pld)."]
+    lines.append("")
+    return lines
+
+
+def write_report(results: pd.DataFrame, history: pd.DataFrame, out: Path, study: GridStudy,
+                 n_records: int | None = None, lead: list[str] | None = None) -> str:
+    """A markdown report that states, with numbers, where ObjPert beat OutPert and where not (every table in
+    full), compares J at equal per-step and at equal total privacy, and says when totals mean nothing. ``lead``:
+    lines placed first (the equal-total companion study's table and verdict)."""
+    T = _rounds(history)
+    lines = [f"# Study {study.name}", ""]
+    if lead:
+        lines += [*lead, "", "## The paper's view: mechanisms at equal PER-STEP epsilon", ""]
+    lines += [f"Case: `{study.case_path.name}`; mechanisms {study.mechanisms}; "
+             f"eps_step {study.epsilons}; J {study.local_updates}; seeds {study.seeds}; {T} rounds.", "",
+             study.metrics.definitions, ""]
+    sens = study.overrides["privacy"].get("sensitivity") or load_case(study.case_path).privacy.get("sensitivity",
+                                                                                                   "exact")
+    lines += [f"Calibration: sensitivity = '{sens}' " + (
+        "(the model's declared sensitivity: ObjPert noise on the gradient sensitivity, OutPert noise on the output "
+        "sensitivity Delta / min(c); every run is a DP guarantee for the stated relation)." if sens == "exact" else
+        "(the papers' preset, used as is: it reproduces their figures and is only a guarantee where the preset "
+        "bounds the true sensitivity)."), ""]
+    base = results[results["mechanism"] == "none"]
+    metric = "train_cost" if "train_cost" in results.columns and results["train_cost"].notna().any() else "objective"
+    if len(base):
+        cols = [c for c in ("objective", "train_cost", "test_error") if c in base.columns]
+        lines += ["Non-private reference (final values): " + "; ".join(
+            f"J={int(r['local_updates'])}: " + ", ".join(f"{c} {r[c]:.6g}" for c in cols)
+            for _, r in base.iterrows()), ""]
+    lines += _mechanism_lines(results, study, metric)
     viol = results[results["mechanism"] != "none"].groupby("mechanism")["max_violation"].max()
     if len(viol):
         lines += ["## Feasibility of the communicated iterates (max violation over the grid)", "",
                   ", ".join(f"{m}: {v:.3g}" for m, v in viol.items()), ""]
     if len(study.local_updates) > 1:
-        res = residual_by_j(results, study)
-        if len(res):
-            lo, hi = min(study.local_updates), max(study.local_updates)
-            lines += [f"## Consensus residual by J at equal eps_step (mean final value; J = {hi} spends {hi}x the "
-                      "privacy of J = {lo})".replace("{lo}", str(lo)), "",
-                      markdown_table(res.reset_index(), floatfmt=".4g"), ""]
-            lower = [row.dropna().values[-1] < row.dropna().values[0] for _, row in res.iterrows()
-                     if len(row.dropna()) > 1]
-            lines.append(f"At equal eps_step, J = {hi} had a lower residual than J = {lo} in {sum(lower)} of "
-                         f"{len(lower)} (mechanism, eps) cells. Caveat: at equal eps_step, J = {hi} spends {hi} times "
-                         "the total privacy; the table below compares at equal total epsilon.")
-        for m in dict.fromkeys(["consensus_residual", metric]):
-            eq = equal_total_privacy(results, study, T, m)
-            if len(eq):
-                lines += ["", f"## J at equal TOTAL privacy (basic composition T x J x eps_step): final {m}", "",
-                          markdown_table(eq, floatfmt=".4g"), "",
-                          f"At equal total epsilon (basic composition), J = {max(study.local_updates)} was lower in "
-                          f"{int(eq.iloc[:, -1].sum())} of {len(eq)} (mechanism, total eps) cells. Under PLD the same "
-                          "basic total is a smaller epsilon for the run with more, smaller steps (column eps_pld)."]
-        lines.append("")
+        lines += _local_update_lines(results, study, T, metric)
     priv = results[results["mechanism"] != "none"][["cell", "eps_basic", "delta_basic", "eps_rdp", "eps_pld"]]
     lines += ["## Privacy (worst agent, whole run; every run)", "", markdown_table(priv, floatfmt=".4g"), ""]
     if len(priv):

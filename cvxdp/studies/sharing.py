@@ -55,10 +55,8 @@ from ..config.build import (
 from ..engine import solve
 from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
 from ..run import jsonable
-from .cells import CellJob, cell_config
 from .figures import sharing_study_figures
-from .keys import is_int_at_least, number_list
-from .study import Study, StudyKey, register_study
+from .study import CellJob, Study, StudyKey, cell_config, is_int_at_least, number_list, register_study
 
 
 def _positive(below_one: bool = False) -> Callable[[Any], bool]:

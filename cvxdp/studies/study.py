@@ -21,7 +21,9 @@ table, ``histories.csv`` and ``ledger.json`` and calls the report hook. Adding a
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import math
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -31,14 +33,57 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ..config.build import load_toml, read_study_file
+from ..config.build import load_case, load_toml, read_study_file
 from ..errors import ConfigError
-from ..run import Result, jsonable, locks_output
-from .cells import CellJob, CellRunner, report_warnings, run_cells
-from .keys import refuse
+from ..metrics import TemplateMetrics, template_metrics
+from ..run import OutputLock, Result, jsonable, locks_output, prepare_dir
+from .cells import CellJob, CellRunner, cell_config, default_workers, in_parallel, report_warnings, run_cells
 
-__all__ = ["STUDIES", "Study", "StudyKey", "load_any_study", "register_study", "run_any_study", "study_class",
+# CellJob, cell_config, default_workers, in_parallel: what a kind of study builds its cells with (:mod:`.cells`),
+# re-exported so that a study module imports this one only
+
+__all__ = ["CellJob", "STUDIES", "Study", "StudyKey", "cell_config", "default_workers", "in_parallel", "is_bool", "is_int_at_least", "is_unit_float", "number_list", "refuse", "load_any_study", "register_study", "run_any_study", "study_class",
            "study_kind", "study_kinds"]
+
+
+# --------------------------------------------------------------------------- declared keys
+def refuse(path: Path, key: str, expected: str, value: Any) -> ConfigError:
+    """The message of a refused value: ``FILE: the 'KEY' entry of [study] must be EXPECTED. Got VALUE instead.``"""
+    return ConfigError(f"{path}: the {key!r} entry of [study] must be {expected}. Got {value!r} instead.")
+
+
+def is_int_at_least(low: int, *, optional: bool = False) -> Callable[[Any], bool]:
+    """An int >= ``low`` (``optional``: or None)."""
+    return lambda v: (optional and v is None) or (not isinstance(v, bool) and isinstance(v, int) and v >= low)
+
+
+def is_unit_float(*, optional: bool = False) -> Callable[[Any], bool]:
+    """A number in (0, 1) (``optional``: or None)."""
+    return lambda v: (optional and v is None) or (not isinstance(v, bool) and isinstance(v, (int, float))
+                                                  and 0 < v < 1)
+
+
+def is_bool(value: Any) -> bool:
+    """A TOML boolean."""
+    return isinstance(value, bool)
+
+
+def number_list(key: str, kind: type, *, positive: bool, convert: bool = False) -> Callable[[Any, Path], list]:
+    """A non-empty list of finite numbers (``kind`` float) or ints, positive or non-negative; ``convert``: each
+    converted to ``kind``."""
+    what = ("positive numbers" if positive else "non-negative numbers") if kind is float else \
+        ("positive ints" if positive else "non-negative ints")
+
+    def parse(values: Any, path: Path) -> list:
+        if not isinstance(values, list) or not values:
+            raise refuse(path, key, f"a non-empty list of {what}", values)
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float) if kind is float else int) or \
+                    not math.isfinite(v) or (v <= 0 if positive else v < 0):
+                raise ConfigError(f"{path}: the {key!r} entry of [study] must hold {what}. Got {v!r} instead.")
+        return [kind(v) for v in values] if convert else values
+
+    return parse
 
 
 @dataclass(frozen=True)
@@ -125,6 +170,12 @@ class Study(ABC):
     name: str
     case_path: Path
 
+    @functools.cached_property
+    def metrics(self) -> TemplateMetrics:
+        """What the case's template declares its runs measure (:mod:`cvxdp.metrics`: headline metrics, axis labels,
+        the reports' sentences)."""
+        return template_metrics(load_case(self.case_path).template)
+
     # --------------------------------------------------------------------------- declarations
     @classmethod
     def key_names(cls) -> set[str]:
@@ -198,6 +249,8 @@ class Study(ABC):
         self.options = {"workers": workers, **options}
         with contextlib.ExitStack() as stack:
             others = self.companions(out, stack, **options)
+            for other in others:  # each writes its own directory: a second study writing it is refused
+                stack.enter_context(OutputLock(prepare_dir(other.out, "study directory"), "study directory"))
             batches = [other.start(other.out, stack, **other.options) for other in others] \
                 + [self.start(out, stack, **options)]
             movable = self.movable and all(other.movable for other in others)

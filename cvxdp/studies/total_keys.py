@@ -10,8 +10,7 @@ from typing import Any
 
 from ..config.build import MECHANISMS
 from ..errors import ConfigError
-from .keys import is_bool, is_int_at_least, is_unit_float, number_list
-from .study import StudyKey
+from .study import StudyKey, is_bool, is_int_at_least, is_unit_float, number_list
 
 #: the one-shot anchors: name -> noise of the input perturbation
 ANCHORS = {"InL": "laplace", "InG": "gaussian"}
