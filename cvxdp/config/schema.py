@@ -179,8 +179,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     "[study] total (kind = total)": [
         ("kind", "str", "required", "total"),
         ("case", "str", "required", "case file, relative to the study file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("epsilons", "list of float > 0", "[0.5, 1, 4]", "each agent's whole-run epsilon"),
         ("delta", "float in (0, 1)", "1e-5", "each agent's whole-run delta"),
         ("mechanisms", "list of str or table", "[ObjG, OutG]", "per-round mechanisms, calibrate = total (PLD); a "
@@ -204,9 +204,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "[study] graph (kind = graph)": [
         ("kind", "str", "required", "graph"),
-        ("case", "str", "required", "case file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("case", "str", "required", "case file, relative to the study file"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("runs", "int >= 1", "10", "repetitions per setting"),
         ("rounds", "int >= 1", "the case's", "iterations"),
         ("metric", "str", "average_loss", "metric plotted and compared"),
@@ -227,9 +227,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "[study] sharing (kind = sharing)": [
         ("kind", "str", "required", "sharing"),
-        ("case", "str", "required", "case file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("case", "str", "required", "case file, relative to the study file"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("noise_levels", "list of float >= 0", "required", "sigma values of the noise (0 = non-private)"),
         ("seeds", "list of int", "[0]", "seeds"),
         ("epochs", "int >= 1", "the case's", "epochs (`--rounds` overrides)"),

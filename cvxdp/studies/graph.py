@@ -63,7 +63,7 @@ from ..config.build import (
 from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
 from .figures import graph_study_figures
-from .study import CellJob, Study, StudyKey, cell_config, is_int_at_least, register_study
+from .study import CellJob, Study, StudyKey, cell_config, head_keys, is_int_at_least, register_study
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
@@ -112,10 +112,7 @@ class GraphStudy(Study):
     title: ClassVar[str] = "graph"
     schema_table: ClassVar[str] = "[study] graph (kind = graph)"
     keys: ClassVar[tuple[StudyKey, ...]] = (
-        StudyKey("kind", "str", "required", "graph"),
-        StudyKey("case", "str", "required", "case file"),
-        StudyKey("name", "str", "file stem", "study name"),
-        StudyKey("description", "str", '""', "one line", value=""),
+        *head_keys("graph"),
         StudyKey("runs", "int >= 1", "10", "repetitions per setting", value=10, expected="an int in [1, inf)",
                  accepts=is_int_at_least(1)),
         StudyKey("rounds", "int >= 1", "the case's", "iterations", expected="an int in [1, inf)",

@@ -49,6 +49,7 @@ from .study import (
     StudyKey,
     cell_config,
     default_workers,
+    head_keys,
     in_parallel,
     is_bool,
     is_int_at_least,
@@ -105,9 +106,7 @@ class GridStudy(Study):
     title: ClassVar[str] = "grid"
     schema_table: ClassVar[str] = "[study] grid (default kind)"
     keys: ClassVar[tuple[StudyKey, ...]] = (
-        StudyKey("case", "str", "required", "case file, relative to the study file"),
-        StudyKey("name", "str", "file stem", "study name (titles, report)"),
-        StudyKey("description", "str", '""', "one line shown by `cvxdp cases`"),
+        *head_keys(),
         StudyKey("mechanisms", "list of str", "[ObjL, ObjG, OutL, OutG]", "mechanisms compared",
                  value=["ObjL", "ObjG", "OutL", "OutG"], parse=_mechanisms),
         StudyKey("epsilons", "list of float > 0", "required", "per-step epsilon grid",

@@ -56,7 +56,16 @@ from ..engine import solve
 from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
 from ..run import jsonable
 from .figures import sharing_study_figures
-from .study import CellJob, Study, StudyKey, cell_config, is_int_at_least, number_list, register_study
+from .study import (
+    CellJob,
+    Study,
+    StudyKey,
+    cell_config,
+    head_keys,
+    is_int_at_least,
+    number_list,
+    register_study,
+)
 
 
 def _positive(below_one: bool = False) -> Callable[[Any], bool]:
@@ -116,10 +125,7 @@ class SharingStudy(Study):
     title: ClassVar[str] = "sharing"
     schema_table: ClassVar[str] = "[study] sharing (kind = sharing)"
     keys: ClassVar[tuple[StudyKey, ...]] = (
-        StudyKey("kind", "str", "required", "sharing"),
-        StudyKey("case", "str", "required", "case file"),
-        StudyKey("name", "str", "file stem", "study name"),
-        StudyKey("description", "str", '""', "one line", value=""),
+        *head_keys("sharing"),
         StudyKey("noise_levels", "list of float >= 0", "required", "sigma values of the noise (0 = non-private)",
                  parse=number_list("noise_levels", float, positive=False, convert=True)),
         StudyKey("seeds", "list of int", "[0]", "seeds", value=[0],

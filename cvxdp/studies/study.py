@@ -42,7 +42,7 @@ from .cells import CellJob, CellRunner, cell_config, default_workers, in_paralle
 # CellJob, cell_config, default_workers, in_parallel: what a kind of study builds its cells with (:mod:`.cells`),
 # re-exported so that a study module imports this one only
 
-__all__ = ["CellJob", "STUDIES", "Study", "StudyKey", "cell_config", "default_workers", "in_parallel", "is_bool", "is_int_at_least", "is_unit_float", "number_list", "refuse", "load_any_study", "register_study", "run_any_study", "study_class",
+__all__ = ["CellJob", "STUDIES", "Study", "StudyKey", "cell_config", "head_keys", "default_workers", "in_parallel", "is_bool", "is_int_at_least", "is_unit_float", "number_list", "refuse", "load_any_study", "register_study", "run_any_study", "study_class",
            "study_kind", "study_kinds"]
 
 
@@ -128,6 +128,14 @@ class StudyKey:
     def row(self) -> tuple[str, str, str, str]:
         """The key's case-file schema row (key, type, default, meaning)."""
         return self.name, self.type, self.default, self.doc
+
+
+def head_keys(kind: str | None = None) -> tuple[StudyKey, ...]:
+    """The keys every study file has: ``kind`` (not a grid's: it has none), ``case``, ``name``, ``description``."""
+    return (() if kind is None else (StudyKey("kind", "str", "required", kind),)) + (
+        StudyKey("case", "str", "required", "case file, relative to the study file"),
+        StudyKey("name", "str", "file stem", "study name (titles, report)"),
+        StudyKey("description", "str", '""', "one line shown by `cvxdp cases`", value=""))
 
 
 #: ``[study] kind`` -> the class of that kind of study

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config.build import MECHANISMS
 from ..errors import ConfigError
-from .study import StudyKey, is_bool, is_int_at_least, is_unit_float, number_list
+from .study import StudyKey, head_keys, is_bool, is_int_at_least, is_unit_float, number_list
 
 #: the one-shot anchors: name -> noise of the input perturbation
 ANCHORS = {"InL": "laplace", "InG": "gaussian"}
@@ -118,10 +118,7 @@ def _anchors(value: Any, path: Path) -> list[str]:
 
 #: the declared [study] keys of an equal-total study
 TOTAL_KEYS = (
-    StudyKey("kind", "str", "required", "total"),
-    StudyKey("case", "str", "required", "case file, relative to the study file"),
-    StudyKey("name", "str", "file stem", "study name"),
-    StudyKey("description", "str", '""', "one line"),
+    *head_keys("total"),
     StudyKey("epsilons", "list of float > 0", "[0.5, 1, 4]", "each agent's whole-run epsilon", value=[0.5, 1.0, 4.0],
              parse=number_list("epsilons", float, positive=True, convert=True)),
     StudyKey("delta", "float in (0, 1)", "1e-5", "each agent's whole-run delta", value=1e-5,
