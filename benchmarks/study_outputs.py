@@ -17,12 +17,12 @@ import argparse
 import json
 import re
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "cases"
@@ -62,8 +62,6 @@ def _kind(raw: dict) -> str:
 
 def _tiny(source: Path, target: Path, femnist: bool) -> Path:
     """``source`` made tiny into ``target`` (its case path made absolute; a grid's total companion too)."""
-    import tomli_w
-
     raw = tomllib.loads(source.read_text())
     study = raw["study"]
     study["case"] = str((source.parent / study["case"]).resolve())
@@ -77,13 +75,38 @@ def _tiny(source: Path, target: Path, femnist: bool) -> Path:
         case["model"].pop("total_samples", None)
         case["model"]["agents"] = 3
         small = target.parent / f"{target.stem}_case.toml"
-        small.write_text(tomli_w.dumps(case))
+        small.write_text(_toml(case))
         study["case"] = str(small)
     if "total" in study:
         study["total"] = _tiny(source.parent / study["total"], target.parent / f"{target.stem}_total.toml",
                                femnist).name
-    target.write_text(tomli_w.dumps(_drop_none(raw)))
+    target.write_text(_toml(_drop_none(raw)))
     return target
+
+
+def _value(value: Any) -> str:
+    """A TOML value (inline tables and arrays; a study file's entries hold nothing else)."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value == float("inf"):
+        return "inf"
+    return json.dumps(value)
+
+
+def _toml(raw: dict) -> str:
+    """A study or case file: each table with its entries, array-of-tables ([[setting]]) as such."""
+    lines = []
+    for name, table in raw.items():
+        if isinstance(table, list):
+            for row in table:
+                lines += [f"[[{name}]]", *(f"{k} = {_value(v)}" for k, v in row.items()), ""]
+        else:
+            lines += [f"[{name}]", *(f"{k} = {_value(v)}" for k, v in table.items()), ""]
+    return "\n".join(lines)
 
 
 def _drop_none(value: Any) -> Any:
