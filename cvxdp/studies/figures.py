@@ -9,7 +9,7 @@ the private curves and the non-private reference is drawn in its own panel (``re
 
 Figures are fit for a paper: matplotlib's constrained layout keeps every title, label, tick label and legend inside
 the canvas without overlaps (long labels are wrapped), and each figure is written twice, a 300 dpi PNG and a vector
-PDF beside it (:func:`figure_files`); ``tests/test_plots.py`` checks every study figure's text against its
+PDF beside it (:func:`figure_files`); ``tests/studies/test_figures.py`` checks every study figure's text against its
 canvas with the renderer's extents.
 """
 
