@@ -78,7 +78,8 @@ FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_mali
 MODULES: dict[str, Row] = {
     "families/consensus/node": Row(("cvxdp/families/consensus/node.py",),
                                    ("tests/families/consensus", "tests/federation/test_malicious.py",
-                                    "tests/contract/test_families.py")),
+                                    "tests/contract/test_families.py", "tests/privacy/test_subsampling.py",
+                                    "tests/audits/test_sampling.py")),
     "families/graph/node": Row(("cvxdp/families/graph/node.py",),
                                ("tests/families/graph", "tests/federation/test_malicious.py",
                                 "tests/contract/test_families.py")),
@@ -90,15 +91,19 @@ MODULES: dict[str, Row] = {
                                                                    "tests/contract/test_families.py")),
     "federation/policy": Row(("cvxdp/federation/policy.py",), (*FEDERATION_TESTS,
                                                                "tests/cli/test_federation_cli.py")),
-    "federation/party": Row(("cvxdp/federation/party.py",), (*FEDERATION_TESTS, "tests/federation/test_example.py",
+    "federation/party": Row(("cvxdp/federation/party.py", "cvxdp/federation/run_folder.py"), (*FEDERATION_TESTS, "tests/federation/test_example.py",
                                                              "tests/cli/test_federation_cli.py")),
     "federation/coordinator": Row(("cvxdp/federation/coordinator.py",), (*FEDERATION_TESTS,
                                                                          "tests/contract/test_families.py")),
     "privacy/accounting": Row(("cvxdp/privacy/accounting.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
+    "privacy/events": Row(("cvxdp/privacy/events.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
+    "privacy/composition": Row(("cvxdp/privacy/composition.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
     "privacy/calibration": Row(("cvxdp/privacy/calibration.py",), PRIVACY_TESTS),
+    "privacy/distributions": Row(("cvxdp/privacy/distributions.py",), PRIVACY_TESTS),
     "privacy/mechanisms": Row(("cvxdp/privacy/mechanisms.py",), PRIVACY_TESTS),
     "privacy/noise": Row(("cvxdp/privacy/noise.py",), PRIVACY_TESTS),
     "audits/release": Row(("cvxdp/audits/release.py",), ("tests/audits", "tests/cli/test_audit_cmd.py")),
+    "audits/statistics": Row(("cvxdp/audits/statistics.py",), ("tests/audits", "tests/cli/test_audit_cmd.py")),
     "audits/gamma": Row(("cvxdp/audits/gamma.py",), ("tests/audits", "tests/families/graph/test_mechanism.py")),
     "audits/sharing": Row(("cvxdp/audits/sharing.py",), ("tests/audits/test_sharing.py",)),
     "model/gradients": Row(("cvxdp/model/gradients.py",), ("tests/model/test_gradients.py",
@@ -143,9 +148,30 @@ _START = ("a starting point or step of a bracketing search: the bracket still ho
           "check after it return the same value (to the search's tolerance, 1e-8 relative or tighter; tests/privacy/"
           "test_calibration.py checks the defining equation)")
 EQUIVALENT: dict[tuple[str, str], str] = {
+    ("cvxdp/families/consensus/node.py", "return lambda value: value - plan.sample(rng, value.size)"):
+        "Laplace and Gaussian noise are symmetric: value - xi has the law of value + xi (the same mechanism; a "
+        "seeded run draws other bits)",
+    ("cvxdp/families/consensus/node.py", "if not TYPE_CHECKING:  # annotations only"):
+        "the names imported for annotations import at run time too (no cycle), and annotations are never evaluated",
+    ("cvxdp/families/consensus/node.py", 'self.timing = {"gradient": 0.0, "solve": -1.0, "warned": False}'):
+        "the solve time only matters once the gradients took SLOW_GRADIENT_SECONDS (0.5 s): a second's head start "
+        "for the solves at most delays a diagnostic warning, never a release",
+    **{("cvxdp/families/consensus/node.py", line): "which caller's frame the diagnostic warning names"
+       for line in ('"the flat local vector) or write the objective with the covered atoms.", agent=self.name), '
+                    'stacklevel= 3)', '"the flat local vector) or write the objective with the covered atoms.", '
+                    'agent=self.name), stacklevel= 1)')},
     **{("cvxdp/privacy/noise.py", f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (0, 2, 127, 129, 511, 513)},
+    **{("cvxdp/privacy/distributions.py", f"secure_ulps: ClassVar[int] = {n}"): _ULPS for n in (63, 65)},
+    **{("cvxdp/privacy/distributions.py", f"secure_ulps: ClassVar[int] = {n}"):
+       "the base's 0 (Gaussian's): 1 ulp tried, or none, then the scale raised by 1e-12 relative before the "
+       "bisection, which stops within 1e-10 of the same certified scale" for n in (1, -1)},
+    ("cvxdp/privacy/distributions.py", "norm: ClassVar[int] = -1"):
+        "the base class's unset norm: 0 and -1 are both outside {1, 2}, so register refuses a subclass that sets "
+        "none either way (tests/privacy/test_distributions.py)",
+    ("cvxdp/privacy/distributions.py", "removed: @staticmethod"):
+        "Noise.from_name is only ever called on a class, where a plain function and a static method are the same",
     **{("cvxdp/privacy/noise.py", line): _ULPS for line in (
-        "for _ in range(63):", "for _ in range(65):", "while hi / lo - 1.0 >= 1e-10:", "s *= 1.0 - 1e-12", "s /= 1.0 + 1e-12", "s *= 2.0 + 1e-12",
+        "while hi / lo - 1.0 >= 1e-10:", "s *= 1.0 - 1e-12", "s /= 1.0 + 1e-12", "s *= 2.0 + 1e-12",
         "s *= 0.0 + 1e-12", "s *= 1.0 + 1.000000000001", "s *= 1.0 + -0.999999999999")},
     ("cvxdp/privacy/noise.py", "def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 1, "
                                "delta: float = -1.0) -> float:"):
@@ -178,7 +204,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                                   f"delta: float = {d},"):
        "the default delta is never used: Laplace's map ignores it, and a Gaussian call without delta is refused "
        "either way (0, 1 and -1 are all outside (0, 1))" for d in ("1.0", "-1.0")},
-    **{("cvxdp/privacy/calibration.py", line): _START for line in (
+    **{("cvxdp/privacy/distributions.py", line): _START for line in (
         "guess = math.log(math.sqrt(2.0 / math.log(1.25 / delta)) / epsilon)",
         "guess = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) * epsilon)",
         "guess = math.log(math.sqrt(2.0 * math.log(1.25 * delta)) / epsilon)",
@@ -188,15 +214,21 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "guess = math.log(math.sqrt(2.0 * math.log(0.25 / delta)) / epsilon)",
         "while gap(hi) > -1.0:", "while gap(hi) > 1.0:", "while gap(hi) >= 0.0:", "while gap(lo) < 0.0:",
         "lo -= 2.0", "lo -= 0.0", "hi += 2.0", "lo += 1.0",
-        "guess = (gaussian_sigma_analytic(1.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st * e)",
-        "guess = (gaussian_sigma_analytic(1.0, e, dl) / math.sqrt(st) if noise == \"gaussian\" else st / e)",
-        "guess = (gaussian_sigma_analytic(2.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st / e)",
-        "guess = (gaussian_sigma_analytic(0.0, e, dl) * math.sqrt(st) if noise == \"gaussian\" else st / e)",
+        "return steps * epsilon", "return gaussian_sigma_analytic(1.0, epsilon, delta) / math.sqrt(steps)",
+        "return gaussian_sigma_analytic(2.0, epsilon, delta) * math.sqrt(steps)",
+        "return gaussian_sigma_analytic(0.0, epsilon, delta) * math.sqrt(steps)",
+        "while gap(lo) <= 1.0:  # the profile decreases in sigma: move down until delta(lo) > delta",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=5 * np.finfo(float).eps, maxiter=500)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=3 * np.finfo(float).eps, maxiter=500)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=499)",
+        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=501)",
+        "while gap(lo) < 0.0:  # the profile decreases in sigma: move down until delta(lo) > delta")},
+    **{("cvxdp/privacy/calibration.py", line): _START for line in (
         "hi *= 3.0", "hi *= 1.0", "lo /= 3.0", "lo /= 1.0", "for _ in range(201):", "for _ in range(199):")},
-    **{("cvxdp/privacy/calibration.py", f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (255, 257)},
-    ("cvxdp/privacy/calibration.py", "removed: @functools.lru_cache(maxsize=256)"): _CACHE,
-    ("cvxdp/privacy/calibration.py", "while gap(lo) < 0.0:  # the profile decreases in sigma: move down until "
-                                     "delta(lo) > delta"): _START,
+    **{(f, f"@functools.lru_cache(maxsize={n})"): _CACHE for n in (255, 257)
+       for f in ("cvxdp/privacy/calibration.py", "cvxdp/privacy/distributions.py")},
+    **{(f, "removed: @functools.lru_cache(maxsize=256)"): _CACHE
+       for f in ("cvxdp/privacy/calibration.py", "cvxdp/privacy/distributions.py")},
     ("cvxdp/privacy/calibration.py", "while composed_epsilon(((make_event(noise, scale / d, q), st),), dl, "
                                      "accountant) >= e:"):
         "only an exact tie at epsilon differs (a Laplace total under PLD can be exactly epsilon): the scale then "
@@ -205,15 +237,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                                      "float(self.epsilon), delta)"):
         "Laplace and Gaussian noise are symmetric about 0: x - xi has the law of x + xi",
     **{("cvxdp/privacy/calibration.py", line): _START for line in (
-        "while gap(lo) <= 1.0:  # the profile decreases in sigma: move down until delta(lo) > delta",
-        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=5 * np.finfo(float).eps, maxiter=500)",
-        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=3 * np.finfo(float).eps, maxiter=500)",
-        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=499)",
-        "root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=501)",
         "if epsilon_of(hi) < e:", "while epsilon_of(lo) < e:")},
-    ("cvxdp/privacy/calibration.py", "while gap(root) >= 0.0:"):
+    ("cvxdp/privacy/distributions.py", "while gap(root) >= 0.0:"):
         "only an exact tie at delta differs: the root then moves one more ulp up (more noise)",
-    ("cvxdp/privacy/calibration.py", "if log_b > log_a:"):
+    ("cvxdp/privacy/distributions.py", "if log_b > log_a:"):
         "only an exact tie differs, where delta is zero to the last bit (log a = log b needs a ratio or epsilon "
         "far past any noise the library calibrates)",
     ("cvxdp/privacy/calibration.py", "def perturb(self, values: np.ndarray, /, l1: float, l2: float,"):

@@ -352,18 +352,26 @@ def schema_rows(classes: Mapping[str, type[Parameterized]]) -> list[tuple[str, s
 
 
 class Algorithm(Parameterized):
-    """Base of the algorithms: ``name`` (its case-file name), ``family`` (the family that runs it), whether it
-    accepts privacy (``private_ok``) and the [privacy] mechanisms it accepts (``mechanisms``, by case-file name)."""
+    """Base of the algorithms: ``name`` (its case-file name), ``family`` (the family that runs it) and which privacy
+    mechanisms it runs (:meth:`accepts`; ``mechanisms``, their case-file names, is derived from it by
+    :mod:`cvxdp.families.catalog`)."""
 
     name: ClassVar[str] = "base"
     family: ClassVar[str] = ""
-    private_ok: ClassVar[bool] = False
+    #: the case-file names of the mechanisms :meth:`accepts` ("none" first), set by :mod:`cvxdp.families.catalog`
     mechanisms: ClassVar[tuple[str, ...]] = ("none",)
     #: keys an [algorithm] table of a case file may hold besides the declared parameters' (read by the case loader)
     extra_file_keys: ClassVar[tuple[str, ...]] = ()
     #: case-file keys read as another parameter's key (e.g. the CLI's ``rounds`` as ADMMSharing's ``epochs``)
     file_aliases: ClassVar[dict[str, str]] = {}
     rounds: int
+
+    @classmethod
+    def accepts(cls, privacy: object) -> bool:
+        """Whether this algorithm runs ``privacy``: a mechanism, or its case-file name (``"ObjG"``). None and
+        ``"none"`` (the non-private run) are accepted by every algorithm; the base accepts nothing else. The one
+        place a family says which mechanisms it runs: its own checks, the CLI and the contract suite ask it."""
+        return privacy is None or (isinstance(privacy, str) and privacy == "none")
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, **super().describe()}

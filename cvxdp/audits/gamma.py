@@ -3,7 +3,7 @@
 :func:`audit_gamma_mechanism` audits one PP primal update in closed form; :func:`audit_penalty_perturbation`
 audits the first iteration of M-ADMM / MR-ADMM through :func:`cvxdp.solve` against the run's own ledger. Each
 has broken twins the audit must catch. They sit above the mechanism (:mod:`cvxdp.families.graph.mechanism`) and the
-generic audit machinery (:mod:`cvxdp.audits.release`), which never import them.
+generic audit machinery (:mod:`cvxdp.audits.statistics`), which never import them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ..families.graph import (
     sample_gamma_norm,
 )
 from ..model import Agent, SmoothObjective
-from .release import _two_statistics, empirical_epsilon
+from .statistics import empirical_epsilon, two_statistics
 
 __all__ = ["AUDIT_BROKEN", "AUDIT_LOSSES", "AUDIT_SOLVE_BROKEN", "audit_gamma_mechanism", "audit_penalty_perturbation"]
 
@@ -144,24 +144,8 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
 
     def node(i: int) -> Any:
         f = cp.Variable(1, name="f")
-        if kind_loss == "linear":
-            return attach_erm_constants(_linear_node(i, f, labels, C, Bi, reg), declared)
-
-        def value(u: np.ndarray) -> float:
-            return float(C / Bi * np.logaddexp(0.0, -labels.value * u[0]).sum() + 0.5 * reg * u[0] ** 2)
-
-        def gradient(u: np.ndarray) -> np.ndarray:
-            return np.array([-C / Bi * float(labels.value @ (1.0 / (1.0 + np.exp(labels.value * u[0]))))
-                             + reg * u[0]])
-
-        def hessian(u: np.ndarray) -> np.ndarray:
-            p = 1.0 / (1.0 + np.exp(-labels.value * u[0]))
-            return np.array([[C / Bi * float(np.sum(p * (1.0 - p))) + reg]])
-
-        objective = C / Bi * cp.sum(cp.logistic(-cp.multiply(labels, f[0]))) + 0.5 * reg * cp.sum_squares(f)
-        agent = Agent(f"n{i}", objective, [], shared={"f": f}, value=value,
-                      gradient=SmoothObjective(value, gradient, hessian))
-        return attach_erm_constants(agent, declared)
+        make = _linear_node if kind_loss == "linear" else _logistic_node
+        return attach_erm_constants(make(i, f, labels, C, Bi, reg), declared)
 
     agents = [node(i) for i in range(n)]
     if kind == "madmm":
@@ -182,8 +166,29 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
     details = {"mechanism": "gamma-norm", "mode": "solve", "algorithm": kind, "broken": b, "nodes": n, "loss": kind_loss,
                "alpha": alpha, "C": C, "B": Bi, "declared_B": declared.B, "eta": eta, "seed": s,
                "run_seeds": seeds, "note": inexact_solve_note([])}
-    return _two_statistics(outs[0], outs[1], outs[2], delta=0.0, alpha=level, claimed=max(claims), seed=s,
+    return two_statistics(outs[0], outs[1], outs[2], delta=0.0, alpha=level, claimed=max(claims), seed=s,
                            details=details)
+
+
+def _logistic_node(i: int, f: Any, labels: Any, C: float, B: int, reg: float) -> Agent:
+    """An audit node with the logistic ERM loss on ``B`` samples ``x = 1``:
+    ``O(f) = C/B sum_n log(1 + exp(-y_n f)) + reg/2 f^2``."""
+    import cvxpy as cp
+
+    def value(u: np.ndarray) -> float:
+        return float(C / B * np.logaddexp(0.0, -labels.value * u[0]).sum() + 0.5 * reg * u[0] ** 2)
+
+    def gradient(u: np.ndarray) -> np.ndarray:
+        return np.array([-C / B * float(labels.value @ (1.0 / (1.0 + np.exp(labels.value * u[0]))))
+                         + reg * u[0]])
+
+    def hessian(u: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-labels.value * u[0]))
+        return np.array([[C / B * float(np.sum(p * (1.0 - p))) + reg]])
+
+    objective = C / B * cp.sum(cp.logistic(-cp.multiply(labels, f[0]))) + 0.5 * reg * cp.sum_squares(f)
+    return Agent(f"n{i}", objective, [], shared={"f": f}, value=value,
+                 gradient=SmoothObjective(value, gradient, hessian))
 
 
 def _linear_node(i: int, f: Any, labels: Any, C: float, B: int, reg: float) -> Agent:

@@ -1,4 +1,5 @@
-"""Empirical privacy auditing: a statistical lower bound on epsilon from samples of a mechanism.
+"""Empirical privacy audits of cvxdp's Laplace and Gaussian mechanisms, on the statistics of
+:mod:`cvxdp.audits.statistics` (re-exported here, where they lived until issue 49).
 
 Given samplers of a mechanism's scalar output on two neighbouring inputs D and D', count threshold events
 ``{out > t}`` and ``{out < t}`` and turn the counts into a high-confidence lower bound on epsilon with
@@ -30,11 +31,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ..engine import LinearizedADMM, solve  # the front door re-exports the default algorithm
 from ..errors import check_choice, check_float, check_int, fail
@@ -42,183 +41,25 @@ from ..families.consensus.node import ConsensusNode, RoundMessage
 from ..model import Agent, Node, PerExample, Sensitivity
 from ..privacy import InputPerturbation, Perturbation
 from ..run import SerialBackend
-
-Sampler = Callable[[np.random.Generator, int], np.ndarray]
+from .statistics import (  # noqa: F401 - the statistics were this module's first part until issue 49
+    DEFAULT_QUANTILES,
+    AuditResult,
+    Sampler,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    empirical_epsilon,
+    fixed_sampler,
+    rounds_direction,
+    rounds_ratio,
+    transcript_statistic,
+    two_statistics,
+)
 
 #: The broken twins of :func:`audit_mechanism` and :func:`audit_local_update`.
 BROKEN = ("none", "half-sensitivity", "reused-seed")
 
-#: Default threshold quantiles of the pooled outputs: dense in the tails, where the loss ratio is largest.
-DEFAULT_QUANTILES = np.unique(np.concatenate([
-    [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.02, 0.05], np.linspace(0.1, 0.9, 17),
-    1.0 - np.array([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.02, 0.05])]))
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """Outcome of :func:`empirical_epsilon`.
-
-    Attributes
-    ----------
-    epsilon_lower : float
-        ``max(0, max_S log((p_lo - delta) / p'_hi))``: with confidence ``1 - alpha`` the mechanism is not
-        (eps, delta)-DP for any eps below it.
-    claimed : float or None
-        The epsilon the mechanism claims, if given.
-    best_threshold : float or None
-        The threshold of the best event (None if no event gave a positive bound).
-    counts : dict
-        The best event: ``{"event": ">" or "<", "direction": "D,D'" or "D',D", "k": hits in the first
-        sample, "k_prime": hits in the second, "trials": n, "p_lo": ..., "p_prime_hi": ...}``.
-    trials, delta, alpha : as given.
-    statistic : str or None
-        For :func:`audit_mechanism` / :func:`audit_local_update`: the statistic of the best bound,
-        ``"output"`` or ``"difference"`` (output minus the reference run's); None for
-        :func:`empirical_epsilon`.
-    details : dict
-        What was audited (mechanism, mode, broken twin, sensitivity, noise scale and source, seeds, the
-        bound of each statistic, and for the solve audit the box and ``boundary_fraction``, the share of
-        the D run's outputs on or beyond the box bound); JSON-able.
-    """
-
-    epsilon_lower: float
-    claimed: float | None
-    best_threshold: float | None
-    counts: dict[str, Any] = field(default_factory=dict)
-    trials: int = 0
-    delta: float = 0.0
-    alpha: float = 0.05
-    statistic: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def violated(self) -> bool:
-        """True when the lower bound exceeds the claimed epsilon (the claim is refuted)."""
-        return self.claimed is not None and self.epsilon_lower > self.claimed
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able fields, plus ``violated``."""
-        return {"epsilon_lower": self.epsilon_lower, "claimed": self.claimed, "violated": self.violated,
-                "best_threshold": self.best_threshold, "counts": dict(self.counts), "trials": self.trials,
-                "delta": self.delta, "alpha": self.alpha, "statistic": self.statistic,
-                "details": dict(self.details)}
-
-
-def clopper_pearson_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """One-sided lower confidence bound on a binomial p from ``k`` hits in ``n`` (holds w.p. 1 - level)."""
-    k = np.asarray(k, dtype=float)
-    with np.errstate(invalid="ignore"):
-        lo = stats.beta.ppf(level, k, n - k + 1)
-    return np.where(k > 0, lo, 0.0)
-
-
-def clopper_pearson_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """One-sided upper confidence bound on a binomial p from ``k`` hits in ``n`` (holds w.p. 1 - level)."""
-    k = np.asarray(k, dtype=float)
-    with np.errstate(invalid="ignore"):
-        hi = stats.beta.ppf(1.0 - level, k + 1, n - k)
-    return np.where(k < n, hi, 1.0)
-
-
-def _draw(sampler: Sampler, rng: np.random.Generator, n: int, name: str) -> np.ndarray:
-    out = np.asarray(sampler(rng, n), dtype=float).ravel()
-    if out.shape != (n,):
-        raise fail(name, "empirical_epsilon", f"a sampler returning {n} scalar outputs",
-                   f"an array of shape {out.shape}")
-    return np.sort(out)
-
-
-def empirical_epsilon(sample: Sampler, sample_prime: Sampler, *, trials: int, delta: float = 0.0,
-                      alpha: float = 0.05, thresholds: np.ndarray | None = None,
-                      rng: np.random.Generator, claimed: float | None = None) -> AuditResult:
-    """High-confidence lower bound on the epsilon of a mechanism from neighbouring-input samples.
-
-    Parameters
-    ----------
-    sample, sample_prime : callable ``(rng, n) -> ndarray``
-        Draw ``n`` scalar outputs of the mechanism on D and on a neighbour D'.
-    trials : int
-        Samples drawn from each.
-    delta : float
-        The mechanism's claimed delta, subtracted from the lower bound on ``p``.
-    alpha : float
-        Overall failure probability; each of the ``2 x 2 x len(thresholds)`` tests uses two
-        Clopper-Pearson bounds at level ``alpha / (4 len(thresholds))`` (Bonferroni).
-    thresholds : array, optional
-        Thresholds t of the events; default: the :data:`DEFAULT_QUANTILES` of the pooled outputs.
-    rng : numpy.random.Generator
-        The generator passed to both samplers.
-    claimed : float, optional
-        The claimed epsilon, stored in the result.
-
-    Returns
-    -------
-    AuditResult
-    """
-    owner = "empirical_epsilon"
-    n = check_int(trials, "trials", owner, 1)
-    dl = check_float(delta, "delta", owner, 0.0, 1.0, closed="left")
-    a = check_float(alpha, "alpha", owner, 0.0, 1.0)
-    if not isinstance(rng, np.random.Generator):
-        raise fail("rng", owner, "a numpy.random.Generator", type(rng).__name__)
-    if claimed is not None:
-        claimed = check_float(claimed, "claimed", owner, 0.0, math.inf, closed="left")
-    x = _draw(sample, rng, n, "sample")
-    y = _draw(sample_prime, rng, n, "sample_prime")
-    if thresholds is None:
-        t = np.unique(np.quantile(np.concatenate([x, y]), DEFAULT_QUANTILES))
-    else:
-        t = np.unique(np.asarray(thresholds, dtype=float).ravel())
-        if t.size == 0 or not np.all(np.isfinite(t)):
-            raise fail("thresholds", owner, "a non-empty array of finite floats", thresholds)
-    level = a / (4 * t.size)
-    # hits of {out > t} and {out < t} in each (sorted) sample, all thresholds at once
-    above = {"x": n - np.searchsorted(x, t, side="right"), "y": n - np.searchsorted(y, t, side="right")}
-    below = {"x": np.searchsorted(x, t, side="left"), "y": np.searchsorted(y, t, side="left")}
-    best = (-math.inf, None, {})
-    for event, hits in ((">", above), ("<", below)):
-        for direction, (p, q) in (("D,D'", ("x", "y")), ("D',D", ("y", "x"))):
-            p_lo = clopper_pearson_lower(hits[p], n, level)
-            q_hi = clopper_pearson_upper(hits[q], n, level)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), -math.inf)
-            i = int(np.argmax(bound))
-            if bound[i] > best[0]:
-                best = (float(bound[i]), float(t[i]),
-                        {"event": event, "direction": direction, "k": int(hits[p][i]),
-                         "k_prime": int(hits[q][i]), "trials": n, "p_lo": float(p_lo[i]),
-                         "p_prime_hi": float(q_hi[i])})
-    eps_lo, thr, counts = best
-    if eps_lo <= 0.0:
-        return AuditResult(0.0, claimed, None, {}, n, dl, a)
-    return AuditResult(eps_lo, claimed, thr, counts, n, dl, a)
-
 
 # --------------------------------------------------------------------------- audits of cvxdp's mechanisms
-def _fixed(values: np.ndarray) -> Sampler:
-    def sampler(rng: np.random.Generator, n: int) -> np.ndarray:
-        return values
-    return sampler
-
-
-def _two_statistics(out: np.ndarray, out_prime: np.ndarray, ref: np.ndarray, *, delta: float, alpha: float,
-                    claimed: float, seed: int, details: dict[str, Any],
-                    extra: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> AuditResult:
-    """The largest of the bounds from the output and from output minus reference (and from the ``extra`` named
-    statistics ``(on D, on D')``, each post-processing of the release), each at ``alpha / k`` (Bonferroni)."""
-    n = out.size
-    rng = np.random.default_rng(seed)  # unused by the fixed samplers; empirical_epsilon requires one
-    pairs = {"output": (out, out_prime), "difference": (out - ref, out_prime - ref), **(extra or {})}
-    results = {name: empirical_epsilon(_fixed(x), _fixed(y), trials=n, delta=delta, alpha=alpha / len(pairs),
-                                       rng=rng, claimed=claimed)
-               for name, (x, y) in pairs.items()}
-    name = max(results, key=lambda k: results[k].epsilon_lower)
-    best = results[name]
-    details = {**details, "statistics": {k: r.epsilon_lower for k, r in results.items()}}
-    return AuditResult(best.epsilon_lower, claimed, best.best_threshold, best.counts, n, best.delta, alpha,
-                       name if best.epsilon_lower > 0 else None, details)
-
-
 def _check_mechanism(mechanism: object, owner: str) -> Any:
     if not isinstance(mechanism, Perturbation):
         raise fail("mechanism", owner, "a cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
@@ -315,7 +156,7 @@ def audit_mechanism(mechanism: Any, *, sensitivity: float = 1.0, trials: int | N
     details = {"mechanism": mech.short_name, "mode": "mechanism", "broken": b, "sensitivity": d,
                "declared_sensitivity": plan.sensitivity, "noise": plan.noise, "noise_scale": plan.scale,
                "noise_source": plan.noise_source, "seed": s, "run_seeds": seeds}
-    return _two_statistics(out, out_prime, ref, delta=plan.delta, alpha=a, claimed=plan.epsilon, seed=s,
+    return two_statistics(out, out_prime, ref, delta=plan.delta, alpha=a, claimed=plan.epsilon, seed=s,
                            details=details)
 
 
@@ -386,7 +227,7 @@ def audit_local_update(mechanism: Any, *, sensitivity: float = 1.0, trials: int 
                "noise_source": plan.noise_source, "rho": r, "eta": e, "box": [-bound, bound],
                "seed": s, "run_seeds": seeds,
                "boundary_fraction": float(np.mean(np.abs(outputs[0]) >= bound * (1 - 1e-12)))}
-    return _two_statistics(outputs[0], outputs[1], outputs[2], delta=delta_claim, alpha=a, claimed=eps_claim,
+    return two_statistics(outputs[0], outputs[1], outputs[2], delta=delta_claim, alpha=a, claimed=eps_claim,
                            seed=s, details=details)
 
 
@@ -420,60 +261,45 @@ def _recording_backend() -> Any:
     return RecordingBackend()
 
 
-def transcript_statistic(transcript: np.ndarray, direction: np.ndarray) -> np.ndarray:
-    """Linear statistic of a node's whole release: ``sum_r <w, release_r>`` per replica.
-
-    ``transcript`` has shape (rounds, replicas, k) (every released coordinate of every round); ``direction``
-    (k,) is the shift of the neighbour's data. For a Gaussian release whose mean moves along ``w`` this is
-    the likelihood-ratio (Neyman-Pearson) direction; for any mechanism it is post-processing of everything
-    the node sent, so a correct mechanism keeps it within its composed claim.
-    """
-    return np.einsum("rik,k->i", np.asarray(transcript, dtype=float), np.asarray(direction, dtype=float))
-
-
-def rounds_direction(profiles: np.ndarray) -> np.ndarray:
-    """The unit combination ``u`` of rounds along which ``profiles`` (rounds x replicas) vary least: the eigenvector
-    of the smallest eigenvalue of their covariance over replicas.
-
-    Estimated on the reference run only (independent of the audited runs' noise under a correct mechanism), so
-    ``u @ profile`` of an audited run is post-processing of its release. Independent noise every round leaves every
-    combination noisy; one draw reused every round lies (up to clipping) on one direction of the rounds, and ``u``
-    cancels it.
-    """
-    values, vectors = np.linalg.eigh(np.atleast_2d(np.cov(np.asarray(profiles, dtype=float))))
-    return vectors[:, int(np.argmin(values))]
-
-
-def rounds_ratio(profiles: np.ndarray) -> np.ndarray:
-    """Each replica's second round's release over its first's, ``release_2 / release_1`` (0 where
-    ``release_1 = 0``).
-
-    A fixed function of the release (post-processing: nothing is estimated). On the curvature problem of
-    :func:`audit_release` the start is 0, so round 1 releases noise only and round 2 maps it through the
-    data-dependent curvature. With fresh noise in round 2 the ratio is noisy; with round 1's draw reused, the ratio
-    of every replica away from the box's bounds is one data-dependent constant (``(2c - 1 - s) / c`` for objective
-    perturbation, ``c`` the update's weight ``eta + rho``), so D and D' no longer overlap. Unlike
-    :func:`rounds_direction` it is not pulled off course by the replicas clipped at the box (which kept the rounds
-    combination from refuting objective perturbation's Gaussian twin).
-
-    Parameters
-    ----------
-    profiles : ndarray
-        Shape (rounds, replicas), rounds >= 2: each replica's per-round release.
-
-    Returns
-    -------
-    ndarray
-        Shape (replicas,).
-    """
-    p = np.asarray(profiles, dtype=float)
-    first, second = p[0], p[1]
-    safe = np.where(first == 0.0, 1.0, first)
-    return np.where(first == 0.0, 0.0, second / safe)
-
-
 #: The problems of :func:`audit_release`: the data shift the gradient ("shift") or its curvature ("curvature").
 AUDIT_PROBLEMS = ("shift", "curvature")
+
+
+def _release_agent(kind: str, size: int, bound: float, declared: float) -> tuple[Agent, Any]:
+    """The agent of :func:`audit_release`'s ``kind`` of problem on ``size`` coordinates, and its data parameter."""
+    import cvxpy as cp
+
+    x = cp.Variable(size, name="x")
+    data = cp.Parameter(size, name="d", value=np.zeros(size), nonneg=kind == "curvature")
+    if kind == "shift":
+        agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
+                      gradient=lambda u: u - data.value,
+                      sensitivity=Sensitivity(l1=declared, l2=declared,
+                                              relation="d' = d + Delta w per replica (k coordinates)"))
+    else:  # f = (1 + s) x^2 / 2 with s = 0 or Delta / B: the gradient moves by s |x| <= Delta on the box
+        agent = Agent("audit", 0.5 * cp.sum(cp.multiply(1.0 + data, cp.square(x))), [x >= -bound, x <= bound],
+                      shared={"x": x}, gradient=lambda u: (1.0 + data.value) * u,
+                      sensitivity=Sensitivity(l1=declared, l2=declared,
+                                              relation="curvature 1 + s, s' = s + Delta / B per replica"))
+    return agent, data
+
+
+def _rounds_statistics(profiles: list[np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The curvature problem's two statistics of the rounds jointly, on D and D': the combination of rounds that
+    varies least over the reference run's replicas (``profiles[2]``), and the rounds' ratio (a fixed function of the
+    release)."""
+    u = rounds_direction(profiles[2])
+    return {"rounds": (u @ profiles[0], u @ profiles[1]),
+            "ratio": (rounds_ratio(profiles[0]), rounds_ratio(profiles[1]))}
+
+
+def _recorded_run(agent: Agent, algorithm: Any, mech: Any, seed: int, shape: tuple[int, int],
+                  ) -> tuple[np.ndarray, tuple[float, float]]:
+    """One run's transcript (rounds x replicas x coordinates of what the node sent) and its ledger's PLD claim."""
+    backend = _recording_backend()
+    res = solve([agent], algorithm=algorithm, privacy=mech, seed=seed, accountant="pld", backend=backend)
+    transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), *shape)
+    return transcript, (res.privacy["worst"]["pld"], res.privacy["target_delta"])
 
 
 def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sensitivity: float = 1.0,
@@ -526,8 +352,6 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
         ``claimed``/``delta``: the run's composed (PLD) claim; ``details["rounds"]``, ``["coordinates"]``,
         ``["problem"]``.
     """
-    import cvxpy as cp
-
     owner = "audit_release"
     mech = _check_mechanism(mechanism, owner)
     d, n, s, b, a = _check_audit(owner, sensitivity, trials, seed, broken, alpha)
@@ -539,42 +363,24 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     r, e, c, bound, declared, honest = _quadratic_setup(mech, owner, d, b, rho, eta)
     # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
     w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))
-    x = cp.Variable(n * k, name="x")
-    data = cp.Parameter(n * k, name="d", value=np.zeros(n * k), nonneg=kind == "curvature")
-    if kind == "shift":
-        agent = Agent("audit", 0.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},
-                      gradient=lambda u: u - data.value,
-                      sensitivity=Sensitivity(l1=declared, l2=declared,
-                                              relation="d' = d + Delta w per replica (k coordinates)"))
-    else:  # f = (1 + s) x^2 / 2 with s = 0 or Delta / B: the gradient moves by s |x| <= Delta on the box
-        agent = Agent("audit", 0.5 * cp.sum(cp.multiply(1.0 + data, cp.square(x))), [x >= -bound, x <= bound],
-                      shared={"x": x}, gradient=lambda u: (1.0 + data.value) * u,
-                      sensitivity=Sensitivity(l1=declared, l2=declared,
-                                              relation="curvature 1 + s, s' = s + Delta / B per replica"))
+    agent, data = _release_agent(kind, n * k, bound, declared)
     algorithm = LinearizedADMM(rho=r, eta=e, local_updates=1, rounds=R)
     seeds = _run_seeds(s, b)
     stats_, profiles, claims = [], [], []
     for value, run_seed in zip((0.0, 1.0, 0.0), seeds):
         data.value = np.tile(value * d * w, n) if kind == "shift" else np.full(n, value * d / bound)
-        backend = _recording_backend()
-        res = solve([agent], algorithm=algorithm, privacy=mech, seed=run_seed, accountant="pld", backend=backend)
-        transcript = np.stack([sent[0] for sent in backend.sent]).reshape(len(backend.sent), n, k)
+        transcript, claim = _recorded_run(agent, algorithm, mech, run_seed, (n, k))
         stats_.append(transcript_statistic(transcript, w))
         if kind == "curvature":  # each replica's per-round statistic (for the rounds direction below)
             profiles.append(np.einsum("rik,k->ri", transcript, w))
-        summary = res.privacy["worst"]
-        claims.append((summary["pld"], res.privacy["target_delta"]))
+        claims.append(claim)
     eps_claim, delta_claim = max(claims)
     details = {"mechanism": mech.short_name, "mode": "release", "broken": b, "sensitivity": d,
                "declared_sensitivity": declared, "noise": honest.noise, "noise_source": mech.noise_source,
                "rounds": R, "coordinates": k, "rho": r, "eta": e, "box": [-bound, bound], "seed": s,
                "run_seeds": seeds, "problem": kind}
-    extra = None
-    if kind == "curvature":  # the combination of rounds that varies least over the reference run's replicas,
-        u = rounds_direction(profiles[2])  # and the rounds' ratio (a fixed function of the release)
-        extra = {"rounds": (u @ profiles[0], u @ profiles[1]),
-                 "ratio": (rounds_ratio(profiles[0]), rounds_ratio(profiles[1]))}
-    return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
+    extra = _rounds_statistics(profiles) if kind == "curvature" else None
+    return two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim,
                            seed=s, details=details, extra=extra)
 
 
@@ -618,22 +424,19 @@ def audit_input_perturbation(mechanism: InputPerturbation, values: np.ndarray, v
     if release is None:
         def release(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
             return mechanism.perturb(v, l1=l1, l2=l2, rng=rng)[0]
-    diff = x - xp
+    noise = mechanism.distribution
 
     def statistic(y: np.ndarray) -> float:
         # rounded: the Laplace ratio has atoms (at +-||x - x'||_1) that rounding errors would split into events
-        if mechanism.noise == "laplace":
-            return round(float(np.sum(np.abs(y - xp) - np.abs(y - x))), 12)
-        return round(float(y @ diff), 12)
+        return round(noise.audit_statistic(y, x, xp), 12)
 
     def sampler(v: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
         return lambda rng, k: np.array([statistic(np.asarray(release(v, rng), dtype=float)) for _ in range(k)])
 
-    delta = 0.0 if mechanism.noise == "laplace" else float(mechanism.delta)
+    delta = noise.claim_delta(mechanism.delta)
     res = empirical_epsilon(sampler(x), sampler(xp), trials=n, delta=delta, alpha=alpha,
                             rng=np.random.default_rng(seed), claimed=mechanism.epsilon)
-    details = {"mechanism": mechanism.name, "statistic": "log-likelihood ratio" if mechanism.noise == "laplace"
-               else "projection on x - x'", "l1": float(l1), "l2": float(l2), "scale": mechanism.scale(l1, l2),
+    details = {"mechanism": mechanism.name, "statistic": noise.statistic, "l1": float(l1), "l2": float(l2), "scale": mechanism.scale(l1, l2),
                "seed": seed}
     return AuditResult(res.epsilon_lower, res.claimed, res.best_threshold, res.counts, res.trials, res.delta,
                        res.alpha, statistic="output", details=details)
@@ -734,7 +537,7 @@ def audit_subsampled_update(mechanism: Any, *, records: int = 99, trials: int = 
             node.z, node.lam = np.zeros(1), np.zeros(1)
             out[k] = node.step(msg).arrays["ez"][0]
         outputs.append(out)
-    res = empirical_epsilon(_fixed(np.sort(outputs[0])), _fixed(np.sort(outputs[1])), trials=t, delta=plan.delta,
+    res = empirical_epsilon(fixed_sampler(np.sort(outputs[0])), fixed_sampler(np.sort(outputs[1])), trials=t, delta=plan.delta,
                             alpha=a, rng=np.random.default_rng(s), claimed=plan.epsilon)
     details = {"mechanism": mech.short_name, "sampling_rate": plan.sampling_rate, "clip_norm": plan.clip_norm,
                "noise_multiplier": plan.noise_multiplier, "records": n, "rho": r, "eta": e, "box": [-bound, bound],

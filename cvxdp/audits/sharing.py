@@ -14,7 +14,8 @@ from ..engine import solve
 from ..errors import InvalidParameterError, check_choice, check_float, check_int, fail
 from ..families.sharing import ADMMSharing, SharingGaussian, as_mechanism, party_plan
 from ..model import PartyUpdate, VerticalParty
-from .release import BROKEN, _run_seeds, _two_statistics, empirical_epsilon, transcript_statistic
+from .release import BROKEN, _run_seeds
+from .statistics import empirical_epsilon, transcript_statistic, two_statistics
 
 
 # --------------------------------------------------------------------------- auditing one release
@@ -139,7 +140,7 @@ def audit_sharing_release(parties: Sequence[VerticalParty], index: int, neighbou
     eps_claim, delta_claim = max(claims)
     details = {"mechanism": "SharingGaussian", "mode": "release", "broken": b, "epochs": epochs, "party": target.name,
                "row": row, "rho": rho, "lam": lam, "seed": s}
-    return _two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim, seed=s,
+    return two_statistics(stats_[0], stats_[1], stats_[2], delta=delta_claim, alpha=a, claimed=eps_claim, seed=s,
                            details=details)
 
 

@@ -44,7 +44,9 @@ def friendly_errors(func):
     return wrapper
 
 
-#: Which mechanisms each algorithm runs (the rest are refused before anything starts).
+#: Which mechanisms each algorithm runs, for ``--help`` (which loads no algorithm; ``cvxdp run`` refuses the rest
+#: before anything starts by asking the algorithm's ``accepts``): tests/config/test_schema.py checks this copy
+#: against every algorithm's ``accepts``.
 SUPPORTED_MECHANISMS = {"ladmm": ("none", "ObjL", "ObjG", "OutL", "OutG"), "admm": ("none",),
                         "sharing": ("none", "OutG"), "madmm": ("none", "gamma"), "dvp": ("none", "gamma"),
                         "radmm": ("none", "gamma"), "mradmm": ("none", "gamma")}

@@ -67,8 +67,6 @@ def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, sca
         raise click.BadParameter(f"must be an integer >= 1. Got {steps!r}.", param_hint="--steps")
     if delta is not None and not 0.0 <= delta < 1.0:
         raise click.BadParameter(f"must be a float in [0, 1). Got {delta!r}.", param_hint="--delta")
-    if noise == "gaussian" and not delta:
-        raise click.UsageError("Gaussian noise needs --delta in (0, 1).")
     if sampling_rate is not None and not (math.isfinite(sampling_rate) and 0.0 < sampling_rate <= 1.0):
         raise click.BadParameter(f"must be a float in (0, 1]. Got {sampling_rate!r}.", param_hint="--sampling-rate")
     if sampling_rate is not None and sampling_rate < 1.0 and accountant == "basic":
@@ -79,12 +77,17 @@ def privacy(noise: str, sensitivity: float, steps: int, delta: float | None, sca
             raise click.BadParameter(f"must be a positive float. Got {value!r}.", param_hint=name)
     acc = accountant or "pld"
     # the accountants (dp-accounting, scipy) load only once the arguments are valid
-    if scale is None and acc == "rdp" and not delta:
-        raise click.UsageError("--accountant rdp needs --delta > 0 (RDP certifies no epsilon at delta = 0).")
     from ..privacy import (  # start-up: the accountants load once the arguments are valid
+        Noise,
         calibrate_to_total,
         total_epsilon,
     )
+
+    distribution = Noise.from_name(noise, "cvxdp privacy")
+    if not distribution.pure and not delta:
+        raise click.UsageError(f"{type(distribution).__name__} noise needs --delta in (0, 1).")
+    if scale is None and acc == "rdp" and not delta:
+        raise click.UsageError("--accountant rdp needs --delta > 0 (RDP certifies no epsilon at delta = 0).")
 
     sampled = f" on Poisson samples (rate {sampling_rate:g})" if sampling_rate is not None else ""
     if scale is not None:

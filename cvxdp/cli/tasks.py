@@ -28,7 +28,7 @@ from ..run import (
     remove_checkpoint,
 )
 from ..studies import ledger_caveats, noise_caveats, study_class, study_kinds
-from .common import SUPPORTED_MECHANISMS, apply_backend, backend_overrides, emit, finite, num, rounded
+from .common import apply_backend, backend_overrides, emit, finite, num, rounded
 
 #: Keys of ``Result.summary()`` computed on the agents' private data (``cvxdp run`` groups them under
 #: :data:`~cvxdp.model.EVALUATION_LABEL`; ``summary["evaluation"]["keys"]`` lists them in its JSON)
@@ -137,9 +137,9 @@ def _case(case_file, network, zones, objective, data, mechanism, epsilon, delta,
         run={"seed": seed, "accountant": accountant})
     alg = case.algorithm.get("name", "ladmm")
     mech = case.privacy.get("mechanism", "none")
-    if alg in SUPPORTED_MECHANISMS and mech not in SUPPORTED_MECHANISMS[alg]:
-        raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(SUPPORTED_MECHANISMS[alg])}; "
-                               f"got {mech!r}.")
+    accepted = case.accepted_mechanisms()
+    if mech not in accepted:
+        raise click.UsageError(f"--algorithm {alg} runs the mechanisms {', '.join(accepted)}; got {mech!r}.")
     return case
 
 

@@ -14,9 +14,9 @@ from typing import Any
 from ..engine import solve
 from ..errors import ConfigError, CvxdpError
 from ..families import ALGORITHM_KEYS as _ALGORITHM_KEYS
+from ..families import ALGORITHMS, Algorithm, algorithm_from_table, mechanism_from_table
 from ..families import MECHANISMS as MECHANISM_CLASSES
 from ..families import PRIVACY_KEYS as _PRIVACY_KEYS
-from ..families import Algorithm, algorithm_from_table, mechanism_from_table
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend, jsonable
 from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
@@ -94,6 +94,12 @@ class Case:
         new = copy.deepcopy(self)
         new.model["path"] = str(Path(data).resolve())
         return new
+
+    def accepted_mechanisms(self) -> tuple[str, ...]:
+        """The [privacy] mechanisms this case's algorithm runs, as its class's ``accepts`` says (every name for an
+        algorithm name no family knows: the [algorithm] table's own check refuses that one)."""
+        cls = ALGORITHMS.get(self.algorithm.get("name", "ladmm"))
+        return MECHANISMS if cls is None else tuple(name for name in MECHANISMS if cls.accepts(name))
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "case": {"name": self.name, "template": self.template},
@@ -221,8 +227,7 @@ _INSTANCES: dict[str, Any] = {}
 
 def case_instance(case: Case, instance: Any = None) -> Any:
     """The template instance of ``case`` (its agents and hooks), built once per process inside
-    :func:`kept_instances`: a study's process builds it before its workers start (a worker started by ``fork``
-    inherits it), a worker started otherwise builds its own from the case. ``instance``: one already built for
+    :func:`kept_instances` (a study's process, or each of its workers, builds its own from the case). ``instance``: one already built for
     ``case``, kept."""
     key = json.dumps(jsonable(case.to_dict()), sort_keys=True)
     if instance is not None:

@@ -27,6 +27,17 @@ MECHANISMS: dict[str, tuple[type[Parameterized], dict[str, Any]]] = {
     **{name: (cls, {"noise": noise}) for name, (cls, noise) in PERTURBATIONS.items()},
     "gamma": (PenaltyPerturbation, {}),
 }
+
+
+def accepted_mechanisms(cls: type[Algorithm]) -> tuple[str, ...]:
+    """The case-file names of the mechanisms algorithm class ``cls`` runs ("none" first), as its
+    :meth:`~cvxdp.params.Algorithm.accepts` says."""
+    return tuple(name for name in ("none", *MECHANISMS) if cls.accepts(name))
+
+
+for _cls in ALGORITHMS.values():  # the names a party's policy and the schema read, derived from accepts()
+    _cls.mechanisms = accepted_mechanisms(_cls)
+
 #: every key each algorithm reads from an [algorithm] table (a case file may hold several algorithms' keys)
 OWN_ALGORITHM_KEYS = {name: set(cls.file_keys()) | set(cls.extra_file_keys) | set(cls.file_aliases)
                       for name, cls in ALGORITHMS.items()}
@@ -74,5 +85,5 @@ def mechanism_from_table(table: Mapping[str, Any], where: str = "[privacy]") -> 
     return cls.from_config({**fixed, **params}, where)
 
 
-__all__ = ["ALGORITHMS", "ALGORITHM_KEYS", "MECHANISMS", "OWN_ALGORITHM_KEYS", "OWN_PRIVACY_KEYS", "PRIVACY_KEYS",
+__all__ = ["ALGORITHMS", "ALGORITHM_KEYS", "MECHANISMS", "accepted_mechanisms", "OWN_ALGORITHM_KEYS", "OWN_PRIVACY_KEYS", "PRIVACY_KEYS",
            "algorithm_from_table", "mechanism_from_table", "own_algorithm_table"]

@@ -43,13 +43,11 @@ allows it, the feasibility bits); its entropy and its evaluation stay in its own
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import os
 import pickle
 import secrets
-import struct
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -63,6 +61,7 @@ from ..model import Agent, Node, solution_violation
 from ..run.storage import OutputLock, atomic_write
 from . import messages
 from .policy import LifetimeLedger, PartyPolicy
+from .run_folder import Run, RunFolder
 from .wire import SchemaError, WireError, decode, digest, encode
 
 if sys.version_info >= (3, 11):
@@ -186,23 +185,6 @@ def _refuse(party: str, round: int | None, message: str, *, reason: str, field: 
                              field=field)
 
 
-class _Run:
-    """One run at this party: its start, nodes, the round it has released last, its owner."""
-
-    def __init__(self, folder: Path, start: dict[str, Any], declared: dict[str, Any], nodes: dict[str, Node],
-                 algorithm: Any, latest: int) -> None:
-        self.folder, self.start, self.declared, self.nodes = folder, start, declared, nodes
-        self.algorithm, self.latest = algorithm, latest
-        self.owner: str | None = None
-        self.seen = 0.0
-        self.index: dict[int, tuple[int, int]] = {}  # round -> (offset, length) in releases.log
-        self.evaluated = 0
-
-    @property
-    def token(self) -> str:
-        return self.start["token"]
-
-
 class Party:
     """A party (see the module docstring): :meth:`answer` takes a request's bytes and returns the reply's.
 
@@ -226,7 +208,7 @@ class Party:
         self.lock = OutputLock(self.state, "party state folder").acquire() if lock else None
         self.ledger = LifetimeLedger(self.state, self.file.dataset, list(self.agents), self.policy.budget,
                                      self.policy.accountant)
-        self.runs: dict[str, _Run] = {}
+        self.runs: dict[str, Run] = {}
         #: one line per request (``cvxdp party`` prints them); None: silent
         self.log: Callable[[str], None] | None = None
         self._done = "answered"  # what the request being answered did (the log line's end)
@@ -311,15 +293,13 @@ class Party:
         if self.file.seed is not None:
             for name, info in body["agents"].items():
                 self.ledger.use_stream(token, name, self.file.seed, info["index"])
-        folder.mkdir(parents=True, exist_ok=True)
-        run = _Run(folder, body, declared, nodes, algorithm, 0)
-        self._write(folder / "run.msg", {"start": body, "declare": declared})
-        self._save_state(run)
+        run = Run(RunFolder.create(folder, body, declared), body, declared, nodes, algorithm, 0)
+        run.save_state()
         self.runs[token] = run
         self._take(run, None)
         return {"party": self.name, "round": 0, "owner": run.owner, "declare": declared}
 
-    def _take(self, run: _Run, owner: str | None) -> None:
+    def _take(self, run: Run, owner: str | None) -> None:
         """Hand run ``run`` to a new coordinator (``owner`` None: a start), unless another holds it."""
         now = time.monotonic()
         if run.owner is not None and now - run.seen < self.policy.limits.lock_timeout:
@@ -328,7 +308,7 @@ class Party:
                           f"{self.policy.limits.lock_timeout:g} s of silence.", reason="owner", field="token")
         run.owner, run.seen = secrets.token_hex(16), now
 
-    def _held(self, body: dict[str, Any]) -> _Run:
+    def _held(self, body: dict[str, Any]) -> Run:
         """The run of a request, if the request's owner holds it."""
         run = self.runs.get(body["token"]) or self._load(body["token"])
         if run is None:
@@ -378,18 +358,18 @@ class Party:
                               f"data set {self.file.dataset!r} under {self.policy.accountant}.", reason="budget")
         releases = {name: messages.release_to_wire(run.nodes[name].step(msg)) for name, msg in msgs.items()}
         self.ledger.charge(run.token, t, {n: c for n, c in charges.items() if c is not None}, requests)
-        self._record(run, t, requests, releases)
+        run.record(t, requests, releases)
         if self.file.evaluate:
-            self._evaluation(run, t)
+            run.evaluate(t)
         self._done = f"released ({', '.join(releases)})"
         return releases
 
-    def _order(self, run: _Run, t: int, requests: Mapping[str, str]) -> dict[str, Any] | None:
+    def _order(self, run: Run, t: int, requests: Mapping[str, str]) -> dict[str, Any] | None:
         """None for the run's next round; for a released round asked again with the same request (a coordinator
         resuming), the recorded release (no new draw, no new charge). Anything else is refused: a released round asked
         with another request, a round that skips ahead."""
         if t <= run.latest:
-            recorded = self._recorded(run, t)
+            recorded = run.disk.recorded(t)
             if recorded is not None and recorded["requests"] == dict(requests):
                 return recorded["releases"]
             raise _refuse(self.name, t, f"round {t} of run {run.token} was released already, for "
@@ -426,10 +406,10 @@ class Party:
             distances = solution_violation([self.agents[n] for n in run.nodes], body["solution"], warn=False)
             out["feasible"] = {n: bool(d <= 1e-6) for n, d in distances["per_agent"].items()}
         summary = mine.summary()
-        atomic_write(run.folder / "ledger.json",
+        atomic_write(run.disk.folder / "ledger.json",
                      lambda fh: fh.write(json.dumps({"run": summary, "lifetime": self.ledger.summary()}, indent=2,
                                                     default=float).encode()), "party ledger")
-        np.savez(run.folder / "local.npz", **{name: node.local() for name, node in run.nodes.items()})
+        np.savez(run.disk.folder / "local.npz", **{name: node.local() for name, node in run.nodes.items()})
         out["ledger"] = summary["worst"]
         run.owner = None
         return out
@@ -447,67 +427,23 @@ class Party:
             return np.random.SeedSequence()
         return np.random.SeedSequence(self.file.seed, spawn_key=(int(index),))
 
-    @staticmethod
-    def _write(path: Path, value: Any) -> None:
-        atomic_write(path, lambda fh: fh.write(encode(value)), "party state")
-
-    def _save_state(self, run: _Run) -> None:
-        self._write(run.folder / "state.msg", {"round": run.latest,
-                                               "nodes": {n: node.state() for n, node in run.nodes.items()}})
-
-    def _record(self, run: _Run, t: int, requests: dict[str, str], releases: dict[str, Any]) -> None:
-        """Round ``t`` on disk: its release (for a resumed coordinator), then the nodes' state; both before the
-        release leaves."""
-        log = run.folder / "releases.log"
-        data = encode({"round": t, "requests": requests, "releases": releases})
-        offset = log.stat().st_size if log.exists() else 0
-        append_synced_bytes(log, struct.pack(">Q", len(data)) + data)
-        run.index[t] = (offset + 8, len(data))
-        run.latest = t
-        self._save_state(run)
-
-    def _recorded(self, run: _Run, t: int) -> dict[str, Any] | None:
-        where = run.index.get(t)
-        if where is None:
-            return None
-        with open(run.folder / "releases.log", "rb") as fh:
-            fh.seek(where[0])
-            return decode(fh.read(where[1]))
-
-    def _load(self, token: str) -> _Run | None:
+    def _load(self, token: str) -> Run | None:
         """Run ``token`` from the party's disk (a party started again), or None."""
-        folder = self.state / f"run-{token}"
-        if not (folder / "run.msg").is_file():
+        disk = RunFolder.open(self.state / f"run-{token}")
+        if disk is None:
             return None
-        saved = decode((folder / "run.msg").read_bytes())
-        state = decode((folder / "state.msg").read_bytes())
+        saved, state = disk.saved()
         start = saved["start"]
         algorithm = self.policy.accept(start["algorithm"], start["privacy"], start["accountant"], party=self.name)
         nodes = {}
         for name, info in start["agents"].items():
             node = self._node(algorithm, name, info, start, np.random.SeedSequence(0))  # its generator is restored
-            node.restore({k: _writable(v) for k, v in state["nodes"][name].items()})
+            node.restore(state["nodes"][name])
             nodes[name] = node
-        run = _Run(folder, start, saved["declare"], nodes, algorithm, int(state["round"]))
-        run.index = _index(folder / "releases.log", run.latest)
-        run.evaluated = _last_evaluated(folder / "evaluation.csv")
+        run = Run(disk, start, saved["declare"], nodes, algorithm, int(state["round"]))
+        disk.reopen(run.latest)
         self.runs[token] = run
         return run
-
-    def _evaluation(self, run: _Run, t: int) -> None:
-        """The party's own evaluation on its own data, written to its own folder (never sent), once per round."""
-        if t <= run.evaluated:
-            return
-        path = run.folder / "evaluation.csv"
-        rows = [{"round": t, "agent": name, **dict(node.evaluate(t).values)} for name, node in run.nodes.items()]
-        fields = sorted({k for r in rows for k in r} - {"round", "agent"})
-        new = not path.exists()
-        with open(path, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["round", "agent", *fields], extrasaction="ignore")
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
-        run.evaluated = t
 
     def ledger_report(self) -> dict[str, Any]:
         """The lifetime ledger's summary (``cvxdp party PARTY.toml --ledger``)."""
@@ -522,52 +458,6 @@ def _round_of(data: bytes) -> int | None:
     except (WireError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10 ** 9 else None
-
-
-def append_synced_bytes(path: Path, data: bytes) -> None:
-    """Append ``data`` to ``path`` and wait until it is on disk."""
-    with open(path, "ab") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _index(log: Path, latest: int) -> dict[int, tuple[int, int]]:
-    """Where each round's record lies in a run's release log; records past ``latest`` (written just before a crash,
-    never answered) are cut off."""
-    index: dict[int, tuple[int, int]] = {}
-    if not log.exists():
-        return index
-    data, pos, keep = log.read_bytes(), 0, 0
-    while pos + 8 <= len(data):
-        (size,) = struct.unpack_from(">Q", data, pos)
-        if pos + 8 + size > len(data):
-            break
-        t = int(decode(data[pos + 8:pos + 8 + size])["round"])
-        if t > latest:
-            break
-        index[t] = (pos + 8, size)
-        pos = keep = pos + 8 + size
-    if keep < len(data):
-        with open(log, "r+b") as fh:
-            fh.truncate(keep)
-    return index
-
-
-def _last_evaluated(path: Path) -> int:
-    if not path.exists():
-        return 0
-    with open(path, newline="") as fh:
-        rounds = [int(row["round"]) for row in csv.DictReader(fh)]
-    return max(rounds, default=0)
-
-
-def _writable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return np.array(value)
-    if isinstance(value, list):
-        return [_writable(v) for v in value]
-    return value
 
 
 __all__ = ["FEASIBILITY_NOTE", "PARTY_KEYS", "Party", "PartyFile"]

@@ -36,6 +36,7 @@ from .calibration import (
     step_epsilon,
     total_epsilon,
 )
+from .distributions import Gaussian, Laplace, Noise
 from .mechanisms import (
     MECHANISMS,
     ObjectivePerturbation,
@@ -43,16 +44,17 @@ from .mechanisms import (
     Perturbation,
     make_mechanism,
     mechanism_from_dict,
+    mechanisms,
 )
 from .noise import NOISE_SOURCES, NoisePlan, check_plan_matches, plan_mismatch
 
 __all__ = [
-    "ACCOUNTANTS", "BudgetGuard", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
+    "ACCOUNTANTS", "BudgetGuard", "Gaussian", "Laplace", "Noise", "InputPerturbation", "InputRelease", "COROLLARY1_NOTE", "LEMMA1_PRESET", "MIN_PLD_MULTIPLIER", "PAPER_PRESET", "Perturbation",
     "ledger_from_dict", "pure_epsilon_event", "MECHANISMS", "NOISE_SOURCES", "NoisePlan", "ObjectivePerturbation",
     "OutputPerturbation", "PrivacyLedger", "PureEpsilonDpEvent",
     "basic_composition",
     "calibrate_to_total", "check_plan_matches", "plan_mismatch", "event_from_dict",
     "event_to_dict", "gaussian_epsilon", "gaussian_sigma_analytic", "gaussian_sigma_classic",
-    "laplace_scale", "make_mechanism", "mechanism_from_dict", "per_step_scale", "pld_epsilon",
+    "laplace_scale", "make_mechanism", "mechanism_from_dict", "mechanisms", "per_step_scale", "pld_epsilon",
     "rdp_epsilon", "step_epsilon", "total_epsilon",
 ]

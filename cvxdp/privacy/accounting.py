@@ -1,436 +1,67 @@
-"""Privacy accounting: basic composition, RDP and PLD over the mechanism calls of a run (SPEC §2.2).
+"""The privacy ledger: what each agent spent, under basic composition, RDP and PLD (SPEC §2.2).
 
-The functions take *entries*, an iterable of ``(item, count)`` pairs where ``item`` is a
-:class:`~cvxdp.privacy.noise.NoisePlan` (which carries its per-step (epsilon, delta) claim), a
-``dp_accounting`` ``LaplaceDpEvent``/``GaussianDpEvent`` (for RDP/PLD; a Laplace event also implies its
-pure claim), a :class:`PureEpsilonDpEvent` (a pure epsilon-DP step with no dp-accounting event of its own,
-e.g. one Gamma-norm iteration, SPEC §3-§4), a ``NoOpDpEvent`` (a step that touches no data) or, for
-:func:`basic_composition` only, a per-step claim ``(epsilon, delta)``.
-
-Pure epsilon-DP steps are accounted through their worst case, binary randomized response with the same
-epsilon (every epsilon-DP pair of output distributions is a post-processing of it; Kairouz, Oh & Viswanath
-2015): its Renyi divergences (exact, closed form) under "rdp" and dp-accounting's pessimistic PLD of an
-(epsilon, 0)-DP mechanism (``from_privacy_parameters``) under "pld". An agent whose records are all PureEpsilon (or NoOp) events
-has spent at most its basic total at any delta, so its "rdp"/"pld" totals are capped there.
-
-Identical events are grouped and composed once with ``SelfComposedDpEvent`` (never one by one), and
-results are cached, so asking a :class:`PrivacyLedger` for its totals every round costs milliseconds.
-Accounting uses ``NeighboringRelation.ADD_OR_REMOVE_ONE`` with ``noise_multiplier = scale / sensitivity``
-for the model's own neighbouring relation (SPEC §2.2 pitfalls).
+A :class:`PrivacyLedger` records, per agent, the items of its mechanism calls (noise plans, events or claims,
+:mod:`cvxdp.privacy.events`) and reports its totals with :mod:`cvxdp.privacy.composition` (identical events grouped
+and composed once, results cached, so asking for the totals every round costs milliseconds); notes record what voids
+a guarantee, and a :class:`BudgetGuard` stops a run before a round that would exceed a budget. The events and the
+composition are re-exported here, where they lived until issue 49.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import dp_accounting
-import numpy as np
-from dp_accounting import privacy_accountant
-from dp_accounting.pld import PLDAccountant, common
-from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import RdpAccountant
 
 from ..errors import InvalidParameterError, PrivacyWarning, check_choice, check_float, check_int, fail
-from .noise import NoisePlan
 
-ACCOUNTANTS = ("basic", "rdp", "pld")
-NEIGHBORING = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-
-#: PLD discretisation: the interval is this fraction of a quick (RDP) estimate of the total epsilon,
-#: clamped to [PLD_MIN_INTERVAL, PLD_MAX_INTERVAL]. It keeps every PLD a few thousand points wide (a few
-#: milliseconds) while the pessimistic estimate stays within ~1e-3 relative of the exact epsilon.
-PLD_RELATIVE_INTERVAL = 2e-4
-PLD_MIN_INTERVAL = 1e-5
-PLD_MAX_INTERVAL = 0.5
-
-Event = dp_accounting.DpEvent
-Claim = tuple[float, float]
-Grouped = tuple[tuple[Event, int], ...]
-
-
-# --------------------------------------------------------------------------- events
-@dataclass(frozen=True)
-class PureEpsilonDpEvent(dp_accounting.DpEvent):
-    """A pure ``epsilon``-DP step for which dp-accounting has no event (e.g. one Gamma-norm iteration).
-
-    The step's neighbouring relation and sensitivity are those of the mechanism that records it (the
-    Gamma-norm steps: replace one sample of one node's data, :mod:`cvxdp.families.graph.mechanism`). The accountants of
-    this module treat it as binary randomized response with the same epsilon, its worst case.
-    """
-
-    epsilon: float
-
-
-EVENT_TYPES = (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent, PureEpsilonDpEvent,
-               dp_accounting.NoOpDpEvent)
-
-
-def sampled_event(event: Event, sampling_rate: float | None) -> Event:
-    """``event`` under Poisson subsampling at rate ``sampling_rate`` (each record in independently with that
-    probability): ``PoissonSampledDpEvent(q, event)``; ``event`` itself when the rate is None or 1."""
-    if sampling_rate is None or float(sampling_rate) == 1.0:
-        return event
-    q = check_float(sampling_rate, "sampling_rate", "sampled_event", 0.0, 1.0)
-    return dp_accounting.PoissonSampledDpEvent(sampling_probability=q, event=event)
-
-
-def event_to_dict(event: Event) -> dict[str, Any]:
-    """JSON-able form of an event: ``{"type": "laplace" | "gaussian", "noise_multiplier": ...}``,
-    ``{"type": "pure", "epsilon": ...}``, ``{"type": "noop"}`` or ``{"type": "poisson", "sampling_probability": q,
-    "event": {...}}`` (a Poisson-subsampled Laplace/Gaussian step)."""
-    if isinstance(event, dp_accounting.LaplaceDpEvent):
-        return {"type": "laplace", "noise_multiplier": float(event.noise_multiplier)}
-    if isinstance(event, dp_accounting.GaussianDpEvent):
-        return {"type": "gaussian", "noise_multiplier": float(event.noise_multiplier)}
-    if isinstance(event, PureEpsilonDpEvent):
-        return {"type": "pure", "epsilon": float(event.epsilon)}
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return {"type": "noop"}
-    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-        return {"type": "poisson", "sampling_probability": float(event.sampling_probability),
-                "event": event_to_dict(event.event)}
-    raise fail("event", "event_to_dict", "a Laplace, Gaussian, PureEpsilon, NoOp or PoissonSampled DpEvent", event)
-
-
-def event_from_dict(d: Mapping[str, Any]) -> Event:
-    """Inverse of :func:`event_to_dict`."""
-    kind = check_choice(d.get("type"), "type", "event_from_dict", ("laplace", "gaussian", "pure", "noop", "poisson"))
-    if kind == "poisson":
-        inner = event_from_dict(d.get("event") or {})
-        return _check_event(sampled_event(inner, d.get("sampling_probability")), "event_from_dict")
-    if kind == "noop":
-        return dp_accounting.NoOpDpEvent()
-    if kind == "pure":
-        return pure_epsilon_event(d.get("epsilon"), "event_from_dict")
-    nm = check_float(d.get("noise_multiplier"), "noise_multiplier", "event_from_dict", 0.0, math.inf)
-    if kind == "laplace":
-        return dp_accounting.LaplaceDpEvent(noise_multiplier=nm)
-    return dp_accounting.GaussianDpEvent(noise_multiplier=nm)
-
-
-def pure_epsilon_event(epsilon: object, owner: str = "pure_epsilon_event") -> PureEpsilonDpEvent:
-    """A :class:`PureEpsilonDpEvent` after checking ``epsilon`` is a float in (0, inf)."""
-    return PureEpsilonDpEvent(epsilon=check_float(epsilon, "epsilon", owner, 0.0, math.inf))
-
-
-def _check_event(event: object, owner: str) -> Event:
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return event
-    if isinstance(event, PureEpsilonDpEvent):
-        return pure_epsilon_event(event.epsilon, owner)
-    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-        check_float(event.sampling_probability, "sampling_probability", owner, 0.0, 1.0, closed="right")
-        if not isinstance(event.event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
-            raise fail("event", owner, "a PoissonSampledDpEvent of a Laplace or Gaussian event", event)
-        _check_event(event.event, owner)
-        return event
-    if not isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent)):
-        raise fail("event", owner, "a NoisePlan or a Laplace, Gaussian, PureEpsilon or NoOp DpEvent", event)
-    nm = event.noise_multiplier
-    if not (isinstance(nm, (int, float)) and math.isfinite(nm) and nm > 0):
-        raise fail("noise_multiplier", owner, "a float in (0, inf)", nm)
-    return event
-
-
-def _event_of(item: object, owner: str) -> Event:
-    if isinstance(item, NoisePlan):
-        return item.dp_event()
-    return _check_event(item, owner)
-
-
-def _pure_epsilon(event: Event) -> float | None:
-    """The epsilon of a pure event (Laplace: 1 / multiplier; PureEpsilon; NoOp: 0), None for Gaussian."""
-    if isinstance(event, dp_accounting.LaplaceDpEvent):
-        return 1.0 / event.noise_multiplier
-    if isinstance(event, PureEpsilonDpEvent):
-        return event.epsilon
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return 0.0
-    return None
-
-
-def _claim_of(item: object, owner: str) -> Claim:
-    if isinstance(item, NoisePlan):
-        return (item.epsilon, item.delta)
-    if isinstance(item, (dp_accounting.LaplaceDpEvent, PureEpsilonDpEvent, dp_accounting.NoOpDpEvent)):
-        return (_pure_epsilon(_check_event(item, owner)), 0.0)
-    if isinstance(item, (dp_accounting.GaussianDpEvent, dp_accounting.PoissonSampledDpEvent)):
-        raise InvalidParameterError(
-            f"{owner}: a bare GaussianDpEvent carries no per-step (epsilon, delta) claim for basic "
-            "composition; pass the NoisePlan or an explicit claim=(epsilon, delta).")
-    if isinstance(item, (tuple, list)) and len(item) == 2:
-        eps = check_float(item[0], "epsilon", owner, 0.0, math.inf, closed="left")
-        dl = check_float(item[1], "delta", owner, 0.0, 1.0, closed="both")
-        return (eps, dl)
-    raise fail("entry", owner, "a NoisePlan, a dp_accounting event or an (epsilon, delta) claim", item)
-
-
-def _event_size(event: Event) -> float:
-    """The parameter events of one kind are ordered and merged by (larger = more private)."""
-    if isinstance(event, PureEpsilonDpEvent):
-        return 1.0 / event.epsilon
-    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-        return _event_size(event.event)
-    return getattr(event, "noise_multiplier", 0.0)
-
-
-def _event_kind(event: Event) -> tuple[Any, ...]:
-    """What must agree for two events to merge: the type (and for a sampled event, its rate and inner type)."""
-    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-        return ("PoissonSampledDpEvent", float(event.sampling_probability), type(event.event).__name__)
-    return (type(event).__name__,)
-
-
-def _multiplier(event: Event) -> float:
-    """The noise multiplier of a Laplace/Gaussian event (sampled or not); inf for the others."""
-    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
-        return _multiplier(event.event)
-    return float(getattr(event, "noise_multiplier", math.inf))
-
-
-def _count(count: object, owner: str) -> int:
-    return check_int(count, "count", owner, 0)
-
-
-#: Events of one kind whose noise multipliers agree to this relative tolerance are merged into one, with
-#: the smallest multiplier (the conservative choice). It absorbs last-bit differences of ``scale /
-#: sensitivity`` between rounds, so a run is composed exactly as its total-budget calibration was.
-MERGE_RTOL = 1e-9
-
-
-def group_events(entries: Iterable[tuple[object, int]], owner: str = "group_events") -> Grouped:
-    """Merge identical events, summing counts; a canonical (sorted, hashable) tuple of (event, count).
-
-    Events of the same kind whose multipliers differ by at most ``MERGE_RTOL`` (relative) count as one,
-    carrying the smallest multiplier of the cluster (for pure events: the largest epsilon). NoOp events
-    (steps that touch no data) are dropped.
-    """
-    counts: dict[Event, int] = {}
-    for item, count in entries:
-        event = _event_of(item, owner)
-        n = _count(count, owner)
-        if n and not isinstance(event, dp_accounting.NoOpDpEvent):
-            counts[event] = counts.get(event, 0) + n
-    ordered = sorted(counts.items(), key=lambda kv: (_event_kind(kv[0]), _event_size(kv[0])))
-    merged: list[tuple[Event, int]] = []
-    for event, n in ordered:
-        if merged:
-            head, m = merged[-1]
-            if (_event_kind(head) == _event_kind(event)
-                    and _event_size(event) <= _event_size(head) * (1.0 + MERGE_RTOL)):
-                merged[-1] = (head, m + n)
-                continue
-        merged.append((event, n))
-    return tuple(merged)
-
-
-# --------------------------------------------------------------------------- composition
-def basic_composition(entries: Iterable[tuple[object, int]]) -> Claim:
-    """Basic composition (paper Thm 4.8): the sums of the per-step epsilons and deltas, times counts.
-
-    Parameters
-    ----------
-    entries : iterable of (item, count)
-        ``item`` is a NoisePlan, a LaplaceDpEvent or an (epsilon, delta) claim.
-
-    Returns
-    -------
-    (float, float)
-        Total epsilon and total delta (delta capped at 1).
-    """
-    eps = dl = 0.0
-    for item, count in entries:
-        e, d = _claim_of(item, "basic_composition")
-        n = _count(count, "basic_composition")
-        eps += n * e
-        dl += n * d
-    return eps, min(dl, 1.0)
-
-
-def pure_epsilon_rdp(epsilon: float, orders: np.ndarray) -> np.ndarray:
-    """Renyi divergences of binary randomized response with ``epsilon`` at ``orders`` (> 1), exactly.
-
-    ``D_a = log(p^a q^(1-a) + q^a p^(1-a)) / (a - 1)`` with ``p = e^eps / (1 + e^eps)``, ``q = 1 - p``: the
-    largest RDP curve of any pure epsilon-DP mechanism (it is the worst-case pair, and Renyi divergences do
-    not grow under post-processing). Equals dp-accounting's ``RandomizedResponseDpEvent(2 / (1 + e^eps), 2)``
-    under REPLACE_ONE.
-    """
-    a = np.asarray(orders, dtype=float)
-    log_p = -np.logaddexp(0.0, -epsilon)
-    log_q = -np.logaddexp(0.0, epsilon)
-    return np.logaddexp(a * log_p + (1.0 - a) * log_q, a * log_q + (1.0 - a) * log_p) / (a - 1.0)
-
-
-class CvxdpRdpAccountant(RdpAccountant):
-    """dp-accounting's RDP accountant that also composes :class:`PureEpsilonDpEvent` (see
-    :func:`pure_epsilon_rdp`)."""
-
-    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
-        if isinstance(event, PureEpsilonDpEvent):
-            if do_compose:
-                self._rdp += count * pure_epsilon_rdp(event.epsilon, self._orders)
-            return None
-        return super()._maybe_compose(event, count, do_compose)
-
-
-class CvxdpPLDAccountant(PLDAccountant):
-    """dp-accounting's PLD accountant that also composes :class:`PureEpsilonDpEvent`, as the pessimistic PLD
-    of an (epsilon, 0)-DP mechanism (``privacy_loss_distribution.from_privacy_parameters``)."""
-
-    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
-        if isinstance(event, PureEpsilonDpEvent):
-            if do_compose:
-                step = pld_lib.from_privacy_parameters(
-                    common.DifferentialPrivacyParameters(event.epsilon, 0.0),
-                    value_discretization_interval=self._value_discretization_interval)
-                self._pld = self._pld.compose(step.self_compose(count) if count > 1 else step)
-            return None
-        return super()._maybe_compose(event, count, do_compose)
-
-
-def rdp_accountant() -> RdpAccountant:
-    """A fresh RDP accountant (default orders, ADD_OR_REMOVE_ONE; also composes PureEpsilonDpEvent)."""
-    return CvxdpRdpAccountant(neighboring_relation=NEIGHBORING)
-
-
-@functools.lru_cache(maxsize=4096)
-def _rdp_cached(grouped: Grouped, delta: float) -> float:
-    acc = rdp_accountant()
-    for event, count in grouped:
-        acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
-    return float(acc.get_epsilon(delta))
-
-
-#: Integer RDP orders of the quick estimate of subsampled events (closed form, cost linear in the order; the
-#: fractional orders of the default list take about a second each for a Poisson-subsampled Gaussian). The estimate
-#: only sizes the PLD grid, so a coarse list does.
-SAMPLED_ESTIMATE_ORDERS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
-#: Subsampled events use this many times the relative PLD interval: their PLD (dp-accounting's subsampled Gaussian)
-#: is built point by point, about 20x slower per point than a Gaussian's. The estimate stays pessimistic (an upper
-#: bound), within about 1e-3 relative of the finer grid's (tests/privacy/test_subsampling.py).
-SAMPLED_INTERVAL_FACTOR = 5.0
-
-
-@functools.lru_cache(maxsize=4096)
-def _sampled_estimate(grouped: Grouped, delta: float) -> float:
-    acc = CvxdpRdpAccountant(orders=list(SAMPLED_ESTIMATE_ORDERS), neighboring_relation=NEIGHBORING)
-    for event, count in grouped:
-        acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
-    return float(acc.get_epsilon(delta))
-
-
-def pld_interval(grouped: Grouped, delta: float) -> float:
-    """The PLD value-discretisation interval used for these events (see ``PLD_RELATIVE_INTERVAL``)."""
-    sampled = any(isinstance(e, dp_accounting.PoissonSampledDpEvent) for e, _ in grouped)
-    estimate = (_sampled_estimate if sampled else _rdp_cached)(grouped, max(delta, 1e-12))
-    if not math.isfinite(estimate):  # pragma: no cover - RDP is finite for positive multipliers
-        estimate = sum(c / _event_size(e) for e, c in grouped)
-    relative = PLD_RELATIVE_INTERVAL * (SAMPLED_INTERVAL_FACTOR if sampled else 1.0)
-    interval = min(max(estimate * relative, PLD_MIN_INTERVAL), PLD_MAX_INTERVAL)
-    pure = {e.epsilon for e, _ in grouped if isinstance(e, PureEpsilonDpEvent)}
-    if len(pure) == 1:
-        # one pure epsilon: a grid on which +-epsilon lie exactly, so the pessimistic rounding of its two
-        # privacy-loss values does not accumulate over the steps (several epsilons: up to one interval each)
-        eps = pure.pop()
-        interval = eps / math.ceil(eps / interval)
-    return interval
-
-
-#: below this Gaussian noise multiplier the "pld" total falls back to RDP (an upper bound; see _pld_cached)
-PLD_MIN_GAUSSIAN_MULTIPLIER = 0.05
-
-
-@functools.lru_cache(maxsize=4096)
-def _pld_cached(grouped: Grouped, delta: float) -> float:
-    if delta == 0.0:
-        # dp-accounting's pessimistic PLD puts the truncated tail at infinity, so its epsilon at delta = 0 is
-        # always inf. For pure (Laplace, PureEpsilon) mechanisms the exact answer is the sum of the per-call
-        # epsilons (the privacy losses add up and their maximum is attained); Gaussian noise has none.
-        if all(_pure_epsilon(e) is not None for e, _ in grouped):
-            return float(sum(c * _pure_epsilon(e) for e, c in grouped))
-        return math.inf
-    if any(isinstance(getattr(e, "event", e), dp_accounting.GaussianDpEvent)
-           and _multiplier(e) < PLD_MIN_GAUSSIAN_MULTIPLIER for e, _ in grouped):
-        # a nearly noiseless Gaussian makes dp-accounting's PLD grid astronomically large (terabytes); its
-        # epsilon is huge anyway, and RDP's is a valid upper bound
-        return _rdp_cached(grouped, delta)
-    acc = CvxdpPLDAccountant(NEIGHBORING, value_discretization_interval=pld_interval(grouped, delta))
-    with warnings.catch_warnings():  # dp-accounting overflows harmlessly (to inf) on very large totals
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for event, count in grouped:
-            acc.compose(dp_accounting.SelfComposedDpEvent(event, count))
-        return float(acc.get_epsilon(delta))
-
-
-def composed_epsilon(grouped: Sequence[tuple[object, int]], delta: float, accountant: str) -> float:
-    """Epsilon at ``delta`` of the composition of ``grouped`` under "rdp" or "pld" (cached)."""
-    check_choice(accountant, "accountant", "composed_epsilon", ("rdp", "pld"))
-    dl = check_float(delta, "delta", "composed_epsilon", 0.0, 1.0, closed="left")
-    key = group_events(grouped, "composed_epsilon")
-    if not key:
-        return 0.0
-    return _rdp_cached(key, dl) if accountant == "rdp" else _pld_cached(key, dl)
-
-
-def rdp_epsilon(entries: Iterable[tuple[object, int]], delta: float) -> float:
-    """Epsilon at ``delta`` under the RDP (moments) accountant, ``dp_accounting.rdp.RdpAccountant``.
-
-    Infinite when ``delta == 0``. Laplace events use dp-accounting's exact Laplace RDP curve.
-    """
-    return composed_epsilon(tuple(entries), delta, "rdp")
-
-
-def pld_epsilon(entries: Iterable[tuple[object, int]], delta: float) -> float:
-    """Epsilon at ``delta`` under the PLD accountant, ``dp_accounting.pld.PLDAccountant``.
-
-    Pessimistic estimate (an upper bound) with the discretisation interval of :func:`pld_interval`.
-    """
-    return composed_epsilon(tuple(entries), delta, "pld")
-
-
-class AdaptivePLDAccountant(privacy_accountant.PrivacyAccountant):
-    """A ``dp_accounting`` accountant that evaluates exactly like :func:`pld_epsilon`.
-
-    Used by :func:`~cvxdp.privacy.calibration.calibrate_to_total`, so that the calibrated noise meets the
-    target under the very computation the ledger later performs.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(NEIGHBORING)
-        self._entries: list[tuple[Event, int]] = []
-
-    def _maybe_compose(self, event: Event, count: int, do_compose: bool):
-        if isinstance(event, dp_accounting.NoOpDpEvent):
-            return None
-        if isinstance(event, dp_accounting.SelfComposedDpEvent):
-            return self._maybe_compose(event.event, event.count * count, do_compose)
-        if isinstance(event, dp_accounting.ComposedDpEvent):
-            for e in event.events:
-                err = self._maybe_compose(e, count, do_compose)
-                if err is not None:
-                    return err
-            return None
-        if isinstance(event, (dp_accounting.LaplaceDpEvent, dp_accounting.GaussianDpEvent, PureEpsilonDpEvent,
-                              dp_accounting.PoissonSampledDpEvent)):
-            if do_compose:
-                self._entries.append((event, count))
-            return None
-        return self.CompositionErrorDetails(invalid_event=event, error_message="Unsupported event.")
-
-    def get_epsilon(self, target_delta: float) -> float:
-        return pld_epsilon(self._entries, target_delta)
-
-
-def accountant_factory(accountant: str) -> Callable[[], privacy_accountant.PrivacyAccountant]:
-    """A zero-argument factory of fresh ``dp_accounting`` accountants for "rdp" or "pld"."""
-    check_choice(accountant, "accountant", "accountant_factory", ("rdp", "pld"))
-    return rdp_accountant if accountant == "rdp" else AdaptivePLDAccountant
-
+# The events and the composition were this module's first two thirds until issue 49: re-exported here, where the
+# docs and older code find them.
+from .composition import (  # noqa: F401
+    ACCOUNTANTS,
+    NEIGHBORING,
+    PLD_MAX_INTERVAL,
+    PLD_MIN_GAUSSIAN_MULTIPLIER,
+    PLD_MIN_INTERVAL,
+    PLD_RELATIVE_INTERVAL,
+    SAMPLED_ESTIMATE_ORDERS,
+    SAMPLED_INTERVAL_FACTOR,
+    AdaptivePLDAccountant,
+    CvxdpPLDAccountant,
+    CvxdpRdpAccountant,
+    _pld_cached,
+    _rdp_cached,
+    accountant_factory,
+    basic_composition,
+    composed_epsilon,
+    pld_epsilon,
+    pld_interval,
+    pure_epsilon_rdp,
+    rdp_accountant,
+    rdp_epsilon,
+)
+from .events import (  # noqa: F401
+    EVENT_TYPES,
+    MERGE_RTOL,
+    Claim,
+    Event,
+    Grouped,
+    PureEpsilonDpEvent,
+    checked_count,
+    claim_of,
+    event_from_dict,
+    event_of,
+    event_size,
+    event_to_dict,
+    group_events,
+    multiplier_of,
+    pure_epsilon_event,
+    pure_epsilon_of,
+    sampled_event,
+)
 
 # --------------------------------------------------------------------------- ledger
 #: Below this noise multiplier (sigma / sensitivity) the PLD accountant is not run: its grid grows like
@@ -540,8 +171,8 @@ class PrivacyLedger(GuaranteeNotes):
 
     @staticmethod
     def _item(plan_or_event: object, claim: Claim | None) -> tuple[Event, Claim]:
-        event = _event_of(plan_or_event, "PrivacyLedger.record")
-        c = _claim_of(plan_or_event if claim is None else tuple(claim), "PrivacyLedger.record")
+        event = event_of(plan_or_event, "PrivacyLedger.record")
+        c = claim_of(plan_or_event if claim is None else tuple(claim), "PrivacyLedger.record")
         return event, c
 
     def record(self, agent: object, plan_or_event: object, count: int = 1, *,
@@ -559,7 +190,7 @@ class PrivacyLedger(GuaranteeNotes):
                 entries[known] += count
                 return
         key = self._item(plan_or_event, claim)
-        n = _count(count, "PrivacyLedger.record")
+        n = checked_count(count, "PrivacyLedger.record")
         if n:
             entries[key] = entries.get(key, 0) + n
 
@@ -641,7 +272,7 @@ class PrivacyLedger(GuaranteeNotes):
         b_dl = check_float(budget[1], "budget delta", "PrivacyLedger.would_exceed", 0.0, 1.0, "left")
         entries = dict(self._entries[self._name(agent)])
         key = self._item(plan, claim)
-        entries[key] = entries.get(key, 0) + _count(count, "PrivacyLedger.would_exceed")
+        entries[key] = entries.get(key, 0) + checked_count(count, "PrivacyLedger.would_exceed")
         eps, dl = self._spent(entries, accountant, b_dl)
         slack = 1.0 + rtol
         return eps > b_eps * slack or dl > b_dl * slack
@@ -656,7 +287,7 @@ class PrivacyLedger(GuaranteeNotes):
         rounds leaves a total that was itself checked against the budget. The bisection relies on the total growing
         with the count (it does for every accountant; a discretised PLD total is an upper bound at each count).
         """
-        n = _count(count, "PrivacyLedger.repeats_within")
+        n = checked_count(count, "PrivacyLedger.repeats_within")
         k_max = check_int(limit, "limit", "PrivacyLedger.repeats_within", 0)
         if n == 0 or k_max == 0:
             return k_max
@@ -675,7 +306,7 @@ class PrivacyLedger(GuaranteeNotes):
     def pld_feasible(self) -> bool:
         """Whether PLD is computed for this ledger: every recorded Laplace/Gaussian event has a noise multiplier of at
         least :data:`MIN_PLD_MULTIPLIER` (below it PLD's grid explodes and the epsilon is in the thousands anyway)."""
-        return all(_multiplier(e) >= MIN_PLD_MULTIPLIER for entries in self._entries.values() for (e, _) in entries)
+        return all(multiplier_of(e) >= MIN_PLD_MULTIPLIER for entries in self._entries.values() for (e, _) in entries)
 
     def summary(self, *, pld: bool | None = None) -> dict[str, Any]:
         """JSON-able totals: per agent and worst agent, for every accountant (the one summary of every family).

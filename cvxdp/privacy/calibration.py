@@ -17,143 +17,25 @@ from dataclasses import dataclass
 
 import dp_accounting
 import numpy as np
-from scipy import optimize, special
 
 from ..errors import InvalidParameterError, check_choice, check_float, check_int
-from .accounting import ACCOUNTANTS, accountant_factory, composed_epsilon, sampled_event
+from .composition import ACCOUNTANTS, accountant_factory, composed_epsilon
+from .distributions import (  # the closed forms of each distribution, re-exported where they were defined before
+    CALIBRATIONS,
+    Noise,
+    _analytic_log_ratio,  # noqa: F401 - tests solve it uncached through this module
+    gaussian_epsilon,
+    gaussian_log_delta,
+    gaussian_sigma_analytic,
+    gaussian_sigma_classic,
+    laplace_scale,
+)
+from .distributions import names as noise_names
+from .events import sampled_event
 
-NOISES = ("laplace", "gaussian")
-CALIBRATIONS = ("analytic", "classic")
-
-
-def _check_common(sensitivity: float, epsilon: float, owner: str) -> tuple[float, float]:
-    d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
-    e = check_float(epsilon, "epsilon", owner, 0.0, math.inf)
-    return d, e
-
-
-def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """Laplace parameter ``b = sensitivity / epsilon`` giving pure ``epsilon``-DP.
-
-    Parameters
-    ----------
-    sensitivity : float
-        The l1 sensitivity of the perturbed quantity, > 0.
-    epsilon : float
-        Privacy parameter, > 0.
-
-    Returns
-    -------
-    float
-        The Laplace scale ``b``.
-    """
-    d, e = _check_common(sensitivity, epsilon, "laplace_scale")
-    return d / e
-
-
-def gaussian_sigma_classic(sensitivity: float, epsilon: float, delta: float) -> float:
-    """Classic Gaussian calibration ``sigma = Delta sqrt(2 ln(1.25/delta)) / epsilon`` (Dwork & Roth Thm A.1).
-
-    Parameters
-    ----------
-    sensitivity : float
-        The l2 sensitivity, > 0.
-    epsilon : float
-        Privacy parameter in (0, 1); the classic bound does not hold for ``epsilon >= 1``.
-    delta : float
-        Privacy parameter in (0, 1).
-
-    Returns
-    -------
-    float
-        The standard deviation ``sigma``.
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``epsilon >= 1`` (use ``calibration="analytic"``), or any parameter is out of range.
-    """
-    d, e = _check_common(sensitivity, epsilon, "gaussian_sigma_classic")
-    dl = check_float(delta, "delta", "gaussian_sigma_classic", 0.0, 1.0)
-    if e >= 1.0:
-        raise InvalidParameterError(
-            f"The classic Gaussian calibration is only valid for epsilon < 1 (got epsilon={e!r}); "
-            "use calibration=\"analytic\" (Balle & Wang 2018), which is valid for every epsilon.")
-    return d * math.sqrt(2.0 * math.log(1.25 / dl)) / e
-
-
-def gaussian_log_delta(ratio: float, epsilon: float) -> float:
-    """``log delta`` of the Gaussian mechanism with ``sigma / sensitivity = ratio`` at ``epsilon``.
-
-    The exact (Balle & Wang 2018, Thm 8) privacy profile
-    ``delta = Phi(1/(2r) - eps r) - e^eps Phi(-1/(2r) - eps r)``, evaluated in log space for stability.
-    """
-    a = 0.5 / ratio - epsilon * ratio
-    b = -0.5 / ratio - epsilon * ratio
-    log_a = float(special.log_ndtr(a))
-    log_b = epsilon + float(special.log_ndtr(b))
-    if log_b >= log_a:
-        return -math.inf
-    return log_a + math.log1p(-math.exp(log_b - log_a))
-
-
-def gaussian_sigma_analytic(sensitivity: float, epsilon: float, delta: float) -> float:
-    """Analytic Gaussian mechanism (Balle & Wang 2018): the smallest ``sigma`` that gives (eps, delta)-DP.
-
-    Solves ``Phi(D/(2s) - e s/D) - e^e Phi(-D/(2s) - e s/D) = delta`` for ``s`` with Brent's method on a
-    log-scale bracket (relative accuracy better than 1e-12); the result is nudged up, if needed, so that
-    the privacy profile at the returned ``sigma`` is at most ``delta``. Valid for every ``epsilon > 0``.
-
-    Parameters
-    ----------
-    sensitivity : float
-        The l2 sensitivity ``D``, > 0.
-    epsilon : float
-        Privacy parameter, > 0.
-    delta : float
-        Privacy parameter in (0, 1).
-
-    Returns
-    -------
-    float
-        The standard deviation ``sigma``.
-    """
-    d, e = _check_common(sensitivity, epsilon, "gaussian_sigma_analytic")
-    dl = check_float(delta, "delta", "gaussian_sigma_analytic", 0.0, 1.0)
-    return d * math.exp(_analytic_log_ratio(e, dl))
-
-
-@functools.lru_cache(maxsize=256)
-def _analytic_log_ratio(epsilon: float, delta: float) -> float:
-    """``log(sigma / D)`` of :func:`gaussian_sigma_analytic`: a function of (epsilon, delta) only (the profile depends
-    on ``sigma / D``), so it is solved once per pair (cached: a run asks for every agent, and agents usually share
-    the pair)."""
-    target = math.log(delta)
-
-    def gap(log_r: float) -> float:
-        return gaussian_log_delta(math.exp(log_r), epsilon) - target
-
-    guess = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon)
-    lo = hi = guess
-    while gap(lo) <= 0.0:  # the profile decreases in sigma: move down until delta(lo) > delta
-        lo -= 1.0
-    while gap(hi) > 0.0:
-        hi += 1.0
-    root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    while gap(root) > 0.0:
-        root = np.nextafter(root, math.inf)
-    return float(root)
-
-
-def gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:
-    """The smallest epsilon for which N(0, sigma^2) noise on an l2-``sensitivity`` query is (eps, delta)-DP.
-
-    The inverse of :func:`gaussian_sigma_analytic` (via ``dp_accounting.get_epsilon_gaussian``).
-    """
-    d = check_float(sensitivity, "sensitivity", "gaussian_epsilon", 0.0, math.inf)
-    s = check_float(sigma, "sigma", "gaussian_epsilon", 0.0, math.inf)
-    dl = check_float(delta, "delta", "gaussian_epsilon", 0.0, 1.0)
-    return float(dp_accounting.get_epsilon_gaussian(s / d, dl))
+__all__ = ["CALIBRATIONS", "InputPerturbation", "InputRelease", "calibrate_to_total", "gaussian_epsilon",
+           "gaussian_log_delta", "gaussian_sigma_analytic", "gaussian_sigma_classic", "laplace_scale", "make_event",
+           "noise_names", "per_step_scale", "step_epsilon", "total_epsilon"]
 
 
 def step_epsilon(noise: str, sensitivity: float, scale: float, delta: float,
@@ -165,7 +47,7 @@ def step_epsilon(noise: str, sensitivity: float, scale: float, delta: float,
     if sampling_rate is not None and float(sampling_rate) < 1.0:
         event = sampled_event(make_event(noise, scale / sensitivity), sampling_rate)
         return composed_epsilon(((event, 1),), delta, "pld")
-    return sensitivity / scale if noise == "laplace" else gaussian_epsilon(sensitivity, scale, delta)
+    return Noise.from_name(noise, "step_epsilon").epsilon(sensitivity, scale, delta)
 
 
 def per_step_scale(noise: str, sensitivity: float, epsilon: float, delta: float | None,
@@ -174,43 +56,31 @@ def per_step_scale(noise: str, sensitivity: float, epsilon: float, delta: float 
 
     Laplace ignores ``delta`` (pure DP); Gaussian uses ``calibration`` ("analytic" or "classic").
     """
-    check_choice(noise, "noise", "per_step_scale", NOISES)
-    if noise == "laplace":
-        return laplace_scale(sensitivity, epsilon)
-    check_choice(calibration, "calibration", "per_step_scale", CALIBRATIONS)
-    if delta is None:
-        raise InvalidParameterError("Gaussian noise needs a delta in (0, 1). Got None instead.")
-    if calibration == "classic":
-        return gaussian_sigma_classic(sensitivity, epsilon, delta)
-    return gaussian_sigma_analytic(sensitivity, epsilon, delta)
+    return Noise.from_name(noise, "per_step_scale").scale(sensitivity, epsilon, delta, calibration)
 
 
 def make_event(noise: str, noise_multiplier: float, sampling_rate: float | None = None) -> dp_accounting.DpEvent:
-    """The ``dp_accounting`` event of one call of the Laplace or Gaussian mechanism; with a ``sampling_rate``
-    q < 1, of one call on a Poisson sample (``PoissonSampledDpEvent(q, event)``)."""
-    if noise == "laplace":
-        event: dp_accounting.DpEvent = dp_accounting.LaplaceDpEvent(noise_multiplier=float(noise_multiplier))
-    else:
-        event = dp_accounting.GaussianDpEvent(noise_multiplier=float(noise_multiplier))
-    return sampled_event(event, sampling_rate)
+    """The ``dp_accounting`` event of one call of the ``noise`` mechanism (:meth:`Noise.event`); with a
+    ``sampling_rate`` q < 1, of one call on a Poisson sample (``PoissonSampledDpEvent(q, event)``)."""
+    return sampled_event(Noise.from_name(noise, "make_event").event(noise_multiplier), sampling_rate)
 
 
 def _check_total(owner: str, noise: str, sensitivity: float, delta: float | None, steps: int,
                  accountant: str) -> tuple[float, float, int]:
-    check_choice(noise, "noise", owner, NOISES)
+    dist = Noise.from_name(noise, owner)
     d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
     st = check_int(steps, "steps", owner, 1)
     check_choice(accountant, "accountant", owner, ACCOUNTANTS)
     if delta is None:
         delta = 0.0
     dl = check_float(delta, "delta", owner, 0.0, 1.0, closed="left")
-    if noise == "gaussian" and dl == 0.0:
+    if not dist.pure and dl == 0.0:
         raise InvalidParameterError(f"The 'delta' parameter of {owner} must be a float in (0, 1) for "
-                                    f"Gaussian noise. Got {delta!r} instead.")
-    if noise == "laplace" and accountant == "rdp" and dl == 0.0:
+                                    f"{type(dist).__name__} noise. Got {delta!r} instead.")
+    if dist.pure and accountant == "rdp" and dl == 0.0:
         raise InvalidParameterError(
             f"{owner}: the RDP accountant cannot certify delta = 0 (its epsilon is infinite); give a "
-            "delta in (0, 1) or use accountant=\"basic\" or \"pld\" for pure Laplace DP.")
+            f"delta in (0, 1) or use accountant=\"basic\" or \"pld\" for pure {type(dist).__name__} DP.")
     return d, dl, st
 
 
@@ -259,9 +129,8 @@ def total_epsilon(noise: str, scale: float, sensitivity: float, steps: int, delt
     if q is not None:
         return composed_epsilon(((make_event(noise, s / d, q), st),), dl, accountant), dl
     if accountant == "basic":
-        if noise == "laplace":
-            return st * d / s, 0.0
-        return st * float(dp_accounting.get_epsilon_gaussian(s / d, dl / st)), dl
+        dist = Noise.from_name(noise, owner)
+        return dist.basic_epsilon(d, s, st, dl), dist.claim_delta(dl)
     event = make_event(noise, s / d)
     return composed_epsilon(((event, st),), dl, accountant), dl
 
@@ -304,8 +173,6 @@ def calibrate_to_total(noise: str, sensitivity: float, epsilon: float, delta: fl
     e = check_float(epsilon, "epsilon", owner, 0.0, math.inf)
     q = _sampling_rate(sampling_rate, accountant, owner)
     if accountant == "basic":
-        if noise == "laplace":
-            return laplace_scale(d, e / st)
         return per_step_scale(noise, d, e / st, dl / st, calibration)
 
     nm = _calibrated_multiplier(noise, e, dl, st, accountant, q)
@@ -325,9 +192,7 @@ def _calibrated_multiplier(noise: str, e: float, dl: float, st: int, accountant:
     def epsilon_of(nm: float) -> float:
         return composed_epsilon(((make_event(noise, nm, q), st),), dl, accountant)
 
-    # A starting guess in noise-multiplier space: exact for Gaussian under PLD (T Gaussian calls with
-    # multiplier m compose to one with m / sqrt(T)), and the basic split for Laplace (an upper end).
-    guess = (gaussian_sigma_analytic(1.0, e, dl) * math.sqrt(st) if noise == "gaussian" else st / e)
+    guess = Noise.from_name(noise, owner).multiplier_guess(e, dl, st)  # a starting point in multiplier space
     lo = hi = guess
     for _ in range(200):
         if epsilon_of(hi) <= e:
@@ -398,23 +263,30 @@ class InputPerturbation:
 
     def __post_init__(self) -> None:
         owner = "InputPerturbation"
-        check_choice(self.noise, "noise", owner, NOISES)
+        dist = Noise.from_name(self.noise, owner)
         check_float(self.epsilon, "epsilon", owner, 0.0, math.inf)
-        if self.noise == "gaussian":
+        if not dist.pure:
             if self.delta is None:
                 raise InvalidParameterError("The 'delta' parameter of InputPerturbation must be a float in (0, 1) "
-                                            "for Gaussian noise. Got None instead.")
+                                            f"for {type(dist).__name__} noise. Got None instead.")
             check_float(self.delta, "delta", owner, 0.0, 1.0)
 
     @property
+    def distribution(self) -> Noise:
+        """The noise distribution (:class:`~cvxdp.privacy.distributions.Noise`) called :attr:`noise`."""
+        return Noise.from_name(self.noise, "InputPerturbation")
+
+    @property
     def name(self) -> str:
-        """``"InL"`` or ``"InG"`` (the studies' label)."""
-        return "InL" if self.noise == "laplace" else "InG"
+        """``"InL"`` or ``"InG"`` (the studies' label: ``"In"`` and the distribution's letter)."""
+        return "In" + self.distribution.letter
+
+    def _sensitivity(self, l1: float, l2: float) -> float:
+        return l1 if self.distribution.norm == 1 else l2
 
     def scale(self, l1: float, l2: float) -> float:
         """The per-coordinate noise scale for a release of l1 / l2 sensitivity ``l1`` / ``l2``."""
-        sens = l1 if self.noise == "laplace" else l2
-        return per_step_scale(self.noise, sens, self.epsilon, self.delta)
+        return per_step_scale(self.noise, self._sensitivity(l1, l2), self.epsilon, self.delta)
 
     def perturb(self, values: np.ndarray, *, l1: float, l2: float,
                 rng: np.random.Generator) -> tuple[np.ndarray, InputRelease]:
@@ -437,14 +309,13 @@ class InputPerturbation:
         check_float(l1, "l1", "InputPerturbation.perturb", 0.0, math.inf)
         check_float(l2, "l2", "InputPerturbation.perturb", 0.0, math.inf)
         scale = self.scale(l1, l2)
-        sens = l1 if self.noise == "laplace" else l2
-        xi = rng.laplace(0.0, scale, x.shape) if self.noise == "laplace" else rng.normal(0.0, scale, x.shape)
+        sens = self._sensitivity(l1, l2)
+        xi = self.distribution.sample(rng, scale, x.shape)
         event = make_event(self.noise, scale / sens)
-        delta = 0.0 if self.noise == "laplace" else float(self.delta)
+        delta = self.distribution.claim_delta(self.delta)
         return x + xi, InputRelease(self.noise, float(scale), float(sens), event, float(self.epsilon), delta)
 
     def pld_epsilon(self, l1: float, l2: float) -> float:
         """The PLD epsilon of one release at this delta (a check that the calibration meets the target)."""
-        sens = l1 if self.noise == "laplace" else l2
-        event = make_event(self.noise, self.scale(l1, l2) / sens)
-        return composed_epsilon(((event, 1),), 0.0 if self.noise == "laplace" else float(self.delta), "pld")
+        event = make_event(self.noise, self.scale(l1, l2) / self._sensitivity(l1, l2))
+        return composed_epsilon(((event, 1),), self.distribution.claim_delta(self.delta), "pld")

@@ -22,12 +22,24 @@ from ..errors import (
     missing_sensitivity,
 )
 from ..params import POSITIVE, Interval, NoneValue, Options, Param, Parameterized, param
-from .accounting import ACCOUNTANTS
-from .calibration import CALIBRATIONS, NOISES, calibrate_to_total, per_step_scale, step_epsilon
+from .calibration import CALIBRATIONS, calibrate_to_total, per_step_scale, step_epsilon
+from .composition import ACCOUNTANTS
+from .distributions import Noise, registered, with_norm_other_than
 from .noise import NOISE_SOURCES, NoisePlan, secure_scale
 
 SENSITIVITY_MODES = ("exact", "paper")
 BUDGETS = ("step", "total")
+
+
+class NoiseName(Options):
+    """The name of a registered noise distribution (the registry is read when a value is checked)."""
+
+    def __init__(self) -> None:  # no field to set: the values are read from the registry
+        pass
+
+    @property  # type: ignore[override]
+    def values(self) -> tuple[str, ...]:
+        return tuple(noise.name for noise in registered())
 
 
 class Perturbation(Parameterized):
@@ -87,7 +99,7 @@ class Perturbation(Parameterized):
     placement: ClassVar[str] = ""
     _prefix: ClassVar[str] = ""
     parameters: ClassVar[dict[str, Param]] = {
-        "noise": param(Options(NOISES), help="laplace (pure epsilon-DP per step) | gaussian ((epsilon, delta)-DP)"),
+        "noise": param(NoiseName(), help="laplace (pure epsilon-DP per step) | gaussian ((epsilon, delta)-DP)"),
         "epsilon": param(POSITIVE, help="per local update (or each agent's whole run with calibrate = total)"),
         "delta": param(Interval(0.0, 1.0), NoneValue(), help="Gaussian: required, per local update (or the whole "
                        "run); Laplace: optional, the total delta of an rdp calibration"),
@@ -124,23 +136,27 @@ class Perturbation(Parameterized):
         """What epsilon/delta describe: "step" or "total" (the ``calibrate`` parameter)."""
         return self.calibrate
 
+    @property
+    def distribution(self) -> Noise:
+        """The noise distribution called :attr:`noise` (:class:`~cvxdp.privacy.distributions.Noise`)."""
+        return Noise.from_name(self.noise, self._owner)
+
     def _check(self) -> None:
         owner = self._owner
-        if self.noise == "gaussian" and self.delta is None:
-            raise fail("delta", owner, "a float in (0, 1) (Gaussian noise needs a delta)", None)
-        if self.noise == "laplace" and self.delta is not None:
+        dist = self.distribution
+        if not dist.pure and self.delta is None:
+            raise fail("delta", owner, f"a float in (0, 1) ({type(dist).__name__} noise needs a delta)", None)
+        if dist.pure and self.delta is not None:
             check_float(self.delta, "delta", owner, 0.0, 1.0, closed="left")
-        if (self.noise == "gaussian" and self.calibration == "classic" and self.calibrate == "step"
-                and self.epsilon >= 1.0):
-            raise InvalidParameterError(
-                f"{owner}: the classic Gaussian calibration is only valid for epsilon < 1 (got "
-                f"epsilon={self.epsilon!r}); use calibration=\"analytic\".")
+        refusal = dist.step_refusal(self.epsilon, self.calibration) if self.calibrate == "step" else None
+        if refusal is not None:
+            raise InvalidParameterError(f"{owner}: {refusal}")
         if self.sampling_rate is None:
             if self.clip_norm is not None:
                 raise fail("clip_norm", owner, "None unless sampling_rate is set (the per-example clip of "
                            "subsampled updates)", self.clip_norm)
             return
-        if self.noise != "gaussian" or self.calibrate != "total" or self.sensitivity != "exact":
+        if not dist.subsampled or self.calibrate != "total" or self.sensitivity != "exact":
             raise InvalidParameterError(
                 f"{owner}: sampling_rate={self.sampling_rate!r} needs Gaussian noise, calibrate=\"total\" and "
                 f"sensitivity=\"exact\" (got noise={self.noise!r}, calibrate={self.calibrate!r}, "
@@ -155,12 +171,12 @@ class Perturbation(Parameterized):
     @property
     def q(self) -> int:
         """The norm of the sensitivity: 1 for Laplace noise, 2 for Gaussian."""
-        return 1 if self.noise == "laplace" else 2
+        return self.distribution.norm
 
     @property
     def short_name(self) -> str:
         """"ObjL", "ObjG", "OutL" or "OutG"."""
-        return self._prefix + ("L" if self.noise == "laplace" else "G")
+        return self._prefix + self.distribution.letter
 
     def describe(self) -> dict[str, Any]:
         """JSON-able parameters; ``mechanism_from_dict(mech.describe())`` rebuilds an equal mechanism."""
@@ -168,9 +184,9 @@ class Perturbation(Parameterized):
 
     # ------------------------------------------------------------------ calibration
     def _missing(self, agent: object, field: str, why: str = "") -> DeclarationError:
-        other = "laplace" if self.noise == "gaussian" else "gaussian"
-        alternative = (f"{other.capitalize()} noise ({self.short_name[:-1]}{other[0].upper()}: "
-                       f"cvxdp.{type(self).__name__}({other!r}, ...))")
+        other = with_norm_other_than(self.distribution)
+        alternative = ("" if other is None else f"{type(other).__name__} noise ({self._prefix}{other.letter}: "
+                       f"cvxdp.{type(self).__name__}({other.name!r}, ...))")
         layout = getattr(agent, "layout", None)
         return missing_sensitivity(getattr(agent, "name", str(agent)), f"{self.short_name}{why}", field,
                                    getattr(agent, "sensitivity", None), size=getattr(layout, "size", None),
@@ -242,7 +258,7 @@ class Perturbation(Parameterized):
         eps = float(self.epsilon)
         if self.calibrate == "step":
             scale = per_step_scale(self.noise, delta_s, eps, self.delta, self.calibration)
-            claim = (eps, 0.0 if self.noise == "laplace" else float(self.delta))
+            claim = (eps, self.distribution.claim_delta(self.delta))
         elif self.sampling_rate is not None:
             if accountant == "basic":
                 raise InvalidParameterError(f"{owner}: sampling_rate needs the \"rdp\" or \"pld\" accountant "
@@ -251,20 +267,20 @@ class Perturbation(Parameterized):
             scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration,
                                        sampling_rate=q)
             d_step = float(self.delta) / st
-            claim = (step_epsilon("gaussian", delta_s, scale, d_step, q), d_step)
+            claim = (step_epsilon(self.noise, delta_s, scale, d_step, q), d_step)
             relation = (f"add/remove one record of the agent (Poisson sample of rate {q:g}, per-example gradients "
                         f"clipped to {float(self.clip_norm):g} in l2, public normaliser N)")
             return NoisePlan(self.noise, scale, delta_s, claim[0], claim[1], relation, self.noise_source,
                              sampling_rate=q, clip_norm=float(self.clip_norm))
         else:
             scale = calibrate_to_total(self.noise, delta_s, eps, self.delta, st, accountant, self.calibration)
-            if self.noise == "laplace":
-                claim = (step_epsilon("laplace", delta_s, scale, 0.0), 0.0)
+            if self.distribution.pure:
+                claim = (step_epsilon(self.noise, delta_s, scale, 0.0), 0.0)
             elif accountant == "basic":
                 claim = (eps / st, float(self.delta) / st)
             else:
                 d_step = float(self.delta) / st
-                claim = (step_epsilon("gaussian", delta_s, scale, d_step), d_step)
+                claim = (step_epsilon(self.noise, delta_s, scale, d_step), d_step)
         if self.noise_source == "opendp":
             n = getattr(getattr(agent, "layout", None), "size", 1)
             n = n if isinstance(n, int) and n >= 1 else 1
@@ -334,10 +350,17 @@ class OutputPerturbation(Perturbation):
         return math.sqrt(n) * float(d2) / min_weight
 
 
-MECHANISMS: dict[str, tuple[type[Perturbation], str]] = {
-    "ObjL": (ObjectivePerturbation, "laplace"), "ObjG": (ObjectivePerturbation, "gaussian"),
-    "OutL": (OutputPerturbation, "laplace"), "OutG": (OutputPerturbation, "gaussian"),
-}
+PLACEMENTS: tuple[type[Perturbation], ...] = (ObjectivePerturbation, OutputPerturbation)
+
+
+def mechanisms() -> dict[str, tuple[type[Perturbation], str]]:
+    """Short name -> (class, noise name) for every placement and every registered noise distribution."""
+    return {cls._prefix + noise.letter: (cls, noise.name) for cls in PLACEMENTS for noise in registered()}
+
+
+#: The short names of the built-in distributions ("ObjL", "ObjG", "OutL", "OutG"); :func:`mechanisms` reads the
+#: registry as it stands.
+MECHANISMS: dict[str, tuple[type[Perturbation], str]] = mechanisms()
 
 
 def make_mechanism(name: str | None, **kwargs: Any) -> Perturbation | None:
@@ -349,11 +372,12 @@ def make_mechanism(name: str | None, **kwargs: Any) -> Perturbation | None:
     """
     if name is None or (isinstance(name, str) and name.lower() == "none"):
         return None
-    lookup = {k.lower(): k for k in MECHANISMS}
+    table = mechanisms()
+    lookup = {k.lower(): k for k in table}
     key = lookup.get(name.lower()) if isinstance(name, str) else None
     if key is None:
-        raise fail("mechanism", "make_mechanism", "one of 'none', " + ", ".join(map(repr, MECHANISMS)), name)
-    cls, noise = MECHANISMS[key]
+        raise fail("mechanism", "make_mechanism", "one of 'none', " + ", ".join(map(repr, table)), name)
+    cls, noise = table[key]
     try:
         mech = cls(noise, **kwargs)
     except TypeError as err:

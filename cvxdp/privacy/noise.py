@@ -18,6 +18,7 @@ import dp_accounting
 import numpy as np
 
 from ..errors import OptionalDependencyError, PartyRefusedError, check_choice, check_float, check_int, fail
+from .distributions import Noise
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class NoisePlan:
     Parameters
     ----------
     noise : {"laplace", "gaussian"}
-        I.i.d. Laplace(0, scale) or N(0, scale^2) coordinates.
+        I.i.d. Laplace(0, scale) or N(0, scale^2) coordinates: the name of a registered
+        :class:`~cvxdp.privacy.distributions.Noise` (:attr:`distribution`).
     scale : float
         Laplace parameter ``b`` or Gaussian standard deviation ``sigma``, > 0.
     sensitivity : float
@@ -63,14 +65,14 @@ class NoisePlan:
     clip_norm: float | None = None
 
     def __post_init__(self) -> None:
-        check_choice(self.noise, "noise", "NoisePlan", ("laplace", "gaussian"))
+        dist = Noise.from_name(self.noise, "NoisePlan")
         check_choice(self.noise_source, "noise_source", "NoisePlan", NOISE_SOURCES)
         for name in ("scale", "sensitivity", "epsilon"):
             v = check_float(getattr(self, name), name, "NoisePlan", 0.0, math.inf)
             object.__setattr__(self, name, v)
         dl = check_float(self.delta, "delta", "NoisePlan", 0.0, 1.0, closed="left")
-        if self.noise == "gaussian" and dl == 0.0:
-            raise fail("delta", "NoisePlan", "a float in (0, 1) for Gaussian noise", self.delta)
+        if not dist.pure and dl == 0.0:
+            raise fail("delta", "NoisePlan", f"a float in (0, 1) for {type(dist).__name__} noise", self.delta)
         object.__setattr__(self, "delta", dl)
         q = check_float(self.sampling_rate, "sampling_rate", "NoisePlan", 0.0, 1.0, closed="right")
         object.__setattr__(self, "sampling_rate", q)
@@ -80,6 +82,11 @@ class NoisePlan:
             object.__setattr__(self, "clip_norm", check_float(self.clip_norm, "clip_norm", "NoisePlan", 0.0, math.inf))
         elif self.clip_norm is not None:
             raise fail("clip_norm", "NoisePlan", "None when sampling_rate = 1 (no subsampling)", self.clip_norm)
+
+    @property
+    def distribution(self) -> Noise:
+        """The noise distribution called :attr:`noise`."""
+        return Noise.from_name(self.noise, "NoisePlan")
 
     @property
     def noise_multiplier(self) -> float:
@@ -106,9 +113,7 @@ class NoisePlan:
         n = check_int(n, "n", "NoisePlan.sample", 0)
         if self.noise_source == "opendp":
             return sample(self.noise, self.scale, n)
-        if self.noise == "laplace":
-            return rng.laplace(0.0, self.scale, n)
-        return rng.normal(0.0, self.scale, n)
+        return self.distribution.sample(rng, self.scale, n)
 
     def perturb(self, rng: np.random.Generator, value: np.ndarray) -> np.ndarray:
         """``value`` plus one draw of this noise (same distribution as ``value + sample(rng, len(value))``).
@@ -143,18 +148,14 @@ class NoisePlan:
     def dp_event(self) -> dp_accounting.DpEvent:
         """The ``dp_accounting`` event of one draw (ADD_OR_REMOVE_ONE, multiplier scale / sensitivity), wrapped in
         ``PoissonSampledDpEvent(sampling_rate, ...)`` when the plan is subsampled."""
-        if self.noise == "laplace":
-            event: dp_accounting.DpEvent = dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_multiplier)
-        else:
-            event = dp_accounting.GaussianDpEvent(noise_multiplier=self.noise_multiplier)
+        event = self.distribution.event(self.noise_multiplier)
         if self.sampled:
             return dp_accounting.PoissonSampledDpEvent(sampling_probability=self.sampling_rate, event=event)
         return event
 
     def expected_norm(self, n: int) -> float:
         """``E ||xi||_2`` approximated by ``sqrt(E ||xi||^2)`` (variance 2 b^2 or sigma^2 per coordinate)."""
-        var = 2.0 * self.scale ** 2 if self.noise == "laplace" else self.scale ** 2
-        return math.sqrt(n * var)
+        return math.sqrt(n * self.distribution.variance(self.scale))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able fields."""
@@ -247,7 +248,7 @@ def granularity(scale: float) -> int:
 
 
 def _check(noise: str, scale: float, n: int, owner: str) -> tuple[str, float, int]:
-    check_choice(noise, "noise", owner, ("laplace", "gaussian"))
+    Noise.from_name(noise, owner)
     s = check_float(scale, "scale", owner, 0.0, math.inf)
     m = check_int(n, "n", owner, 1)
     return noise, s, m
@@ -261,9 +262,7 @@ def _measurement(noise: str, scale: float, n: int) -> Any:
     except TypeError:  # pragma: no cover - OpenDP releases without the ``nan`` flag
         atom = dp.atom_domain(T=float)
     domain = dp.vector_domain(atom, size=n)
-    if noise == "laplace":
-        return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale, k=granularity(scale))
-    return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale, k=granularity(scale))
+    return Noise.from_name(noise, "measurement").opendp_measurement(dp, domain, scale, granularity(scale))
 
 
 def measurement(noise: str, scale: float, n: int) -> Any:
@@ -315,7 +314,7 @@ def opendp_epsilon(noise: str, scale: float, sensitivity: float, n: int = 1, del
     noise, s, m = _check(noise, scale, n, owner)
     d = check_float(sensitivity, "sensitivity", owner, 0.0, math.inf)
     meas = _measurement(noise, s, m)
-    if noise == "laplace":
+    if Noise.from_name(noise, owner).pure:
         return float(meas.map(d))
     dl = check_float(delta, "delta", owner, 0.0, 1.0)
     return float(_approx(noise, s, m).map(d).epsilon(dl))
@@ -343,8 +342,9 @@ def secure_scale(noise: str, sensitivity: float, scale: float, epsilon: float, d
     def ok(x: float) -> bool:
         return opendp_epsilon(noise, x, d, m, delta) <= e
 
-    if noise == "laplace":
-        for _ in range(64):
+    ulps = Noise.from_name(noise, owner).secure_ulps
+    if ulps:
+        for _ in range(ulps):
             if ok(s):
                 return s
             s = float(np.nextafter(s, math.inf))

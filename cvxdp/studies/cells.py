@@ -20,8 +20,8 @@ A *cell* is one configuration of a study (one run). ``CellRunner(out).run(key, c
 core by default; issue 51), the longest first by their public work estimate, with one progress bar that estimates the
 time left. The cells are independent runs with their own seeds, so every number is the same bit for bit as one after
 another; the results come back in the studies' cell order and each cell's warnings are collected in that order.
-Each process builds a case's template instance once (:func:`cvxdp.config.build.case_instance`; a worker started
-by ``fork`` inherits the study's).
+Each process builds a case's template instance once (:func:`cvxdp.config.build.case_instance`); the workers start
+from a fork server, never from the study's process, whose solvers' threads a forked copy could not use.
 """
 
 from __future__ import annotations
@@ -193,9 +193,9 @@ class CellJob:
         A public estimate of the cell's cost (e.g. rounds x (1 + local updates)): the longest cells start first, and
         the progress bar's estimate of the time left counts it.
     prepare : callable, optional
-        Called in the study's process before any worker starts when the cell must run, e.g. to build the template
-        instance ``compute`` uses (:func:`cvxdp.config.build.case_instance`), which a worker started by ``fork``
-        then inherits instead of building its own.
+        Called before the cells run when they run in the study's own process (one worker), e.g. to build the template
+        instance ``compute`` uses (:func:`cvxdp.config.build.case_instance`); workers of a pool build their own, once
+        each (they start from a fork server, not from the study's process: see ``_worker_pool``).
     """
 
     key: str
@@ -281,7 +281,7 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
 
     bar.set_postfix_str(f"{done}/{len(entries)} runs on {max(processes, 1)} process(es)")
     outcomes: dict[tuple[int, int], tuple] = {}
-    for entry in pending:  # before any worker starts: a forked worker inherits what this builds
+    for entry in pending if processes <= 1 else []:  # a worker builds its own (see _worker_pool)
         if entry.job.prepare is not None:
             entry.job.prepare()
     try:
@@ -310,8 +310,16 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
 
 def _worker_pool(processes: int) -> Any:
     """A pool of ``processes`` workers that ignore Ctrl-C (this process answers it by ending them: the pool's
-    ``terminate``, which leaving its block calls)."""
-    return multiprocessing.Pool(processes, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    ``terminate``, which leaving its block calls).
+
+    The workers start from a fork server (a fresh process that has imported cvxdp and nothing else), not from this
+    process: a solver's thread pool that this process started (Clarabel's Rayon threads, after any solve here) does
+    not survive ``fork``, and a forked worker that solved with it waited for ever."""
+    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods()
+                                          else "spawn")
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload([__name__])  # each worker starts with cvxdp imported
+    return context.Pool(processes, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
 
 
 def in_parallel(calls: Sequence[tuple[Callable, tuple, dict]], workers: int = 1) -> list[Any]:

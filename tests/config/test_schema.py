@@ -112,7 +112,10 @@ def test_study_rows_are_the_declared_keys(kind):
 
 
 def test_the_cli_lists_each_algorithms_own_mechanisms():
+    """--help's copy (text, so that it loads no algorithm) is what each algorithm's accepts() says."""
     from cvxdp.cli.main import SUPPORTED_MECHANISMS
-    from cvxdp.families import ALGORITHMS
+    from cvxdp.families import ALGORITHMS, MECHANISMS
 
-    assert SUPPORTED_MECHANISMS == {name: cls.mechanisms for name, cls in ALGORITHMS.items()}
+    assert SUPPORTED_MECHANISMS == {name: tuple(m for m in ("none", *MECHANISMS) if cls.accepts(m))
+                                    for name, cls in ALGORITHMS.items()}
+    assert {name: cls.mechanisms for name, cls in ALGORITHMS.items()} == SUPPORTED_MECHANISMS

@@ -1,7 +1,7 @@
 """The contract suite's cases, generated from the registries (shared by the test modules of tests/contract).
 
-Every algorithm of :data:`cvxdp.families.ALGORITHMS` with every mechanism its class accepts (``cls.mechanisms``,
-"none" included), built from case-file tables the way ``cvxdp run`` builds them, plus the sharing family's Gaussian
+Every algorithm of :data:`cvxdp.families.ALGORITHMS` with every mechanism its class accepts (``cls.accepts(name)``
+over the catalog's names, "none" included), built from case-file tables the way ``cvxdp run`` builds them, plus the sharing family's Gaussian
 preset. Each family's tiny problem also has a *neighbouring* variant (``build(neighbour=True)``): the same public
 declarations (shapes, declared bounds, ERM constants, the sharing labels), other private data.
 """
@@ -18,7 +18,7 @@ import pytest
 
 import cvxdp
 from cvxdp.config.build import make_algorithm, make_privacy
-from cvxdp.families import ALGORITHMS, family_class
+from cvxdp.families import ALGORITHMS, MECHANISMS, family_class
 from cvxdp.families.graph.mechanism import ERMConstants
 from cvxdp.model import DEFAULT_SOLVERS, Declaration, Release
 from cvxdp.run import Backend, root_seed_sequence, run_loop
@@ -100,7 +100,10 @@ class Case:
         return agents, algorithm, self.preset() if self.preset else make_privacy(privacy_table)
 
 
-CASES = {f"{name}-{mech}": Case(name, mech) for name, cls in ALGORITHMS.items() for mech in cls.mechanisms}
+#: every (algorithm, mechanism) pair the algorithm accepts; the others are refused (test_families.py checks how)
+CASES = {f"{name}-{mech}": Case(name, mech) for name, cls in ALGORITHMS.items() for mech in ("none", *MECHANISMS)
+         if cls.accepts(mech)}
+REFUSED = [Case(name, mech) for name, cls in ALGORITHMS.items() for mech in MECHANISMS if not cls.accepts(mech)]
 CASES["sharing-preset"] = Case("sharing", "preset", lambda: cvxdp.SharingGaussian(sigma=0.3, delta=1e-5))
 #: one case per family keeps Ray's resume, budget and evaluation contracts (the others: serial, same numbers on Ray)
 ON_RAY = ("ladmm-ObjG", "mradmm-gamma", "sharing-OutG")

@@ -1,7 +1,7 @@
 """The contract every algorithm family keeps on every backend (the one round loop, SPEC §7).
 
 The cases are generated from the registries: every algorithm of :data:`cvxdp.families.ALGORITHMS` with every
-mechanism its class accepts (``cls.mechanisms``, "none" included), built from case-file tables the way ``cvxdp run``
+mechanism its class accepts (``cls.accepts``, "none" included), built from case-file tables the way ``cvxdp run``
 builds them, plus the sharing family's Gaussian preset. Backends: serial for every contract; Ray (when available)
 and the federation (each party's node built from its own folder, through the wire's bytes) must give the serial
 numbers for every case, and Ray keeps the resume, budget and evaluation contracts for one case per family. Tiny
@@ -20,11 +20,11 @@ import pytest
 import cvxdp
 from cvxdp.audits.release import _recording_backend
 from cvxdp.errors import CvxdpError
-from cvxdp.families import ALGORITHMS
+from cvxdp.families import ALGORITHMS, MECHANISMS
 from cvxdp.model import EVALUATION_LABEL, Release
 from cvxdp.run import load_result
 
-from .cases import CASE_BACKENDS, CASES, DATA, ROUNDS
+from .cases import CASE_BACKENDS, CASES, DATA, REFUSED, ROUNDS
 from .cases import numbers as _numbers
 from .cases import run_case as _run
 from .cases import same as _same
@@ -63,6 +63,20 @@ def test_every_registered_algorithm_and_mechanism_has_a_case():
     names = {(c.algorithm, c.mechanism) for c in CASES.values()}
     assert {(n, m) for n, cls in ALGORITHMS.items() for m in cls.mechanisms} <= names
     assert len(CASES) >= 17  # 5 LinearizedADMM, ADMM, 4 x 2 graph, 2 sharing and the sharing preset
+    assert {(c.algorithm, c.mechanism) for c in REFUSED} == {
+        (n, m) for n, cls in ALGORITHMS.items() for m in MECHANISMS if m not in cls.mechanisms}
+    assert ALGORITHMS["sharing"].accepts(CASES["sharing-preset"].preset())
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=lambda c: f"{c.algorithm}-{c.mechanism}")
+def test_a_mechanism_an_algorithm_does_not_accept_is_refused_before_it_runs_naming_both(case):
+    agents, algorithm, privacy = case.build()
+    with pytest.raises(CvxdpError) as err:
+        cvxdp.solve(agents, algorithm=algorithm, privacy=privacy, seed=0)
+    message = str(err.value)
+    assert type(privacy).__name__ in message or privacy.short_name in message  # the mechanism given
+    assert type(algorithm).__name__ in message or "'privacy' parameter of solve" in message  # who refuses
+    assert "cvxdp." in message  # and what it accepts instead
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

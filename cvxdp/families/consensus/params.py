@@ -17,6 +17,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from ...params import COUNT, OPTIONAL_POSITIVE, Algorithm, Boolean, Check, Interval, Options, Param, param
+from ...privacy import Perturbation
+from ...privacy import mechanisms as perturbations
 from .schedules import (
     AdaptiveRho,
     AutoEta,
@@ -179,8 +181,6 @@ class LinearizedADMM(ConsensusAlgorithm):
     """
 
     name = "ladmm"
-    private_ok = True
-    mechanisms = ("none", "ObjL", "ObjG", "OutL", "OutG")
     #: rho="auto": residual balancing that only raises rho (see the ``rho`` parameter)
     auto_rho = AdaptiveRho(decrease=False)
 
@@ -191,6 +191,14 @@ class LinearizedADMM(ConsensusAlgorithm):
                      "declared bound and doubles eta_p while the agent's released copies move only with the noise)"),
         "local_updates": param(COUNT, help="J local updates per round"),
     }
+
+    @classmethod
+    def accepts(cls, privacy: object) -> bool:
+        """The non-private run, and objective or output perturbation with any registered noise (ObjL, ObjG, OutL,
+        OutG)."""
+        if isinstance(privacy, str):
+            return privacy == "none" or privacy in perturbations()
+        return privacy is None or isinstance(privacy, Perturbation)
 
     def __init__(self, rho: float | str | Schedule = "auto", eta: float | str | Schedule = "auto", local_updates: int = 1,
                  rounds: int = 100, *, tol_primal: float | None = None, tol_dual: float | None = None,

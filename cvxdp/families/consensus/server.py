@@ -15,9 +15,10 @@ import numpy as np
 
 from ...errors import CvxdpError, DeclarationError, InvalidParameterError, check_float, fail
 from ...model import Evaluation, Release, check_declarations, check_public_initial
-from ...privacy import PAPER_PRESET, ObjectivePerturbation, OutputPerturbation
+from ...privacy import PAPER_PRESET
 from ...run import FEASIBLE_SETS_PUBLIC, Backend, Charge, Family, NodeSpec, RoundPlan, initial_points_public
 from .node import ConsensusNode, RoundMessage
+from .params import LinearizedADMM
 from .step_sizes import (
     EtaPlan,
     NoiseEta,
@@ -34,15 +35,17 @@ HISTORY_COLUMNS = ["round", "objective", "consensus_residual", "primal_residual"
 
 
 def _check_privacy(privacy: Any, algorithm: Any) -> None:
+    """None, or a mechanism ``algorithm`` accepts (validated); the refusal says what the family runs."""
     if privacy is None:
         return
-    if not isinstance(privacy, (ObjectivePerturbation, OutputPerturbation)):
+    if isinstance(privacy, str) or not LinearizedADMM.accepts(privacy):  # a name, or no consensus mechanism
         raise fail("privacy", "solve", "None, cvxdp.ObjectivePerturbation or cvxdp.OutputPerturbation",
                    type(privacy).__name__)
     privacy.validate()
-    if not algorithm.private_ok:
-        raise InvalidParameterError(f"{type(algorithm).__name__} is the non-private baseline; use "
-                                    "cvxdp.LinearizedADMM for a private run, or privacy=None.")
+    if not algorithm.accepts(privacy):
+        raise InvalidParameterError(f"{type(algorithm).__name__} is the non-private baseline (it runs no mechanism; "
+                                    f"got {privacy.short_name}); use cvxdp.LinearizedADMM for a private run, or "
+                                    "privacy=None.")
 
 
 def _default_target_delta(privacy: Any, budget: tuple[float, float] | None, steps: int) -> float:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ...errors import DeclarationError, StepSizeWarning
 from ...model import Curvature
+from ...privacy import Noise
 from .schedules import AdaptiveRho
 
 if TYPE_CHECKING:
@@ -294,7 +295,7 @@ def release_noise_std(scale: float, noise: str, placement: str, weight: float) -
     perturbation adds its noise to the iterate directly. It is an upper estimate: the projection onto ``W_p`` is
     non-expansive, and the average over J > 1 local updates carries less.
     """
-    std = scale * (math.sqrt(2.0) if noise == "laplace" else 1.0)
+    std = Noise.from_name(noise, "release_noise_std").std(scale)
     return std if placement == "output" else std / weight
 
 

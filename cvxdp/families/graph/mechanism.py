@@ -364,13 +364,14 @@ def inexact_solve_note(solvers: Sequence[Mapping[str, Any]]) -> str:
 
 
 # --------------------------------------------------------------------------- schedules and claims of a run
-def check_penalty_perturbation(privacy: Any, owner: str) -> PenaltyPerturbation | None:
-    """``privacy`` validated: None or a :class:`PenaltyPerturbation` (the graph family's only mechanism)."""
+def check_penalty_perturbation(privacy: Any, algorithm: Any) -> PenaltyPerturbation | None:
+    """``privacy`` validated: None or a mechanism ``algorithm`` accepts (a :class:`PenaltyPerturbation`, the graph
+    family's only mechanism)."""
     if privacy is None:
         return None
-    if not isinstance(privacy, PenaltyPerturbation):
-        raise fail("privacy", owner, "None or a cvxdp.PenaltyPerturbation (Gamma-norm noise; the Laplace/Gaussian "
-                   "mechanisms belong to LinearizedADMM)", type(privacy).__name__)
+    if isinstance(privacy, str) or not algorithm.accepts(privacy):  # a name is not a mechanism
+        raise fail("privacy", type(algorithm).__name__, "None or a cvxdp.PenaltyPerturbation (Gamma-norm noise; the "
+                   "Laplace/Gaussian mechanisms belong to LinearizedADMM)", type(privacy).__name__)
     return privacy.validate()
 
 
@@ -398,7 +399,7 @@ def privacy_plan(algorithm: Any, agents: Sequence[Any], privacy: Any) -> pd.Data
     ``plan.sum().max()`` is the papers' bound (26)/(32) of the run, ``plan.cumsum().max(axis=1)`` is P(t).
     """
     algorithm.validate()
-    privacy = check_penalty_perturbation(privacy, type(algorithm).__name__)
+    privacy = check_penalty_perturbation(privacy, algorithm)
     if privacy is None:
         raise fail("privacy", "privacy_plan", "a cvxdp.PenaltyPerturbation", None)
     names = [a.name for a in agents]

@@ -39,7 +39,7 @@ from ...params import (
     param,
 )
 from ...params import PerNode as PerNodeValue
-from .mechanism import node_values
+from .mechanism import PenaltyPerturbation, node_values
 from .topology import TOPOLOGIES, describe_graph, make_graph
 
 LOCAL_SOLVERS = ("auto", "newton", "lbfgs", "cvxpy")
@@ -75,8 +75,6 @@ class GraphADMM(Algorithm):
 
     family = "graph"
     extra_file_keys = ("edges",)  # the graph's edges themselves, instead of graph
-    private_ok = True
-    mechanisms = ("none", "gamma")
     #: "madmm" (M-ADMM, DVP: every iteration exact) or "radmm" (R-ADMM, MR-ADMM: odd exact, even recycled)
     kind: ClassVar[str] = "madmm"
 
@@ -92,6 +90,13 @@ class GraphADMM(Algorithm):
         "tol": param(*OPTIONAL_POSITIVE, help="stop when, after an exact iteration, every node moved by at most tol "
                      "and is within tol of the network mean"),
     }
+
+    @classmethod
+    def accepts(cls, privacy: object) -> bool:
+        """The non-private run and Gamma-norm penalty perturbation (``"gamma"``)."""
+        if isinstance(privacy, str):
+            return privacy in ("none", PenaltyPerturbation.short_name)
+        return privacy is None or isinstance(privacy, PenaltyPerturbation)
 
     def __init__(self, graph: nx.Graph | str | None = None, *, rounds: int = 100, graph_seed: int = 0,
                  edge_prob: float | None = None, init_scale: float = 0.1, local_solver: str = "auto",

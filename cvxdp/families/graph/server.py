@@ -90,7 +90,7 @@ class GraphFamily(Family):
     def __init__(self, algorithm: Any, agents: Sequence[Any], **kwargs: Any) -> None:
         super().__init__(algorithm, agents, **kwargs)
         owner = type(algorithm).__name__
-        self.privacy = check_penalty_perturbation(self.privacy, owner)
+        self.privacy = check_penalty_perturbation(self.privacy, algorithm)
         if not isinstance(agents, (list, tuple)) or not agents:
             raise fail("agents", "solve", "a non-empty list of cvxdp.Agent", agents)
         self.d, self.sizes = _check_nodes(agents, owner)

@@ -54,6 +54,7 @@ from ...params import (
     param,
 )
 from ...privacy import (
+    Gaussian,
     NoisePlan,
     OutputPerturbation,
     calibrate_to_total,
@@ -383,10 +384,8 @@ class ADMMSharing(Algorithm):
     """
 
     name = "sharing"
-    private_ok = True
     family = "sharing"
     file_aliases: ClassVar[dict[str, str]] = {"rounds": "epochs"}  # the CLI's and a case file's rounds: epochs here
-    mechanisms = ("none", "OutG")
     parameters: ClassVar[dict[str, Param]] = {
         "rho": param(POSITIVE, help="penalty of the augmented Lagrangian (about the loss curvature: 0.25/N to 1/N)"),
         "lam": param(NONNEGATIVE, help="l2 regularisation weight lambda"),
@@ -399,6 +398,15 @@ class ADMMSharing(Algorithm):
         "tol_dual": param(*OPTIONAL_POSITIVE, help="stop when rho ||z - z_prev|| falls below it (with tol_primal)"),
         "record_messages": param(Boolean(), help="keep every message of the run in result.messages"),
     }
+
+    @classmethod
+    def accepts(cls, privacy: object) -> bool:
+        """The non-private run, :class:`SharingGaussian`, and Gaussian output perturbation (OutG: the same
+        mechanism)."""
+        if isinstance(privacy, str):
+            return privacy in ("none", "OutG")
+        return privacy is None or isinstance(privacy, SharingGaussian) or (
+            isinstance(privacy, OutputPerturbation) and isinstance(privacy.distribution, Gaussian))
 
     def __init__(self, *, rho: float = 1.0, lam: float = 1e-3, epochs: int = 50, loss: str = "logistic",
                  labels: np.ndarray | None = None, test_labels: np.ndarray | None = None,
@@ -455,13 +463,13 @@ def as_mechanism(privacy: Any) -> SharingGaussian | None:
     None stays None."""
     if privacy is None:
         return None
+    if isinstance(privacy, str) or not ADMMSharing.accepts(privacy):  # a name is not a mechanism
+        raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
+                   type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
     if isinstance(privacy, SharingGaussian):
         return privacy.validate()
-    if isinstance(privacy, OutputPerturbation) and privacy.noise == "gaussian":
-        # OutG *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
-        privacy.validate()
-        calibration = "classic" if privacy.calibration == "classic" else "analytic"
-        return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
-                               calibrate=privacy.scope).validate()
-    raise fail("privacy", "ADMMSharing", "None, cvxdp.SharingGaussian or a Gaussian cvxdp.OutputPerturbation",
-               type(privacy).__name__ if not hasattr(privacy, "short_name") else privacy.short_name)
+    # else OutG, which *is* the sharing mechanism: Gaussian output perturbation of D_m x_m (sound default sensitivity)
+    privacy.validate()
+    calibration = "classic" if privacy.calibration == "classic" else "analytic"
+    return SharingGaussian(epsilon=privacy.epsilon, delta=privacy.delta, calibration=calibration,
+                           calibrate=privacy.scope).validate()
