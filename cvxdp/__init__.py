@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
     "Template": ".templates", "ModelKey": ".templates", "check_model_keys": ".templates",
     "check_declaration": ".model.probe",
+    "Metric": ".metrics", "TemplateMetrics": ".metrics", "register_metrics": ".metrics",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
 
@@ -49,6 +50,7 @@ __all__ = [
     "ERMConstants", "SmoothObjective", "attach_erm_constants", "build_model", "register_template", "template_names",
     "solve_with_fallback", "check_declaration", "InputPerturbation", "InputRelease",
     "Template", "ModelKey", "check_model_keys",
+    "Metric", "TemplateMetrics", "register_metrics",
 ]  # a new public name goes here, in _LAZY and in the TYPE_CHECKING block (tests/test_startup.py checks all three)
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
@@ -58,6 +60,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
+    from .metrics import Metric, TemplateMetrics, register_metrics
     from .model.agent import Agent, SmoothObjective
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.declaration import PerExample, Sensitivity

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "ModelKey", "Template", "TemplatePackageError", "build_model", "check_model_keys",
+           "declared_metrics",
            "model_keys", "register_template", "template_names", "template_reads_data", "template_settings"]
 
 #: The entry-point group a package declares its templates in (one entry point per template).
@@ -93,6 +94,9 @@ class Template:
         Whether the template reads a data file from ``[model] path`` (``--data``).
     keys : tuple of ModelKey or None
         The ``[model]`` keys it reads; None leaves the table unchecked by the engine (and out of the schema).
+    metrics : cvxdp.TemplateMetrics, str or None
+        What its runs measure (:mod:`cvxdp.metrics`), or its ``"package.module:NAME"`` target (imported when a
+        study reads it); None: the generic declaration.
     """
 
     name: str
@@ -100,6 +104,7 @@ class Template:
     settings: str | Callable[..., Any] | None = None
     reads_data: bool = True
     keys: tuple[ModelKey, ...] | None = None
+    metrics: Any = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -110,6 +115,9 @@ class Template:
             raise fail("settings", "Template", "a callable, a 'package.module:function' str or None", self.settings)
         if not isinstance(self.reads_data, bool):
             raise fail("reads_data", "Template", "a bool", self.reads_data)
+        if isinstance(self.metrics, str) and self.metrics.count(":") != 1:
+            raise fail("metrics", "Template", "a cvxdp.TemplateMetrics, a 'package.module:NAME' str or None",
+                       self.metrics)
         if self.keys is not None:
             keys = tuple(self.keys)
             if not all(isinstance(k, ModelKey) for k in keys) or len({k.name for k in keys}) != len(keys):
@@ -202,6 +210,13 @@ def template_reads_data(template: str) -> bool:
     ``reads_data=False``; True for an unknown name, which :func:`build_model` then names)."""
     declaration = _declared(template)
     return declaration is None or declaration.reads_data
+
+
+def declared_metrics(template: str) -> Any:
+    """What template ``template``'s declaration says its runs measure (a ``cvxdp.TemplateMetrics`` or its
+    ``"package.module:NAME"`` target), or None (no declaration, or none declared)."""
+    declaration = _declared(template)
+    return None if declaration is None else declaration.metrics
 
 
 def model_keys(template: str) -> tuple[ModelKey, ...] | None:

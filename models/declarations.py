@@ -12,7 +12,7 @@ __all__ = ["ERM", "LOGISTIC", "POWER", "TOY", "VERTICAL"]
 
 POWER = Template(
     "power", "cvxdp_models.power.template:build", settings="cvxdp_models.power.template:settings",
-    reads_data=False, keys=(
+    reads_data=False, metrics="cvxdp_models.power.metrics:METRICS", keys=(
         ModelKey("network", "str", "required",
                  "a pandapower case (case14, case118, case300, case1354pegase, ...), a bundled PGLib-OPF "
                  "v23.07 case (pglib_opf_case14_ieee, pglib_opf_case118_ieee, pglib_opf_case300_ieee) or a "
@@ -37,7 +37,7 @@ POWER = Template(
 
 LOGISTIC = Template(
     "logistic", "cvxdp_models.logistic.template:build", settings="cvxdp_models.logistic.template:settings",
-    keys=(
+    metrics="cvxdp_models.logistic.metrics:METRICS", keys=(
         ModelKey("dataset", "str", "digits",
                  "digits | breast_cancer (bundled) | mnist | femnist | libsvm | adult (local files)"),
         ModelKey("path", "str", "-",

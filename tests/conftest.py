@@ -19,7 +19,9 @@ QUICK: tuple[str, ...] = (
     "privacy/test_calibration.py",
     "privacy/test_mechanisms.py",
     # schedules, parameter validation, agent declaration checks
-    "test_schedules.py",
+    "families/consensus/test_schedules.py",
+    "test_metrics.py",
+    "studies/test_study.py",
     "model/test_agent.py",
     "test_engine.py",
     "test_catalogue_api.py",

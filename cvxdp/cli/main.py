@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from ..config.files import load_toml, shipped_cases_dir, shipped_networks
-from ..config.schema import schema_epilog
+from ..config.schema import schema_epilog, study_epilog
 from .audit_cmd import audit
 from .common import MECH_HELP, SUPPORTED_MECHANISMS, backend_options, friendly_errors
 from .privacy_cmd import privacy
@@ -148,7 +148,7 @@ def central_cmd(case_file, network, zones, objective, data, time_limit, progress
     central_task(case_file, network, zones, objective, data, time_limit, progress, as_json)
 
 
-@cli.command("study")
+@cli.command("study", epilog=study_epilog())
 @click.argument("study_file")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Output directory (results table, ledger, figures, report). Re-running resumes.")
@@ -167,13 +167,13 @@ def central_cmd(case_file, network, zones, objective, data, time_limit, progress
 @friendly_errors
 def study_cmd(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_address, workers, progress,
               as_json) -> None:
-    """The comparison grid of STUDY_FILE (mechanisms x eps x J x seeds) -> CSV, figures, report.
+    """The study of STUDY_FILE (by its ``[study] kind``) -> CSV, figures, report.
 
-    A study with ``[study] kind = "sharing"`` runs the ADMM-sharing study instead (noise levels x seeds,
-    cvxdp.studies.sharing); --rounds then sets its epochs. A study with ``[study] kind = "graph"`` runs the
-    decentralized-ADMM study (settings x runs, cvxdp.studies.graph); --data/--test-data then give the UCI Adult
-    files (adult.data / adult.test) instead of the bundled data. A study with ``[study] kind = "total"`` compares
-    methods at equal whole-run epsilon per agent, with one-shot input-perturbation anchors (cvxdp.studies.total).
+    Without a kind: the comparison grid (mechanisms x eps x J x seeds, cvxdp.studies.grid). ``kind = "total"``
+    compares methods at equal whole-run epsilon per agent, with one-shot anchors (cvxdp.studies.total);
+    ``kind = "sharing"`` runs the ADMM-sharing study (noise levels x seeds; --rounds sets its epochs);
+    ``kind = "graph"`` the decentralized-ADMM study (settings x runs; --data/--test-data give the UCI Adult files).
+    Each kind's keys are listed below.
     """
     from .tasks import study_task  # start-up: the modelling stack loads only when a command runs
 

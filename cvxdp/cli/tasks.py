@@ -27,17 +27,7 @@ from ..run import (
     prepare_dir,
     remove_checkpoint,
 )
-from ..studies import (
-    is_graph_study,
-    is_sharing_study,
-    is_total_study,
-    ledger_caveats,
-    noise_caveats,
-    run_graph_study,
-    run_sharing_study,
-    run_study,
-    run_total_study,
-)
+from ..studies import ledger_caveats, noise_caveats, study_class, study_kinds
 from .common import apply_backend, backend_overrides, emit, finite, num, rounded
 
 #: Keys of ``Result.summary()`` computed on the agents' private data (``cvxdp run`` groups them under
@@ -303,26 +293,28 @@ def study_task(study_file, out, rounds, data, test_data, backend, ray_cpus, ray_
 
 
 def _study(study_file, out, rounds, data, test_data, run, progress, workers=None) -> dict:
-    if workers is not None and (is_sharing_study(study_file) or is_graph_study(study_file)):
-        raise click.UsageError("--workers applies to grid and equal-total studies only (sharing and graph studies run "
-                               "their cells one after another).")
-    if is_sharing_study(study_file):
-        info = run_sharing_study(study_file, out, epochs=rounds, data=data, test_data=test_data,
-                                 progress=progress and sys.stderr.isatty(), run=run)
-    elif is_graph_study(study_file):  # [study] kind = "graph": M-ADMM/PP/DVP/R-ADMM/MR-ADMM (cvxdp.studies.graph)
-        info = run_graph_study(study_file, out, rounds=rounds, data=data, test_data=test_data,
-                               progress=progress and sys.stderr.isatty(), run=run)
-    elif test_data is not None:
-        raise click.UsageError("--test-data applies to sharing and graph studies only.")
-    elif is_total_study(study_file):  # [study] kind = "total": equal whole-run epsilon (cvxdp.studies.total)
-        if rounds is not None:
-            raise click.UsageError("--rounds does not apply to an equal-total study (its schedule sets the rounds per "
-                                   "total epsilon).")
-        info = run_total_study(study_file, out, progress=progress and sys.stderr.isatty(), run=run, data=data,
-                               workers=workers)
-    else:
-        info = run_study(study_file, out, rounds=rounds, progress=progress, data=data, run=run, workers=workers)
-    return info
+    """Run a study file of any kind: its class (by ``[study] kind``) says which options it takes."""
+    cls = study_class(study_file)
+    given = {"workers": workers, "test_data": test_data, "rounds": rounds}
+    for option, value in given.items():
+        if value is not None and option not in cls.options:
+            raise click.UsageError(_refused(option, cls))
+    bar = progress and (cls.bar_without_terminal or sys.stderr.isatty())
+    return cls.load(study_file).run(out, progress=bar, run=run, data=data,
+                                    **{k: v for k, v in given.items() if k in cls.options})
+
+
+def _refused(option: str, cls: type) -> str:
+    """Why ``option`` does not apply to a study of ``cls``'s kind (the kinds that take it named)."""
+    takers = [c.title for c in study_kinds() if option in c.options]
+    others = [c.title for c in study_kinds() if option not in c.options]
+    flag = "--" + option.replace("_", "-")
+    if option == "workers":
+        return (f"{flag} applies to {' and '.join(takers)} studies only ({' and '.join(others)} studies run their "
+                "cells one after another).")
+    if option == "rounds":
+        return f"{flag} does not apply to a{'n' if cls.title[0] in 'aeiou' else ''} {cls.title} study ({cls.no_rounds})."
+    return f"{flag} applies to {' and '.join(takers)} studies only."
 
 
 def parties_task(case_file, network, zones, objective, data, mechanism, epsilon, delta, calibration, noise_source,

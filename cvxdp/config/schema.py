@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from ..templates import TemplatePackageError, model_keys, template_names
 
-#: table -> [(key, type, default, meaning)]
+#: table -> [(key, type, default, meaning)]; the [study] tables are each kind's declared keys
+#: (:meth:`cvxdp.studies.Study.schema_rows`, kept as text so --help loads nothing; tests/config/test_schema.py checks
+#: they are equal)
 SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     "[case]": [
         ("template", "str", "required", "an installed template (`cvxdp_models`: power | logistic | erm | vertical | "
@@ -95,8 +97,8 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     "[study] total (kind = total)": [
         ("kind", "str", "required", "total"),
         ("case", "str", "required", "case file, relative to the study file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("epsilons", "list of float > 0", "[0.5, 1, 4]", "each agent's whole-run epsilon"),
         ("delta", "float in (0, 1)", "1e-5", "each agent's whole-run delta"),
         ("mechanisms", "list of str or table", "[ObjG, OutG]", "per-round mechanisms, calibrate = total (PLD); a "
@@ -120,9 +122,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "[study] graph (kind = graph)": [
         ("kind", "str", "required", "graph"),
-        ("case", "str", "required", "case file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("case", "str", "required", "case file, relative to the study file"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("runs", "int >= 1", "10", "repetitions per setting"),
         ("rounds", "int >= 1", "the case's", "iterations"),
         ("metric", "str", "average_loss", "metric plotted and compared"),
@@ -143,9 +145,9 @@ SCHEMA: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "[study] sharing (kind = sharing)": [
         ("kind", "str", "required", "sharing"),
-        ("case", "str", "required", "case file"),
-        ("name", "str", "file stem", "study name"),
-        ("description", "str", '""', "one line"),
+        ("case", "str", "required", "case file, relative to the study file"),
+        ("name", "str", "file stem", "study name (titles, report)"),
+        ("description", "str", '""', "one line shown by `cvxdp cases`"),
         ("noise_levels", "list of float >= 0", "required", "sigma values of the noise (0 = non-private)"),
         ("seeds", "list of int", "[0]", "seeds"),
         ("epochs", "int >= 1", "the case's", "epochs (`--rounds` overrides)"),
@@ -214,4 +216,14 @@ def schema_epilog() -> str:
         if table.startswith(("[study]", "[[")):
             continue
         lines.append(f"  {table}: " + ", ".join(f"{k}={d}" for k, _, d, _ in rows))
+    return "\n".join(lines)
+
+
+def study_epilog() -> str:
+    """A compact plain-text listing of the study files' keys for ``cvxdp study --help``: the rows of each kind's
+    declared ``[study]`` keys (:meth:`cvxdp.studies.Study.schema_rows`; a test checks they are these)."""
+    lines = ["\b", "Study file keys per [study] kind (full table: docs/case-files.md):"]
+    for table, rows in SCHEMA.items():
+        if table.startswith(("[study]", "[[")):
+            lines.append(f"  {table}: " + ", ".join(f"{k}={d}" for k, _, d, _ in rows))
     return "\n".join(lines)

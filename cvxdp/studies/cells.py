@@ -26,14 +26,13 @@ from a fork server, never from the study's process, whose solvers' threads a for
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
 import re
 import signal
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -362,18 +361,6 @@ def _compute_task(task: tuple) -> tuple[int, tuple]:
 
 #: what tells one run's warning from another's of the same kind: numbers and quoted names
 _VARYING = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?|'[^']*'")
-
-
-@contextlib.contextmanager
-def collecting_warnings(collected: dict[tuple, list]) -> Iterator[None]:
-    """Record the warnings raised inside into the study's collection (see :func:`report_warnings`) instead of
-    showing them: one group per category and message with its numbers and quoted names blanked (``largest distance
-    0.0051, agent 'zone2'`` and ``... 0.013, agent 'zone1'`` are one group), each ``[category, first message, runs]``."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for w in caught:
-        _collect(collected, w.category, str(w.message))
 
 
 def _collect(collected: dict[tuple, list], category: type[Warning], message: str) -> None:

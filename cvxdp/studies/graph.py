@@ -39,16 +39,16 @@ interrupted study resumes), ``runs.csv`` (one row per run: final metrics, test e
 
 from __future__ import annotations
 
-import json
+import contextlib
+import functools
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from ..config.build import (
     StudyBackends,
@@ -57,19 +57,16 @@ from ..config.build import (
     load_toml,
     make_algorithm,
     make_privacy,
-    read_study_file,
     run_case,
     settings_context,
 )
 from ..errors import ConfigError
 from ..families.graph.mechanism import alpha_for_bound, privacy_plan
-from ..plots import graph_study_figures
-from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config, collecting_warnings, report_warnings
+from .figures import graph_study_figures
+from .study import CellJob, Study, StudyKey, cell_config, head_keys, is_int_at_least, register_study
 
 __all__ = ["GraphStudy", "Setting", "is_graph_study", "load_graph_study", "run_graph_study"]
 
-_STUDY_KEYS = {"kind", "name", "description", "case", "runs", "rounds", "metric", "bar_every"}
 _SETTING_KEYS = {"label", "panel", "algorithm", "privacy", "runs", "match_bound"}
 _COMPARISON_KEYS = {"better", "than", "claim"}
 _KEEP_FROM_BASE = ("graph", "edges", "graph_seed", "edge_prob", "init_scale", "local_solver")
@@ -99,8 +96,38 @@ class Setting:
         return self.privacy.get("mechanism", "none") != "none"
 
 
+def _metric(value: Any, path: Path) -> str:
+    if value not in METRICS:
+        raise ConfigError(f"{path}: the 'metric' entry of [study] must be one of {', '.join(map(repr, METRICS))}. "
+                          f"Got {value!r} instead.")
+    return value
+
+
+@register_study
 @dataclass
-class GraphStudy:
+class GraphStudy(Study):
+    """A loaded ``kind = "graph"`` study file (see the module docstring)."""
+
+    kind: ClassVar[str] = "graph"
+    title: ClassVar[str] = "graph"
+    schema_table: ClassVar[str] = "[study] graph (kind = graph)"
+    keys: ClassVar[tuple[StudyKey, ...]] = (
+        *head_keys("graph"),
+        StudyKey("runs", "int >= 1", "10", "repetitions per setting", value=10, expected="an int in [1, inf)",
+                 accepts=is_int_at_least(1)),
+        StudyKey("rounds", "int >= 1", "the case's", "iterations", expected="an int in [1, inf)",
+                 accepts=is_int_at_least(1, optional=True)),
+        StudyKey("metric", "str", "average_loss", "metric plotted and compared", value="average_loss", parse=_metric),
+        StudyKey("bar_every", "int >= 1", "auto", "spacing of the error bars", expected="an int in [1, inf)",
+                 accepts=is_int_at_least(1, optional=True)),
+    )
+    sections: ClassVar[frozenset[str]] = frozenset({"setting", "comparison"})
+    options: ClassVar[frozenset[str]] = frozenset({"rounds", "data", "test_data"})
+    rank: ClassVar[int] = 3
+    label: ClassVar[str] = "graph study"
+    results_file: ClassVar[str] = "runs.csv"
+    writes_ledger: ClassVar[bool] = False
+
     path: Path
     name: str
     description: str
@@ -118,6 +145,80 @@ class GraphStudy:
                 return s
         raise ConfigError(f"{self.path}: no [[setting]] labelled {label!r}.")
 
+    @classmethod
+    def load(cls, path: str | Path) -> GraphStudy:
+        """Load and check a graph study file (see the module docstring)."""
+        path, raw, values, case_path = cls.read(path)
+        settings = _settings(raw.get("setting"), path)
+        return cls(path, str(values["name"] or path.stem), str(values["description"]), case_path, values["runs"],
+                   values["rounds"], values["metric"], values["bar_every"], settings,
+                   _comparisons(raw.get("comparison", []) or [], {s.label for s in settings}, path))
+
+    # --------------------------------------------------------------------------- hooks
+    def prepare(self, out: Path, stack: contextlib.ExitStack, *, rounds: int | None = None, runs: int | None = None,
+                data: str | Path | None = None, test_data: str | Path | None = None, run: dict | None = None,
+                **options: Any) -> list[CellJob]:
+        base = load_case(self.case_path)
+        base.run.update({k: v for k, v in (run or {}).items() if v is not None})
+        if data is not None:
+            base.model.update({"dataset": "adult", "path": str(Path(data).resolve()),
+                               "test_path": str(Path(test_data).resolve()) if test_data is not None else None})
+        elif test_data is not None:
+            raise ConfigError("test_data needs data (the Adult training file).")
+        self.rounds_run = rounds = rounds or self.rounds
+        self.instance = instance = build_instance(base)
+        self.alphas: dict[str, float] = {}
+        for s in self.settings:
+            if s.match_bound is not None and s.label not in self.alphas:
+                _matched_alpha(instance, base, self, s, rounds, self.alphas)
+        self.described = {"study": str(self.path), "case": base.to_dict(), "rounds": rounds,
+                          "matched_alpha": self.alphas}
+        self.pairs = [(s, r) for s in self.settings for r in range(runs or s.runs or self.runs)]
+        context, _ = settings_context(base, instance)
+        backends = stack.enter_context(StudyBackends())  # Ray, if asked for, starts once for every cell
+        self.movable = False  # the cells share the study's instance and backends
+        jobs = []
+        for setting, seed in self.pairs:
+            case = _setting_case(base, setting, rounds, seed, self.alphas.get(setting.label))
+            jobs.append(CellJob(f"{setting.slug}/seed{seed}", cell_config(case),
+                                functools.partial(_graph_cell, instance, case, backends), context))
+        return jobs
+
+    def row(self, index: int, result: Any, summary: dict[str, Any]) -> tuple[dict, pd.DataFrame, Any]:
+        setting, seed = self.pairs[index]
+        priv = result.privacy or {}
+        worst = priv.get("worst", {}) if setting.private else {}
+        test_error = self.instance.test_error(np.asarray(result.solution["f"])) \
+            if hasattr(self.instance, "test_error") else summary.get("test_error")
+        hist = result.history
+        row = {"setting": setting.label, "seed": seed, "algorithm": setting.algorithm["name"],
+               "private": setting.private, "alpha": self.alphas.get(setting.label, setting.privacy.get("alpha")),
+               "iterations": int(len(hist)), self.metric: float(hist[self.metric].iloc[-1]),
+               "test_error": test_error, "max_deviation": float(hist["max_deviation"].iloc[-1]),
+               "bound": priv.get("paper_bound") if setting.private else None,
+               "eps_rdp": worst.get("rdp"), "eps_pld": worst.get("pld"), "wall_time": float(hist["wall_time"].sum())}
+        cols = ["round", "iteration", self.metric, "objective", "max_deviation", "noise_magnitude"] + \
+            (["bound_P"] if "bound_P" in hist else [])
+        return row, hist[[c for c in cols if c in hist]].assign(setting=setting.label, seed=seed), None
+
+    def report(self, results: pd.DataFrame, history: pd.DataFrame, out: Path) -> list[str]:
+        """``curves.csv``, the figures and ``report.md``."""
+        curves = _curves(history, self.metric)
+        curves.to_csv(out / "curves.csv", index=False)
+        files = ["runs.csv", "histories.csv", "curves.csv"] + write_graph_figures(curves, results, out, self)
+        self.verdicts = compare(results, self)
+        files.append(write_graph_report(results, curves, self.verdicts, out, self, self.rounds_run, self.alphas))
+        return files
+
+    def info(self) -> dict[str, Any]:
+        return {"comparisons": self.verdicts}
+
+
+def _graph_cell(instance: Any, case: Any, backends: StudyBackends, cell_dir: Path) -> tuple[Any, dict]:
+    """Run one setting's run on the study's instance, checkpointed into ``cell_dir``."""
+    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
+    return outcome.result, outcome.summary
+
 
 def is_graph_study(path: str | Path) -> bool:
     """Whether ``path`` is a study file with ``[study] kind = "graph"``."""
@@ -131,22 +232,8 @@ def _pos_int(value: Any, key: str, where: str, path: Path) -> int:
     return value
 
 
-def load_graph_study(path: str | Path) -> GraphStudy:
-    """Load and check a graph study file (see the module docstring)."""
-    path, raw, table, case_path = read_study_file(path, keys=_STUDY_KEYS, sections={"setting", "comparison"},
-                                                  kind="graph")
-    metric = table.get("metric", "average_loss")
-    if metric not in METRICS:
-        raise ConfigError(f"{path}: the 'metric' entry of [study] must be one of {', '.join(map(repr, METRICS))}. "
-                          f"Got {metric!r} instead.")
-    runs = _pos_int(table.get("runs", 10), "runs", "[study]", path)
-    rounds = table.get("rounds")
-    if rounds is not None:
-        _pos_int(rounds, "rounds", "[study]", path)
-    bar_every = table.get("bar_every")
-    if bar_every is not None:
-        _pos_int(bar_every, "bar_every", "[study]", path)
-    raw_settings = raw.get("setting")
+def _settings(raw_settings: Any, path: Path) -> list[Setting]:
+    """The ``[[setting]]`` tables, checked."""
     if not isinstance(raw_settings, list) or not raw_settings:
         raise ConfigError(f"{path}: a graph study needs at least one [[setting]].")
     settings, labels = [], set()
@@ -177,8 +264,13 @@ def load_graph_study(path: str | Path) -> GraphStudy:
         if s.match_bound is not None and s.match_bound not in labels:
             raise ConfigError(f"{path}: setting {s.label!r} matches the bound of {s.match_bound!r}, which is not "
                               "a setting label.")
+    return settings
+
+
+def _comparisons(raw: list, labels: set[str], path: Path) -> list[dict[str, str]]:
+    """The ``[[comparison]]`` tables, checked against the setting labels."""
     comparisons = []
-    for k, c in enumerate(raw.get("comparison", []) or []):
+    for k, c in enumerate(raw):
         unknown = sorted(set(c) - _COMPARISON_KEYS)
         if unknown or "better" not in c or "than" not in c:
             raise ConfigError(f"{path}: [[comparison]] {k + 1} needs 'better' and 'than' (setting labels) and "
@@ -187,8 +279,12 @@ def load_graph_study(path: str | Path) -> GraphStudy:
             if c[key] not in labels:
                 raise ConfigError(f"{path}: [[comparison]] {k + 1}: {c[key]!r} is not a setting label.")
         comparisons.append(dict(c))
-    return GraphStudy(path, str(table.get("name", path.stem)), str(table.get("description", "")), case_path,
-                      runs, rounds, metric, bar_every, settings, comparisons)
+    return comparisons
+
+
+def load_graph_study(path: str | Path) -> GraphStudy:
+    """Load and check a graph study file (:meth:`GraphStudy.load`)."""
+    return GraphStudy.load(path)
 
 
 def _setting_case(base: Any, setting: Setting, rounds: int | None, seed: int, alpha: float | None) -> Any:
@@ -228,7 +324,6 @@ def _matched_alpha(instance: Any, base: Any, study: GraphStudy, setting: Setting
     return alpha
 
 
-@locks_output("study directory")  # a second study writing the same directory is refused
 def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = None, runs: int | None = None,
                     data: str | Path | None = None, test_data: str | Path | None = None,
                     progress: bool = True, run: dict | None = None) -> dict[str, Any]:
@@ -255,67 +350,8 @@ def run_graph_study(path: str | Path, out: str | Path, *, rounds: int | None = N
     dict
         ``{"study", "out", "runs", "computed", "reused", "files", "comparisons"}``.
     """
-    study = load_graph_study(path)
-    out = Path(out)
-    base = load_case(study.case_path)
-    base.run.update({k: v for k, v in (run or {}).items() if v is not None})
-    if data is not None:
-        base.model.update({"dataset": "adult", "path": str(Path(data).resolve()),
-                           "test_path": str(Path(test_data).resolve()) if test_data is not None else None})
-    elif test_data is not None:
-        raise ConfigError("test_data needs data (the Adult training file).")
-    rounds = rounds or study.rounds
-    instance = build_instance(base)
-    alphas: dict[str, float] = {}
-    for s in study.settings:
-        if s.match_bound is not None and s.label not in alphas:
-            _matched_alpha(instance, base, study, s, rounds, alphas)
-    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": base.to_dict(),
-                                                          "rounds": rounds, "matched_alpha": alphas}), indent=2))
-    jobs = [(s, r) for s in study.settings for r in range(runs or s.runs or study.runs)]
-    rows, histories = [], []
-    runner = CellRunner(out, what="graph study")
-    context, _ = settings_context(base, instance)
-    bar = tqdm(jobs, disable=not progress, desc=f"study {study.name}", unit="run")
-    collected: dict[tuple, list] = {}  # the runs' warnings, reported once each after the progress bar
-    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
-        for setting, seed in bar:
-            case = _setting_case(base, setting, rounds, seed, alphas.get(setting.label))
-
-            def compute(cell_dir: Path, case=case) -> tuple:
-                with collecting_warnings(collected):  # reported once per study, at its end
-                    outcome = run_case(case, instance=instance, checkpoint=cell_dir, backend=backends(case.run))
-                return outcome.result, outcome.summary
-
-            result, summary = runner.run(f"{setting.slug}/seed{seed}", cell_config(case), compute, context=context)
-            priv = result.privacy or {}
-            worst = priv.get("worst", {}) if setting.private else {}
-            test_error = instance.test_error(np.asarray(result.solution["f"])) if hasattr(instance, "test_error") \
-                else summary.get("test_error")
-            hist = result.history
-            rows.append({"setting": setting.label, "seed": seed, "algorithm": setting.algorithm["name"],
-                         "private": setting.private, "alpha": alphas.get(setting.label, setting.privacy.get("alpha")),
-                         "iterations": int(len(hist)), study.metric: float(hist[study.metric].iloc[-1]),
-                         "test_error": test_error, "max_deviation": float(hist["max_deviation"].iloc[-1]),
-                         "bound": priv.get("paper_bound") if setting.private else None,
-                         "eps_rdp": worst.get("rdp"), "eps_pld": worst.get("pld"),
-                         "wall_time": float(hist["wall_time"].sum())})
-            cols = ["round", "iteration", study.metric, "objective", "max_deviation", "noise_magnitude"] + \
-                (["bound_P"] if "bound_P" in hist else [])
-            histories.append(hist[[c for c in cols if c in hist]].assign(setting=setting.label, seed=seed))
-    bar.close()
-    report_warnings(collected)
-    runs_df = pd.DataFrame(rows)
-    history = pd.concat(histories, ignore_index=True)
-    curves = _curves(history, study.metric)
-    runs_df.to_csv(out / "runs.csv", index=False)
-    history.to_csv(out / "histories.csv", index=False)
-    curves.to_csv(out / "curves.csv", index=False)
-    files = ["runs.csv", "histories.csv", "curves.csv"] + write_graph_figures(curves, runs_df, out, study)
-    verdicts = compare(runs_df, study)
-    files.append(write_graph_report(runs_df, curves, verdicts, out, study, rounds, alphas))
-    return {"study": study.name, "out": str(out), "runs": len(jobs), "computed": runner.computed,
-            "reused": runner.reused, "files": files, "comparisons": verdicts}
+    return GraphStudy.load(path).run(out, rounds=rounds, runs=runs, data=data, test_data=test_data,
+                                     progress=progress, run=run)
 
 
 def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -329,7 +365,7 @@ def _curves(history: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- figures
 def write_graph_figures(curves: pd.DataFrame, runs: pd.DataFrame, out: Path, study: GraphStudy) -> list[str]:
-    """The study's figures (:func:`cvxdp.plots.graph_study_figures`)."""
+    """The study's figures (:func:`cvxdp.studies.figures.graph_study_figures`)."""
     return graph_study_figures(curves, runs, out, study, metric_label=METRIC_LABELS[study.metric])
 
 

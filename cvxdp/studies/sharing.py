@@ -32,11 +32,15 @@ Lemma 1 / Theorem 1 (and our accountants) and reported beside it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
 import time
+import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -46,18 +50,28 @@ from ..config.build import (
     build_instance,
     load_case,
     load_toml,
-    read_study_file,
     settings_context,
 )
 from ..engine import solve
-from ..errors import ConfigError
 from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
-from ..plots import sharing_study_figures
-from ..run import jsonable, locks_output
-from .cells import CellRunner, cell_config
+from ..run import jsonable
+from .figures import sharing_study_figures
+from .study import (
+    CellJob,
+    Study,
+    StudyKey,
+    cell_config,
+    head_keys,
+    is_int_at_least,
+    number_list,
+    register_study,
+)
 
-_KEYS = {"kind", "name", "description", "case", "noise_levels", "seeds", "epochs", "delta", "rho_n",
-         "settle_tol", "gap_tol", "accountant"}
+
+def _positive(below_one: bool = False) -> Callable[[Any], bool]:
+    """None or a positive float (``below_one``: below 1)."""
+    high = 1.0 if below_one else math.inf
+    return lambda v: v is None or (not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v < high)
 
 
 def is_sharing_study(path: str | Path) -> bool:
@@ -69,38 +83,9 @@ def is_sharing_study(path: str | Path) -> bool:
     return isinstance(raw.get("study"), dict) and raw["study"].get("kind") == "sharing"
 
 
-def _numbers(table: dict, key: str, path: Path, *, nonneg: bool, integer: bool = False) -> list:
-    values = table.get(key)
-    if not isinstance(values, list) or not values:
-        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list. Got {values!r} instead.")
-    for v in values:
-        ok = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
-        if not ok or not math.isfinite(v) or (nonneg and v < 0):
-            raise ConfigError(f"{path}: the '{key}' entry of [study] must hold non-negative "
-                              f"{'ints' if integer else 'numbers'}. Got {v!r} instead.")
-    return values
-
-
 def load_sharing_study(path: str | Path) -> dict[str, Any]:
-    """Load and check a sharing study file; returns its resolved settings."""
-    path, raw, table, case_path = read_study_file(path, keys=_KEYS, sections={"model", "algorithm"}, kind="sharing")
-    epochs = table.get("epochs")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ConfigError(f"{path}: the 'epochs' entry of [study] must be an int in [1, inf). Got {epochs!r} instead.")
-    for key, low in (("delta", 0.0), ("rho_n", 0.0), ("settle_tol", 0.0), ("gap_tol", 0.0)):
-        v = table.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (low < v < math.inf)
-                              or (key == "delta" and v >= 1)):
-            raise ConfigError(f"{path}: the '{key}' entry of [study] must be a positive float"
-                              f"{' below 1' if key == 'delta' else ''}. Got {v!r} instead.")
-    return {"path": path, "name": str(table.get("name", path.stem)), "description": table.get("description", ""),
-            "case_path": case_path, "noise_levels": [float(v) for v in _numbers(table, "noise_levels", path,
-                                                                                 nonneg=True)],
-            "seeds": _numbers(table, "seeds", path, nonneg=True, integer=True) if "seeds" in table else [0],
-            "epochs": epochs, "delta": float(table.get("delta", 1e-5)), "rho_n": table.get("rho_n"),
-            "settle_tol": float(table.get("settle_tol", 0.02)), "gap_tol": float(table.get("gap_tol", 1e-3)),
-            "accountant": table.get("accountant", "pld"),
-            "model": dict(raw.get("model", {})), "algorithm": dict(raw.get("algorithm", {}))}
+    """Load and check a sharing study file; returns its resolved settings (:attr:`SharingStudy.spec`)."""
+    return SharingStudy.load(path).spec
 
 
 # --------------------------------------------------------------------------- metrics of a history
@@ -132,11 +117,161 @@ def first_below(values: np.ndarray, level: float) -> int | None:
 
 
 # --------------------------------------------------------------------------- the study
-@locks_output("study directory")  # a second study writing the same directory is refused
+@register_study
+class SharingStudy(Study):
+    """A loaded ``kind = "sharing"`` study file (see the module docstring); :attr:`spec` holds its settings."""
+
+    kind: ClassVar[str] = "sharing"
+    title: ClassVar[str] = "sharing"
+    schema_table: ClassVar[str] = "[study] sharing (kind = sharing)"
+    keys: ClassVar[tuple[StudyKey, ...]] = (
+        *head_keys("sharing"),
+        StudyKey("noise_levels", "list of float >= 0", "required", "sigma values of the noise (0 = non-private)",
+                 parse=number_list("noise_levels", float, positive=False, convert=True)),
+        StudyKey("seeds", "list of int", "[0]", "seeds", value=[0],
+                 parse=number_list("seeds", int, positive=False)),
+        StudyKey("epochs", "int >= 1", "the case's", "epochs (`--rounds` overrides)", expected="an int in [1, inf)",
+                 accepts=is_int_at_least(1, optional=True)),
+        StudyKey("delta", "float in (0, 1)", "1e-5", "delta at which each sigma's epsilon is reported", value=1e-5,
+                 expected="a positive float below 1", accepts=_positive(below_one=True)),
+        StudyKey("rho_n", "float > 0", "-", "rho * N_train (rho then scales with the data)",
+                 expected="a positive float", accepts=_positive()),
+        StudyKey("settle_tol", "float > 0", "0.02", "relative change that counts as settled", value=0.02,
+                 expected="a positive float", accepts=_positive()),
+        StudyKey("gap_tol", "float > 0", "1e-3", "relative gap to the optimum that counts as converged", value=1e-3,
+                 expected="a positive float", accepts=_positive()),
+        StudyKey("accountant", "str", "pld", "accountant of the reported totals", value="pld"),
+    )
+    sections: ClassVar[frozenset[str]] = frozenset({"model", "algorithm"})
+    options: ClassVar[frozenset[str]] = frozenset({"rounds", "data", "test_data"})
+    rank: ClassVar[int] = 2
+    label: ClassVar[str] = "sharing study"
+    writes_ledger: ClassVar[bool] = False
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.path, self.name, self.case_path = spec["path"], spec["name"], spec["case_path"]
+
+    @classmethod
+    def load(cls, path: str | Path) -> SharingStudy:
+        path, raw, values, case_path = cls.read(path)
+        return cls({"path": path, "name": str(values["name"] or path.stem), "description": values["description"],
+                    "case_path": case_path, "noise_levels": values["noise_levels"], "seeds": values["seeds"],
+                    "epochs": values["epochs"], "delta": float(values["delta"]), "rho_n": values["rho_n"],
+                    "settle_tol": float(values["settle_tol"]), "gap_tol": float(values["gap_tol"]),
+                    "accountant": values["accountant"], "model": dict(raw.get("model", {})),
+                    "algorithm": dict(raw.get("algorithm", {}))})
+
+    # --------------------------------------------------------------------------- hooks
+    def prepare(self, out: Path, stack: contextlib.ExitStack, *, rounds: int | None = None,
+                data: str | Path | None = None, test_data: str | Path | None = None, run: dict | None = None,
+                **options: Any) -> list[CellJob]:
+        """The baselines (``baselines.json``) and a cell per noise level and seed (one seed when non-private)."""
+        study = self.spec
+        self.started = time.perf_counter()
+        case = load_case(study["case_path"])
+        model = {**case.model, **study["model"]}
+        if data is not None:
+            model.update(dataset="libsvm", path=str(Path(data).resolve()),
+                         test_path=None if test_data is None else str(Path(test_data).resolve()))
+            model.setdefault("blocks", "auto")
+        case.model = model
+        placement = {**case.run, **{k: v for k, v in (run or {}).items() if v is not None}}
+        algo = {**case.algorithm, **study["algorithm"]}
+        lam = float(algo.get("lam", 1e-3))
+        T = int(rounds or study["epochs"] or algo.get("epochs", 50))
+        instance = build_instance(case)
+        self.vdata = instance.info["data"]
+        N = self.vdata.n_samples
+        rho = float(study["rho_n"]) / N if study["rho_n"] is not None else float(algo.get("rho", 0.25 / N))
+        self.baselines = instance.info["baselines"](lam)  # the template's hooks: sklearn baselines, central optimum
+        central = instance.central(lam=lam)
+        self.f_star = float(central["objective"])
+        self.base_info = {"all_features": {k: v for k, v in self.baselines["all_features"].items() if k != "coef"},
+                          "party1_only": {k: v for k, v in self.baselines["party1_only"].items() if k != "coef"},
+                          "central": {k: v for k, v in central.items() if k != "solution"},
+                          "data": self.vdata.info, "rho": rho, "lam": lam, "epochs": T, "samples": N}
+        (out / "baselines.json").write_text(json.dumps(jsonable(self.base_info), indent=2))
+        self.described = {"study": str(self.path), "case": case.to_dict(), "epochs": T, "rho": rho}
+        context, _ = settings_context(case, instance)
+        backends = stack.enter_context(StudyBackends())  # Ray, if asked for, starts once for every cell
+        self.movable = False  # the cells share the study's instance and backends
+        self.grid, jobs = [], []
+        for sigma in study["noise_levels"]:
+            for seed in study["seeds"] if sigma > 0 else study["seeds"][:1]:  # the non-private run is deterministic
+                # the paper's Fig. 3: Lemma 1 claims (a paper preset, recorded as such in every ledger)
+                privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper",
+                                          calibration="classic", assumptions="record") if sigma > 0 else None
+                alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
+                config = {"case": cell_config(case), "algorithm": alg.describe(),
+                          "privacy": privacy.describe() if privacy is not None else None, "seed": int(seed),
+                          "accountant": study["accountant"]}
+                self.grid.append((sigma, int(seed), privacy))
+                jobs.append(CellJob(f"noise{sigma:g}_seed{int(seed)}", config, functools.partial(
+                    _sharing_cell, instance, alg, privacy, int(seed), study["accountant"], backends, placement),
+                    context))
+        return jobs
+
+    def row(self, index: int, result: Any, summary: dict[str, Any]) -> tuple[dict, pd.DataFrame, Any]:
+        sigma, seed, privacy = self.grid[index]
+        study, h = self.spec, result.history.assign(noise=sigma, seed=seed)
+        row: dict[str, Any] = {
+            "noise": sigma, "seed": seed, "epochs": int(len(h)),
+            "final_objective": float(h["objective"].iloc[-1]),
+            "final_test_logloss": float(h["test_logloss"].iloc[-1]),
+            "best_test_logloss": float(h["test_logloss"].min()),
+            "final_test_error": float(h["test_error"].iloc[-1]),
+            "epochs_to_gap": epochs_to_gap(h["objective"].values, self.f_star, study["gap_tol"]),
+            "epochs_to_settle": settle_epoch(h["test_logloss"].values, study["settle_tol"]),
+            "epochs_to_baseline": first_below(h["test_logloss"].values, (1 + study["settle_tol"])
+                                              * self.baselines["all_features"]["test_logloss"]),
+            "seconds": summary["seconds"]}
+        if privacy is not None:
+            row.update(_privacy_columns(result.privacy, self.vdata.names[0], sigma, study["delta"]))
+        return row, h, None
+
+    def report(self, results: pd.DataFrame, history: pd.DataFrame, out: Path) -> list[str]:
+        """``summary.csv``, the figures and ``report.md``."""
+        self.summary = summarize(results, self.baselines)
+        self.summary.to_csv(out / "summary.csv", index=False)
+        files = ["results.csv", "summary.csv", "histories.csv", "baselines.json"]
+        files += write_sharing_figures(history, self.baselines, self.f_star, out, title=self.name)
+        files.append(write_sharing_report(self.spec, results, self.summary, self.base_info, out,
+                                          seconds=time.perf_counter() - self.started))
+        return files
+
+    def info(self) -> dict[str, Any]:
+        return {"summary": jsonable(self.summary.to_dict(orient="records"))}
+
+
+def _sharing_cell(instance: Any, alg: ADMMSharing, privacy: SharingGaussian | None, seed: int, accountant: str,
+                  backends: StudyBackends, placement: dict, cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+    """One run of the sharing study (its objective and test loss are labelled private evaluation: asked for on any
+    backend)."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
+        res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=seed, accountant=accountant,
+                    checkpoint=cell_dir, backend=backends(placement), evaluate=True)
+    return res, {"seconds": time.perf_counter() - t0}
+
+
+def _privacy_columns(privacy: dict[str, Any], first: str, sigma: float, delta: float) -> dict[str, Any]:
+    """A private run's privacy columns: party 1's sensitivity and per-epoch claims, the worst party's totals."""
+    mech = privacy["mechanism"]["parties"]
+    C = mech[first]["sensitivity"]
+    return {"sensitivity_C": C, "eps_step_theorem1": theorem1_epsilon(C, sigma, delta),
+            "eps_step_claim": mech[first]["eps_step"], "eps_total_corollary1": privacy["corollary1"]["worst"][0],
+            "eps_total_basic": privacy["worst"]["basic"][0], "eps_total_rdp": privacy["worst"]["rdp"],
+            "eps_total_pld": privacy["worst"]["pld"], "target_delta": privacy["target_delta"],
+            "assumption_1_1_held": privacy["assumption_1_1"]["held"]}
+
+
 def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None = None,
                       data: str | Path | None = None, test_data: str | Path | None = None,
                       progress: bool = False, run: dict | None = None) -> dict[str, Any]:
-    """Run the sharing study of ``path`` and write its tables, figures and report into ``out``.
+    """Run the sharing study of ``path`` and write its tables, figures and report into ``out``
+    (:meth:`SharingStudy.run`).
 
     Parameters
     ----------
@@ -151,7 +286,7 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
         gisette_scale / gisette_scale.t; the paper's column split is chosen from the feature count
         (123 -> 66 + 57, 5000 -> 2000 + 2000 + 1000) unless the study's [model] sets ``blocks``.
     progress : bool
-        Print one line per run.
+        A progress bar over the runs.
     run : dict, optional
         Overrides of the case's [run] entries (None values ignored), e.g. ``{"backend": "ray"}``.
 
@@ -160,102 +295,7 @@ def run_sharing_study(path: str | Path, out: str | Path, *, epochs: int | None =
     dict
         ``{"study", "out", "runs", "files", "summary": [...one dict per noise level...]}``.
     """
-    import warnings
-
-    study = load_sharing_study(path)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    case = load_case(study["case_path"])
-    model = {**case.model, **study["model"]}
-    if data is not None:
-        model.update(dataset="libsvm", path=str(Path(data).resolve()),
-                     test_path=None if test_data is None else str(Path(test_data).resolve()))
-        model.setdefault("blocks", "auto")
-    case.model = model
-    placement = {**case.run, **{k: v for k, v in (run or {}).items() if v is not None}}
-    algo = {**case.algorithm, **study["algorithm"]}
-    lam = float(algo.get("lam", 1e-3))
-    T = int(epochs or study["epochs"] or algo.get("epochs", 50))
-    start_all = time.perf_counter()
-    instance = build_instance(case)
-    vdata = instance.info["data"]
-    N = vdata.n_samples
-    rho = float(study["rho_n"]) / N if study["rho_n"] is not None else float(algo.get("rho", 0.25 / N))
-    baselines = instance.info["baselines"](lam)  # the template's hooks: sklearn baselines, central optimum
-    central = instance.central(lam=lam)
-    f_star = float(central["objective"])
-    base_info = {"all_features": {k: v for k, v in baselines["all_features"].items() if k != "coef"},
-                 "party1_only": {k: v for k, v in baselines["party1_only"].items() if k != "coef"},
-                 "central": {k: v for k, v in central.items() if k != "solution"},
-                 "data": vdata.info, "rho": rho, "lam": lam, "epochs": T, "samples": N}
-    (out / "baselines.json").write_text(json.dumps(jsonable(base_info), indent=2))
-
-    rows, histories = [], []
-    runner = CellRunner(out, what="sharing study")
-    context, _ = settings_context(case, instance)
-    with StudyBackends() as backends:  # Ray, if asked for, starts once for every cell
-        for sigma in study["noise_levels"]:
-            seeds = study["seeds"] if sigma > 0 else study["seeds"][:1]  # the non-private run is deterministic
-            for seed in seeds:
-                # the paper's Fig. 3: Lemma 1 claims (a paper preset, recorded as such in every ledger)
-                privacy = SharingGaussian(sigma=sigma, delta=study["delta"], sensitivity="paper", calibration="classic",
-                                          assumptions="record") if sigma > 0 else None
-                alg = ADMMSharing(rho=rho, lam=lam, epochs=T, loss="logistic")
-                config = {"case": cell_config(case), "algorithm": alg.describe(),
-                          "privacy": privacy.describe() if privacy is not None else None, "seed": int(seed),
-                          "accountant": study["accountant"]}
-
-                def compute(cell_dir: Path, alg=alg, privacy=privacy, seed=seed) -> tuple:
-                    t0 = time.perf_counter()
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # Assumption 1.1 warnings: recorded in the history instead
-                        # the study's objective and test loss are labelled private evaluation: asked for on any backend
-                        res = solve(instance.agents, algorithm=alg, privacy=privacy, seed=int(seed),
-                                    accountant=study["accountant"], checkpoint=cell_dir,
-                                    backend=backends(placement), evaluate=True)
-                    return res, {"seconds": time.perf_counter() - t0}
-
-                res, cell_summary = runner.run(f"noise{sigma:g}_seed{int(seed)}", config, compute, context=context)
-                h = res.history.assign(noise=sigma, seed=int(seed))
-                histories.append(h)
-                row: dict[str, Any] = {
-                    "noise": sigma, "seed": int(seed), "epochs": int(len(h)),
-                    "final_objective": float(h["objective"].iloc[-1]),
-                    "final_test_logloss": float(h["test_logloss"].iloc[-1]),
-                    "best_test_logloss": float(h["test_logloss"].min()),
-                    "final_test_error": float(h["test_error"].iloc[-1]),
-                    "epochs_to_gap": epochs_to_gap(h["objective"].values, f_star, study["gap_tol"]),
-                    "epochs_to_settle": settle_epoch(h["test_logloss"].values, study["settle_tol"]),
-                    "epochs_to_baseline": first_below(h["test_logloss"].values,
-                                                      (1 + study["settle_tol"]) * baselines["all_features"]["test_logloss"]),
-                    "seconds": cell_summary["seconds"]}
-                if privacy is not None:
-                    mech = res.privacy["mechanism"]["parties"]
-                    first = vdata.names[0]
-                    C = mech[first]["sensitivity"]
-                    row.update(sensitivity_C=C, eps_step_theorem1=theorem1_epsilon(C, sigma, study["delta"]),
-                               eps_step_claim=mech[first]["eps_step"],
-                               eps_total_corollary1=res.privacy["corollary1"]["worst"][0],
-                               eps_total_basic=res.privacy["worst"]["basic"][0],
-                               eps_total_rdp=res.privacy["worst"]["rdp"],
-                               eps_total_pld=res.privacy["worst"]["pld"],
-                               target_delta=res.privacy["target_delta"],
-                               assumption_1_1_held=res.privacy["assumption_1_1"]["held"])
-                rows.append(row)
-                if progress:
-                    print(f"noise {sigma:g} seed {seed}: test log-loss {row['final_test_logloss']:.4f} "
-                          f"({row['seconds']:.1f} s)", flush=True)
-    results = pd.DataFrame(rows)
-    history = pd.concat(histories, ignore_index=True)
-    summary = summarize(results, baselines)
-    results.to_csv(out / "results.csv", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
-    history.to_csv(out / "histories.csv", index=False)
-    files = ["results.csv", "summary.csv", "histories.csv", "baselines.json"]
-    files += write_sharing_figures(history, baselines, f_star, out, title=study["name"])
-    files.append(write_sharing_report(study, results, summary, base_info, out, seconds=time.perf_counter() - start_all))
-    return {"study": study["name"], "out": str(out), "runs": int(len(results)), "computed": runner.computed,
-            "reused": runner.reused, "files": files, "summary": jsonable(summary.to_dict(orient="records"))}
+    return SharingStudy.load(path).run(out, rounds=epochs, data=data, test_data=test_data, progress=progress, run=run)
 
 
 def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame:
@@ -276,7 +316,7 @@ def summarize(results: pd.DataFrame, baselines: dict[str, dict]) -> pd.DataFrame
 
 def write_sharing_figures(history: pd.DataFrame, baselines: dict[str, dict], f_star: float, out: Path, *,
                           title: str) -> list[str]:
-    """The paper's layout (:func:`cvxdp.plots.sharing_study_figures`)."""
+    """The paper's layout (:func:`cvxdp.studies.figures.sharing_study_figures`)."""
     return sharing_study_figures(history, baselines, f_star, out, title=title)
 
 
@@ -350,5 +390,5 @@ def write_sharing_report(study: dict, results: pd.DataFrame, summary: pd.DataFra
     return "report.md"
 
 
-__all__ = ["epochs_to_gap", "first_below", "is_sharing_study", "load_sharing_study", "run_sharing_study", "settle_epoch",
+__all__ = ["SharingStudy", "epochs_to_gap", "first_below", "is_sharing_study", "load_sharing_study", "run_sharing_study", "settle_epoch",
            "summarize", "write_sharing_figures", "write_sharing_report"]

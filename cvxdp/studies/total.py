@@ -46,76 +46,55 @@ Layout of ``--out DIR``: ``runs/<cell>/`` (resumable cells, :mod:`.cells`), ``re
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import json
 import math
-import re
-import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..config.build import (
-    MECHANISMS,
     case_instance,
     kept_instances,
     load_toml,
-    read_study_file,
     run_case,
     settings_context,
     study_base_case,
 )
 from ..errors import ConfigError
-from ..plots import figure_files, utility_vs_total_epsilon
 from ..privacy import InputPerturbation, PrivacyLedger
-from ..run import Result, jsonable, locks_output
-from .cells import (
-    CellJob,
-    CellRunner,
-    cell_config,
-    report_warnings,
-    run_cells,
+from ..run import Result
+from .study import CellJob, Study, StudyKey, cell_config, register_study
+from .total_keys import (
+    _ONE_SHOT_DROPS,
+    _STUDY_SET,
+    ANCHOR_NAMES,
+    ANCHORS,
+    CENTRAL,
+    CENTRAL_NOISE,
+    ONE_SHOT,
+    OPTIMUM,
+    OPTIMUM_SECONDS,
+    TOTAL_FIGURE,
+    TOTAL_KEYS,
+    _slug,
 )
-from .tables import cost_lines, markdown_table
-
-_TOTAL_KEYS = {"kind", "name", "description", "case", "mechanisms", "anchors", "epsilons", "delta", "seeds", "schedule",
-               "anchor_rounds", "baseline", "datasets", "one_shot_local_updates"}
-#: the one-shot anchors: name -> noise of the input perturbation
-ANCHORS = {"InL": "laplace", "InG": "gaussian"}
-#: the one-shot releases of a per-round mechanism (noise drawn once: T = 1, J = ``one_shot_local_updates``, the
-#: whole budget, calibrate = "total"): anchor name -> mechanism
-ONE_SHOT = {f"{m}-once": m for m in ("ObjL", "ObjG", "OutL", "OutG")}
-#: the centralized private anchor: a trusted curator's model on the pooled data at the same total budget
-#: (the template's ``ModelInstance.central_private``; the logistic template: DP-SGD)
-CENTRAL = "central"
-#: the central anchor with its noise multiplied by sqrt(P), P the data set's agents: the noise the sum of P
-#: parties' independently noised updates carries at the same per-party budget (secure aggregation would give the
-#: central anchor's); a diagnostic of what distribution costs, private at the smaller epsilon it reports
-CENTRAL_NOISE = "central-sqrtP"
-#: the non-private optimum on the pooled data (the template's ``central``): what privacy costs is the central
-#: anchor against it; one cell per data set, a reference row at every epsilon of the table
-OPTIMUM = "optimum"
-#: every anchor name -> what it is (the study file's ``anchors``)
-ANCHOR_NAMES = (*ANCHORS, *ONE_SHOT, CENTRAL, CENTRAL_NOISE, OPTIMUM)
-#: [privacy] entries of the case that the one-shot releases leave out: they use every record once (the case's
-#: subsampling is for its per-round runs)
-_ONE_SHOT_DROPS = ("sampling_rate", "clip_norm")
-#: seconds the non-private optimum (:data:`OPTIMUM`) may take
-OPTIMUM_SECONDS = 600.0
-#: the table's metrics per template family, the first one decides the winner
-METRICS = {"power": ["balance_deviation", "cost_error"], "fl": ["train_cost", "test_error"]}
-#: the study's figure (a PNG, and a PDF beside it)
-TOTAL_FIGURE = "utility_vs_total_epsilon.png"
-#: [privacy] entries a mechanism variant of an equal-total study may not set (the study sets them)
-_STUDY_SET = ("mechanism", "epsilon", "delta", "calibrate")
-
-
-def _slug(name: str) -> str:
-    """A data set's name as part of a cell key (a directory name)."""
-    return re.sub(r"[^A-Za-z0-9.+-]+", "_", name).strip("_")
+from .total_report import (
+    _total_baselines,
+    column_winner,
+    consortium_figures,
+    distribution_cost,
+    lead_lines,
+    method_table,
+    summarise,
+    total_report_lines,
+    verdict,
+    write_total_figure,
+)
 
 
 @dataclass(frozen=True)
@@ -138,9 +117,19 @@ class TotalCell:
         return f"{head}{self.method}_total{eps}_T{self.rounds}_J{self.local_updates}_seed{self.seed}"
 
 
+@register_study
 @dataclass
-class TotalStudy:
+class TotalStudy(Study):
     """A loaded ``kind = "total"`` study file (see the module docstring)."""
+
+    kind: ClassVar[str] = "total"
+    title: ClassVar[str] = "equal-total"
+    schema_table: ClassVar[str] = "[study] total (kind = total)"
+    keys: ClassVar[tuple[StudyKey, ...]] = TOTAL_KEYS
+    sections: ClassVar[frozenset[str]] = frozenset({"algorithm", "privacy", "run"})
+    options: ClassVar[frozenset[str]] = frozenset({"data", "workers"})
+    rank: ClassVar[int] = 1
+    no_rounds: ClassVar[str] = "its schedule sets the rounds per total epsilon"
 
     path: Path
     name: str
@@ -188,121 +177,116 @@ class TotalStudy:
         return out
 
 
+    @classmethod
+    def load(cls, path: str | Path) -> TotalStudy:
+        """Load and check a ``kind = "total"`` study file (a [study] table plus optional [algorithm]/[privacy]/[run]
+        overrides of the per-round cells)."""
+        path, raw, values, case_path = cls.read(path)
+        if not values["mechanisms"] and not values["anchors"]:
+            raise ConfigError(f"{path}: an equal-total study needs at least one mechanism or anchor.")
+        return cls(path=path, name=str(values["name"] or path.stem), case_path=case_path,
+                   mechanisms=list(values["mechanisms"]), anchors=list(values["anchors"]),
+                   epsilons=values["epsilons"], delta=float(values["delta"]), seeds=values["seeds"],
+                   schedule=values["schedule"], anchor_rounds=values["anchor_rounds"], baseline=values["baseline"],
+                   overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")},
+                   variants=values["mechanisms"], datasets=values["datasets"],
+                   one_shot_local_updates=values["one_shot_local_updates"])
+
+    # --------------------------------------------------------------------------- hooks
+    def prepare(self, out: Path, stack: contextlib.ExitStack, *, run: dict | None = None,
+                data: str | Path | None = None, **options: Any) -> list[CellJob]:
+        """The cells as jobs (the anchors' template hooks are checked here, before any run)."""
+        stack.enter_context(kept_instances())
+        case = study_base_case(self, run=run, data=data)
+        self.exact = self.metrics.exact_baseline  # the non-private line: exact ADMM, else the case's algorithm
+        bases = {name: _dataset_case(case, model) for name, model in self.datasets} or {"": case}
+        self.described = {"study": str(self.path), "case": case.to_dict(), "schedule": self.schedule,
+                          "datasets": self.datasets}
+        contexts = {dataset: _checked_context(self, base) for dataset, base in bases.items()}
+        self.grid, jobs = self.cells(), []
+        for cell in self.grid:
+            base = bases[cell.dataset]
+            cell_case = _total_case(self, base, cell, self.exact)
+            compute = functools.partial(_total_cell, base, cell_case, cell.method, cell.epsilon, self.delta,
+                                        cell.seed, headline=self.metrics.headline)
+            self.movable = self.movable and cell_case.run.get("backend", "serial") != "ray"
+            jobs.append(CellJob(cell.key, _cell_config(self, cell, cell_case), compute, contexts[cell.dataset],
+                                work=float(cell.rounds * (1 + cell.local_updates)),
+                                prepare=functools.partial(case_instance, base)))
+        return jobs
+
+    def row(self, index: int, result: Any, summary: dict[str, Any]) -> tuple[dict, pd.DataFrame, Any]:
+        cell = self.grid[index]
+        priv = summary.get("privacy") or {}
+        cols = {"cell": cell.key, "dataset": cell.dataset or self.case_path.stem, "method": cell.method,
+                "kind": _kind(cell.method), "total_epsilon": cell.epsilon,
+                "delta": None if cell.epsilon is None else self.delta, "seed": cell.seed,
+                "rounds": cell.rounds, "local_updates": cell.local_updates}
+        flat = {k: v for k, v in summary.items() if k not in cols and not isinstance(v, (dict, list))}
+        row = {**cols, **flat, "eps_pld": priv.get("pld")}
+        history = result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
+                                        total_epsilon=cell.epsilon, seed=cell.seed)
+        return {**row, **self.metrics.headline_values(row)}, history, result.privacy
+
+    def report(self, results: pd.DataFrame, history: pd.DataFrame, out: Path) -> list[str]:
+        """``table.csv``, the figures and ``report.md``."""
+        headline = self.metrics.headline
+        table = summarise(results, headline)
+        table.to_csv(out / "table.csv", index=False)
+        baselines = _total_baselines(results, headline)
+        figures = write_total_figure(table, self, baselines, self.exact, out)
+        if "central" in set(table["kind"]):  # the consortium's figures: test error, anchors drawn
+            figures += consortium_figures(table, self, baselines, out)
+        (out / "report.md").write_text("\n".join(total_report_lines(results, table, self)) + "\n")
+        return ["results.csv", "table.csv", "histories.csv", "ledger.json", *figures, "report.md"]
+
+
+def _checked_context(study: TotalStudy, base: Any) -> dict:
+    """A data set's fingerprint context (:func:`~cvxdp.config.build.settings_context`), the anchors' template hooks
+    checked first (before any run)."""
+    context, instance = settings_context(base)
+    for needed, hook, what in (
+            (bool({CENTRAL, CENTRAL_NOISE} & set(study.anchors)), "central_private", "centralized "
+             "private anchor (the logistic template's models have one); remove 'central' and "
+             f"'{CENTRAL_NOISE}' from anchors in [study]"),
+            (OPTIMUM in study.anchors, "central", "centralized non-private optimum; remove "
+             f"'{OPTIMUM}' from anchors in [study]"),
+            (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
+             f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
+             "no hook)")):
+        if needed:
+            instance = case_instance(base, instance)
+            if getattr(instance, hook) is None:
+                raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
+                                  f"settings) has no {what} (ModelInstance.{hook}).")
+    if instance is not None:
+        case_instance(base, instance)
+    return context
+
+
+def _cell_config(study: TotalStudy, cell: TotalCell, case: Any) -> dict:
+    """A cell's configuration: its case's, with what an anchor cell runs besides it."""
+    config = cell_config(case)
+    if cell.method in ANCHORS:
+        mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
+        config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
+    if cell.method in (CENTRAL, CENTRAL_NOISE):
+        config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta,
+                                     "noise": "x sqrt(agents)" if cell.method == CENTRAL_NOISE else "calibrated"}
+    if cell.method == OPTIMUM:
+        config["central"] = {"tol": 1e-6, "time_limit": OPTIMUM_SECONDS}
+    return config
+
+
 def is_total_study(path: str | Path) -> bool:
     """Whether ``path`` is a study file with ``[study] kind = "total"``."""
     raw = load_toml(path)
     return isinstance(raw.get("study"), dict) and raw["study"].get("kind") == "total"
 
 
-def _total_numbers(table: dict, key: str, path: Path, kind: type, default: Any = None) -> list:
-    values = table.get(key, default)
-    ok = isinstance(values, list) and values and all(
-        not isinstance(v, bool) and isinstance(v, (int, float) if kind is float else int) and math.isfinite(v)
-        and (v > 0 if kind is float else v >= 0) for v in values)
-    if not ok:
-        what = "positive numbers" if kind is float else "non-negative ints"
-        raise ConfigError(f"{path}: the '{key}' entry of [study] must be a non-empty list of {what}. "
-                          f"Got {values!r} instead.")
-    return [kind(v) for v in values]
-
-
-def _total_schedule(value: object, path: Path) -> list[tuple[float, int, int]]:
-    rows = value if value is not None else [[math.inf, 100, 1]]
-    expected = "a non-empty list of [max_epsilon > 0, rounds >= 1, local_updates >= 1] rows"
-    if not isinstance(rows, list) or not rows:
-        raise ConfigError(f"{path}: the 'schedule' entry of [study] must be {expected}. Got {value!r} instead.")
-    out = []
-    for row in rows:
-        if not (isinstance(row, list) and len(row) == 3 and not any(isinstance(v, bool) for v in row)
-                and isinstance(row[0], (int, float)) and row[0] > 0 and isinstance(row[1], int) and row[1] >= 1
-                and isinstance(row[2], int) and row[2] >= 1):
-            raise ConfigError(f"{path}: the 'schedule' entry of [study] must be {expected}. Got the row {row!r}.")
-        out.append((float(row[0]), int(row[1]), int(row[2])))
-    if [r[0] for r in out] != sorted(r[0] for r in out):
-        raise ConfigError(f"{path}: the rows of the 'schedule' entry of [study] must be sorted by max_epsilon. "
-                          f"Got {[r[0] for r in out]} instead.")
-    return out
-
-
-def _total_methods(value: object, path: Path) -> dict[str, tuple[str, dict]]:
-    """``mechanisms``: names (ObjG, ...) or tables ``{ name, mechanism, privacy }`` (a variant with its own
-    [privacy] entries, e.g. ``sampling_rate``) -> name -> (mechanism, privacy entries)."""
-    expected = ("a list of names from ObjL, ObjG, OutL, OutG, or of tables { name = \"ObjG-q0.1\", mechanism = "
-                "\"ObjG\", privacy = { sampling_rate = 0.1, clip_norm = 1.0 } } with distinct names")
-    if not isinstance(value, list):
-        raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got {value!r} instead.")
-    out: dict[str, tuple[str, dict]] = {}
-    for item in value:
-        if isinstance(item, str):
-            name, mech, priv = item, item, {}
-        elif isinstance(item, dict) and {"name", "mechanism"} <= set(item) <= {"name", "mechanism", "privacy"}:
-            name, mech, priv = item["name"], item["mechanism"], item.get("privacy", {})
-        else:
-            raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got the entry {item!r}.")
-        if mech not in MECHANISMS or mech == "none" or not isinstance(name, str) or not name or name in out \
-                or name in ANCHORS or name in ONE_SHOT or name == "none":
-            raise ConfigError(f"{path}: the 'mechanisms' entry of [study] must be {expected}. Got the entry {item!r}.")
-        if not isinstance(priv, dict) or set(priv) & set(_STUDY_SET):
-            raise ConfigError(f"{path}: the 'privacy' table of the mechanism {name!r} in [study] must be a table of "
-                              f"[privacy] entries other than {', '.join(_STUDY_SET)} (the study sets those). Got "
-                              f"{priv!r} instead.")
-        out[name] = (mech, dict(priv))
-    return out
-
-
-def _total_datasets(value: object, path: Path) -> list[tuple[str, dict]]:
-    """``datasets``: a non-empty list of ``{ name, model }`` tables with distinct names (and distinct keys)."""
-    if value is None:
-        return []
-    expected = ("a non-empty list of tables { name = \"...\", model = { ... } } with distinct names (model: "
-                "[model] entries of the case replaced for that data set)")
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. Got {value!r} instead.")
-    out: list[tuple[str, dict]] = []
-    for item in value:
-        if not (isinstance(item, dict) and set(item) == {"name", "model"} and isinstance(item["name"], str)
-                and _slug(item["name"]) and isinstance(item["model"], dict)):
-            raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. Got the entry {item!r}.")
-        if _slug(item["name"]) in {_slug(n) for n, _ in out}:
-            raise ConfigError(f"{path}: the 'datasets' entry of [study] must be {expected}. The name "
-                              f"{item['name']!r} appears twice (or two names differ only in punctuation).")
-        out.append((item["name"], dict(item["model"])))
-    return out
-
-
 def load_total_study(path: str | Path) -> TotalStudy:
-    """Load and check a ``kind = "total"`` study file (a [study] table plus optional [algorithm]/[privacy]/[run]
-    overrides of the per-round cells)."""
-    path, raw, table, case_path = read_study_file(path, keys=_TOTAL_KEYS, sections={"algorithm", "privacy", "run"},
-                                                  kind="total")
-    variants = _total_methods(table.get("mechanisms", ["ObjG", "OutG"]), path)
-    anchors = table.get("anchors", list(ANCHORS))
-    if not isinstance(anchors, list) or any(a not in ANCHOR_NAMES for a in anchors) or len(set(anchors)) != len(anchors):
-        raise ConfigError(f"{path}: the 'anchors' entry of [study] must be a list of distinct names from "
-                          f"{', '.join(ANCHOR_NAMES)}. Got {anchors!r} instead.")
-    if not variants and not anchors:
-        raise ConfigError(f"{path}: an equal-total study needs at least one mechanism or anchor.")
-    delta = table.get("delta", 1e-5)
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
-        raise ConfigError(f"{path}: the 'delta' entry of [study] must be a float in (0, 1). Got {delta!r} instead.")
-    counts = {}
-    for key, default in (("anchor_rounds", 100), ("one_shot_local_updates", 1)):
-        value = counts[key] = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{path}: the {key!r} entry of [study] must be an int in [1, inf). "
-                              f"Got {value!r} instead.")
-    baseline = table.get("baseline", True)
-    if not isinstance(baseline, bool):
-        raise ConfigError(f"{path}: the 'baseline' entry of [study] must be true or false. Got {baseline!r} instead.")
-    seeds = _total_numbers(table, "seeds", path, int, [0, 1, 2])
-    return TotalStudy(path=path, name=str(table.get("name", path.stem)), case_path=case_path,
-                      mechanisms=list(variants), anchors=list(anchors),
-                      epsilons=_total_numbers(table, "epsilons", path, float, [0.5, 1.0, 4.0]), delta=float(delta),
-                      seeds=seeds, schedule=_total_schedule(table.get("schedule"), path),
-                      anchor_rounds=counts["anchor_rounds"], baseline=baseline,
-                      overrides={k: dict(raw.get(k, {})) for k in ("algorithm", "privacy", "run")},
-                      variants=variants, datasets=_total_datasets(table.get("datasets"), path),
-                      one_shot_local_updates=counts["one_shot_local_updates"])
+    """Load and check a ``kind = "total"`` study file (:meth:`TotalStudy.load`)."""
+    return TotalStudy.load(path)
 
 
 def _dataset_case(base: Any, model: dict) -> Any:
@@ -363,14 +347,14 @@ def _anchor_run(case: Any, instance: Any, mechanism: InputPerturbation, seed: in
     return result, summary
 
 
-def _central_run(instance: Any, epsilon: float, delta: float, seed: int, noise_scale: float = 1.0
-                 ) -> tuple[Any, dict[str, Any]]:
+def _central_run(instance: Any, epsilon: float, delta: float, seed: int, headline: Sequence[str],
+                 noise_scale: float = 1.0) -> tuple[Any, dict[str, Any]]:
     """The template's centralized private anchor (``ModelInstance.central_private``) as a study cell: a one-row
     history of its metrics and a ledger of its one pooled release (its ``steps`` composed events). ``noise_scale``
     (> 1: :data:`CENTRAL_NOISE`) multiplies its noise; the ledger then holds the smaller epsilon it spends."""
     out = instance.central_private(epsilon, delta, seed, **({"noise_scale": noise_scale} if noise_scale != 1.0
                                                             else {}))
-    metrics = {k: float(v) for k, v in out.items() if k in METRICS["fl"] or k == "train_error"}
+    metrics = {k: float(v) for k, v in out.items() if k in headline or k == "train_error"}
     ledger = PrivacyLedger([CENTRAL], target_delta=delta)
     ledger.record(CENTRAL, out["event"], int(out["steps"]), claim=(float(out.get("epsilon", epsilon)), delta))
     history = pd.DataFrame([{"round": 1, **metrics}])
@@ -397,23 +381,16 @@ def _optimum_run(instance: Any, time_limit: float) -> tuple[Any, dict[str, Any]]
     return result, {**metrics, "mechanism": OPTIMUM, "status": str(out.get("status", ""))}
 
 
-def _total_metrics(row: dict[str, Any], family: str) -> dict[str, float]:
-    if family == "power":
-        cost_gap = row.get("cost_gap")
-        return {"balance_deviation": row.get("balance_deviation"),
-                "cost_error": abs(cost_gap) if cost_gap is not None and np.isfinite(cost_gap) else float("nan")}
-    return {m: row.get(m) for m in METRICS["fl"]}
-
-
 def _total_cell(base: Any, case: Any, method: str, epsilon: float | None, delta: float, seed: int,
-                cell_dir: Path) -> tuple[Any, dict[str, Any]]:
+                cell_dir: Path, *, headline: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
     """Run one cell of an equal-total study (in a worker process or the study's): a centralized anchor (private,
-    its sqrt(P) twin or the non-private optimum), a one-shot input-perturbation anchor, or a run of the cell's case (checkpointed into ``cell_dir``)."""
+    its sqrt(P) twin or the non-private optimum; ``headline``: the template's metrics it reports), a one-shot
+    input-perturbation anchor, or a run of the cell's case (checkpointed into ``cell_dir``)."""
     instance = case_instance(base)
     if method == CENTRAL:
-        return _central_run(instance, epsilon, delta, seed)
+        return _central_run(instance, epsilon, delta, seed, headline)
     if method == CENTRAL_NOISE:
-        return _central_run(instance, epsilon, delta, seed, noise_scale=math.sqrt(len(instance.agents)))
+        return _central_run(instance, epsilon, delta, seed, headline, noise_scale=math.sqrt(len(instance.agents)))
     if method == OPTIMUM:
         return _optimum_run(instance, OPTIMUM_SECONDS)
     if method in ANCHORS:
@@ -422,137 +399,10 @@ def _total_cell(base: Any, case: Any, method: str, epsilon: float | None, delta:
     return outcome.result, outcome.summary
 
 
-@dataclass
-class TotalPlan:
-    """An equal-total study ready to run: its cells as :class:`~cvxdp.studies.cells.CellJob` (for
-    :func:`~cvxdp.studies.cells.run_cells`) and :meth:`finish`, which writes its outputs from their results."""
-
-    study: TotalStudy
-    out: Path
-    runner: CellRunner
-    cells: list[TotalCell]
-    jobs: list[CellJob]
-    family: str
-    exact: bool
-    #: whether the cells may run in other processes (not when they run on Ray)
-    movable: bool
-
-    def finish(self, outcomes: list[tuple[Any, dict[str, Any]]]) -> dict:
-        """Write the tables, figure and report from each cell's (result, summary), in cell order."""
-        study, out, family = self.study, self.out, self.family
-        report_warnings(self.runner.warnings)
-        rows, histories, ledgers = [], [], {}
-        for cell, (result, summary) in zip(self.cells, outcomes):
-            priv = summary.get("privacy") or {}
-            kind = _kind(cell.method)
-            cols = {"cell": cell.key, "dataset": cell.dataset or study.case_path.stem, "method": cell.method,
-                    "kind": kind, "total_epsilon": cell.epsilon,
-                    "delta": None if cell.epsilon is None else study.delta, "seed": cell.seed,
-                    "rounds": cell.rounds, "local_updates": cell.local_updates}
-            flat = {k: v for k, v in summary.items() if k not in cols and not isinstance(v, (dict, list))}
-            row = {**cols, **flat, "eps_pld": priv.get("pld")}
-            rows.append({**row, **_total_metrics(row, family)})
-            histories.append(result.history.assign(cell=cell.key, dataset=cols["dataset"], method=cell.method,
-                                                   total_epsilon=cell.epsilon, seed=cell.seed))
-            ledgers[cell.key] = result.privacy
-        results = pd.DataFrame(rows)
-        results.to_csv(out / "results.csv", index=False)
-        with warnings.catch_warnings():  # all-NaN privacy columns of the non-private baseline are expected
-            warnings.simplefilter("ignore", FutureWarning)
-            pd.concat([h for h in histories if len(h)], ignore_index=True).to_csv(out / "histories.csv",
-                                                                                 index=False)
-        (out / "ledger.json").write_text(json.dumps(jsonable(ledgers), indent=2))
-        table = summarise(results, family)
-        table.to_csv(out / "table.csv", index=False)
-        baselines = _total_baselines(results, family)
-        figures = write_total_figure(table, study, family, baselines, self.exact, out)
-        if family == "fl" and "central" in set(table["kind"]):  # the consortium's figures: test error, anchors drawn
-            for ds, sub in table.groupby("dataset", sort=False):  # one per data set: their errors differ by decades
-                figures += figure_files(utility_vs_total_epsilon(
-                    sub, ["test_error"], out / f"test_error_vs_total_epsilon_{_slug(str(ds))}.png", family=family,
-                    baseline=baselines.get(ds, {}), baseline_label="non-private federated (no noise)",
-                    title=f"{ds}: test error at equal total (epsilon, delta = {study.delta:g}) per party\ncentral, "
-                          f"central-sqrtP, optimum: pooled data; mean +- standard error over {len(study.seeds)} "
-                          "seeds"))
-        (out / "report.md").write_text("\n".join(total_report_lines(results, table, study, family)) + "\n")
-        return {"study": study.name, "out": str(out), "runs": len(self.cells), "computed": self.runner.computed,
-                "reused": self.runner.reused, "files": ["results.csv", "table.csv", "histories.csv", "ledger.json",
-                                                        *figures, "report.md"]}
-
-
-def write_total_figure(table: pd.DataFrame, study: TotalStudy, family: str, baselines: dict[str, dict[str, float]],
-                       exact: bool, out: Path) -> list[str]:
-    """The study's figure (:func:`cvxdp.plots.utility_vs_total_epsilon`): utility vs total epsilon per method, the
-    non-private line (``baselines``: data set -> metric -> value; ``exact``: it is exact ADMM). Returns the files."""
-    anchors = "; anchors = one-shot releases (noise drawn once)" if study.anchors else ""
-    figure = utility_vs_total_epsilon(
-        table, METRICS[family], Path(out) / TOTAL_FIGURE, family=family,
-        baseline=next(iter(baselines.values()), {}), baselines=baselines,
-        baseline_label="non-private (" + ("exact ADMM" if exact else "no noise") + ")",
-        title=f"{study.name}: final utility at equal total (epsilon, delta = {study.delta:g}) per agent\n"
-              f"mean +- standard error over {len(study.seeds)} seeds{anchors}")
-    return figure_files(figure)
-
-
-def plan_total_study(path: str | Path, out: str | Path, *, run: dict | None = None,
-                     data: str | Path | None = None) -> TotalPlan:
-    """Load an equal-total study and lay out its cells (the anchors' template hooks are checked here, before any
-    run); :func:`run_total_study` runs them, and the main job runs them in one pool with its own cells."""
-    study = load_total_study(path)
-    case = study_base_case(study, run=run, data=data)
-    out = Path(out)
-    runner = CellRunner(out)
-    family = "power" if case.template == "power" else "fl"
-    exact = family == "power"  # the non-private line: exact ADMM (power), else the case's own algorithm
-    bases = {name: _dataset_case(case, model) for name, model in study.datasets} or {"": case}
-    (out / "study.json").write_text(json.dumps(jsonable({"study": str(study.path), "case": case.to_dict(),
-                                                          "schedule": study.schedule,
-                                                          "datasets": study.datasets}), indent=2))
-    contexts: dict[str, dict] = {}  # per data set
-    for dataset, base in bases.items():
-        context, instance = settings_context(base)
-        for needed, hook, what in (
-                (bool({CENTRAL, CENTRAL_NOISE} & set(study.anchors)), "central_private", "centralized "
-                 "private anchor (the logistic template's models have one); remove 'central' and "
-                 f"'{CENTRAL_NOISE}' from anchors in [study]"),
-                (OPTIMUM in study.anchors, "central", "centralized non-private optimum; remove "
-                 f"'{OPTIMUM}' from anchors in [study]"),
-                (any(a in ANCHORS for a in study.anchors), "perturbed_inputs", "one-shot input perturbation; "
-                 f"remove InL and InG from anchors in [study] (the one-shot releases {', '.join(ONE_SHOT)} need "
-                 "no hook)")):
-            if needed:  # the anchors' template hooks, checked before any run
-                instance = case_instance(base, instance)
-                if getattr(instance, hook) is None:
-                    raise ConfigError(f"{study.path}: the {base.template!r} template (with these [model] "
-                                      f"settings) has no {what} (ModelInstance.{hook}).")
-        if instance is not None:
-            case_instance(base, instance)
-        contexts[dataset] = context
-    cells, jobs, movable = study.cells(), [], True
-    for cell in cells:
-        base = bases[cell.dataset]
-        cell_case = _total_case(study, base, cell, exact)
-        config = cell_config(cell_case)
-        if cell.method in ANCHORS:
-            mech = InputPerturbation(ANCHORS[cell.method], cell.epsilon, study.delta)
-            config["input_perturbation"] = {"noise": mech.noise, "epsilon": mech.epsilon, "delta": mech.delta}
-        if cell.method in (CENTRAL, CENTRAL_NOISE):
-            config["central_private"] = {"epsilon": cell.epsilon, "delta": study.delta,
-                                         "noise": "x sqrt(agents)" if cell.method == CENTRAL_NOISE else "calibrated"}
-        if cell.method == OPTIMUM:
-            config["central"] = {"tol": 1e-6, "time_limit": OPTIMUM_SECONDS}
-        compute = functools.partial(_total_cell, base, cell_case, cell.method, cell.epsilon, study.delta, cell.seed)
-        movable = movable and cell_case.run.get("backend", "serial") != "ray"
-        jobs.append(CellJob(cell.key, config, compute, contexts[cell.dataset],
-                            work=float(cell.rounds * (1 + cell.local_updates)),
-                            prepare=functools.partial(case_instance, base)))
-    return TotalPlan(study, out, runner, cells, jobs, family, exact, movable)
-
-
-@locks_output("study directory")  # a second study writing the same directory is refused
 def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True, run: dict | None = None,
                     data: str | Path | None = None, workers: int | None = None) -> dict:
-    """Run (or resume) an equal-total study and write its tables, figure and report into ``out``.
+    """Run (or resume) an equal-total study and write its tables, figure and report into ``out``
+    (:meth:`TotalStudy.run`).
 
     Parameters
     ----------
@@ -575,11 +425,16 @@ def run_total_study(path: str | Path, out: str | Path, *, progress: bool = True,
     dict
         ``{"study", "out", "runs", "computed", "reused", "files"}``.
     """
-    with kept_instances():
-        plan = plan_total_study(path, out, run=run, data=data)
-        outcomes, = run_cells([(plan.runner, plan.jobs)], workers=workers if plan.movable else 1,
-                              progress=progress, desc=f"study {plan.study.name}")
-        return plan.finish(outcomes)
+    return TotalStudy.load(path).run(out, progress=progress, run=run, data=data, workers=workers)
+
+
+def load_total_table(out: str | Path) -> pd.DataFrame:
+    """The method x total-epsilon table of a finished equal-total study directory (``table.csv``)."""
+    file = Path(out) / "table.csv"
+    if not file.is_file():
+        raise ConfigError(f"{str(out)!r} holds no finished equal-total study (no table.csv); run it with "
+                          "cvxdp study STUDY.toml --out DIR.")
+    return pd.read_csv(file)
 
 
 def _kind(method: str) -> str:
@@ -595,283 +450,4 @@ def _kind(method: str) -> str:
         return "anchor"
     return "non-private" if method == "none" else "per-round"
 
-def summarise(results: pd.DataFrame, family: str) -> pd.DataFrame:
-    """Data set x method x total epsilon: count, mean and standard error (``std(ddof=1) / sqrt(n)``, NaN for one
-    seed) of each metric, and the PLD total (worst agent, largest over seeds)."""
-    private = results[results["method"] != "none"]
-    if "dataset" not in private:
-        private = private.assign(dataset="")
-    reference = private[private["method"] == OPTIMUM]
-    private = private[private["method"] != OPTIMUM]
-    epsilons = sorted(private["total_epsilon"].dropna().unique())
-    # the non-private optimum is one cell per data set: its row repeats at every epsilon of the table
-    private = pd.concat([private, *[reference.assign(total_epsilon=e) for e in epsilons]], ignore_index=True) \
-        if len(reference) else private
-    rows = []
-    for (dataset, method, eps), grp in private.groupby(["dataset", "method", "total_epsilon"], sort=False):
-        row = {"dataset": dataset, "method": method, "kind": grp["kind"].iloc[0], "total_epsilon": float(eps),
-               "seeds": len(grp),
-               "rounds": int(grp["rounds"].iloc[0]), "local_updates": int(grp["local_updates"].iloc[0]),
-               "eps_pld": pd.to_numeric(grp["eps_pld"], errors="coerce").max()}
-        for metric in METRICS[family]:
-            values = pd.to_numeric(grp[metric], errors="coerce").dropna()
-            row[f"{metric}_mean"] = float(values.mean()) if len(values) else float("nan")
-            row[f"{metric}_se"] = float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 \
-                else float("nan")
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def load_total_table(out: str | Path) -> pd.DataFrame:
-    """The method x total-epsilon table of a finished equal-total study directory (``table.csv``)."""
-    file = Path(out) / "table.csv"
-    if not file.is_file():
-        raise ConfigError(f"{str(out)!r} holds no finished equal-total study (no table.csv); run it with "
-                          "cvxdp study STUDY.toml --out DIR.")
-    return pd.read_csv(file)
-
-
-def _total_baselines(results: pd.DataFrame, family: str) -> dict[str, dict[str, float]]:
-    """Data set -> metric -> the non-private run's value (empty without a baseline)."""
-    base = results[results["method"] == "none"]
-    if "dataset" not in base:
-        base = base.assign(dataset="")
-    return {ds: {m: float(pd.to_numeric(grp[m], errors="coerce").mean()) for m in METRICS[family]}
-            for ds, grp in base.groupby("dataset", sort=False)}
-
-
-def _pm(mean: float, se: float, fmt: str = ".3g") -> str:
-    if not np.isfinite(mean):
-        return "n/a"
-    return f"{mean:{fmt}} +- {se:{fmt}}" if np.isfinite(se) else f"{mean:{fmt}}"
-
-
-def _datasets(table: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(table["dataset"])) if "dataset" in table else [""]
-
-
-def column_winner(table: pd.DataFrame, metric: str, epsilon: float, kinds: tuple[str, ...] | None = None
-                  ) -> tuple[str | None, str]:
-    """The method with the lowest mean ``metric`` at total ``epsilon`` (among ``kinds``, None: every method),
-    stated only when the same method wins on every data set of ``table``.
-
-    Returns
-    -------
-    tuple
-        ``(winner, text)``: the winner's name and the name again, or ``(None, "no ranking: X wins on A (mean +- se),
-        Y on B (...)")`` when the winners differ (or a data set has no value), or ``(None, "n/a")``.
-    """
-    col = table[table["total_epsilon"] == epsilon].dropna(subset=[f"{metric}_mean"])
-    if kinds is not None:
-        col = col[col["kind"].isin(kinds)]
-    if not len(col):
-        return None, "n/a"
-    sets = _datasets(table)
-    if "dataset" not in col:
-        col = col.assign(dataset="")
-    best = {ds: grp.loc[grp[f"{metric}_mean"].idxmin()] for ds, grp in col.groupby("dataset", sort=False)}
-    names = {str(r["method"]) for r in best.values()}
-    if len(names) == 1 and len(best) == len(sets):
-        winner = names.pop()
-        return winner, winner
-    parts = [f"{r['method']} wins on {ds} ({_pm(r[f'{metric}_mean'], r[f'{metric}_se'])})" for ds, r in best.items()]
-    parts += [f"no value on {ds}" for ds in sets if ds not in best]
-    return None, "no ranking: " + ", ".join(parts)
-
-
-def method_table(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """``metric`` as method (rows: per-round mechanisms, then the one-shot anchors, then the centralized private
-    anchor; one row per data set when the table holds several) x total epsilon (columns), each ``mean +- se``, with a
-    last row naming the federated winner (lowest mean of the per-round and one-shot methods; the centralized anchor
-    is the reference of what distribution costs) of each column -- only when the same method wins it on every data
-    set (:func:`column_winner`)."""
-    eps = sorted(table["total_epsilon"].unique())
-    rank = {"per-round": 0, "anchor": 1, "central": 2, "central-noise": 3, "reference": 4}
-    order = list(dict.fromkeys(table.sort_values("kind", key=lambda k: k.map(rank).fillna(0),
-                                                 kind="stable")["method"]))
-    sets = _datasets(table)
-    rows = []
-    for method in order:
-        for ds in sets:
-            sub = table[table["method"] == method]
-            if len(sets) > 1:
-                sub = sub[sub["dataset"] == ds]
-            if not len(sub):
-                continue
-            sub = sub.set_index("total_epsilon")
-            kind = {"anchor": "one-shot anchor", "central": "central anchor, pooled data",
-                    "central-noise": "central, sqrt(P) x noise", "reference": "non-private, pooled data"
-                    }.get(sub["kind"].iloc[0], "per round")
-            rows.append({"method": f"{method} ({kind})", **({"data set": ds} if len(sets) > 1 else {}), **{
-                f"eps={e:g}": _pm(sub.loc[e, f"{metric}_mean"], sub.loc[e, f"{metric}_se"]) if e in sub.index
-                else "n/a" for e in eps}})
-    rows.append({"method": "**winner**", **({"data set": "every one"} if len(sets) > 1 else {}),
-                 **{f"eps={e:g}": column_winner(table, metric, e, ("per-round", "anchor"))[1] for e in eps}})
-    return pd.DataFrame(rows)
-
-
-def verdict(table: pd.DataFrame, family: str) -> list[str]:
-    """Per total epsilon and metric: the best per-round method against the best one-shot anchor (lowest means;
-    standard errors shown; per data set when there are several, and a winner only when it wins on every one), and
-    one sentence when iteration never beats the one-shot baseline."""
-    lines, beaten = [], []
-    cost = distribution_cost(table, family)
-    if not len(table[table["kind"] == "per-round"]) or not len(table[table["kind"] == "anchor"]):
-        return cost
-    sets = _datasets(table)
-    for eps in sorted(table["total_epsilon"].unique()):
-        for ds in sets:
-            sub = table[table["dataset"] == ds] if len(sets) > 1 else table
-            per_round, anchors = sub[sub["kind"] == "per-round"], sub[sub["kind"] == "anchor"]
-            parts = []
-            for m in METRICS[family]:
-                pr = per_round[per_round["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
-                an = anchors[anchors["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
-                if not len(pr) or not len(an):
-                    continue
-                a, b = pr.loc[pr[f"{m}_mean"].idxmin()], an.loc[an[f"{m}_mean"].idxmin()]
-                wins = bool(a[f"{m}_mean"] <= b[f"{m}_mean"])
-                if wins:
-                    beaten.append(f"{m} at total eps {eps:g}" + (f" on {ds}" if len(sets) > 1 else ""))
-                parts.append(f"{m}: {a['method']} (T = {int(a['rounds'])}, J = {int(a['local_updates'])}) "
-                             f"{_pm(a[f'{m}_mean'], a[f'{m}_se'])} vs {b['method']} "
-                             f"{_pm(b[f'{m}_mean'], b[f'{m}_se'])}" + (" (per-round lower)" if wins else ""))
-            if parts:
-                where = f" on {ds}" if len(sets) > 1 else ""
-                lines.append(f"- total eps = {eps:g}{where}, best per-round vs best one-shot: " + "; ".join(parts))
-        if len(sets) > 1:  # the ranking, stated only when it holds on every data set
-            for m in METRICS[family]:
-                winner, text = column_winner(table, m, eps, ("per-round", "anchor"))
-                lines.append(f"- total eps = {eps:g}, {m}, every data set: "
-                             + (f"**{winner}** wins on every data set" if winner else text))
-    if lines and not beaten:
-        lines.append("**No per-round mechanism beat the one-shot baseline on any metric at any total epsilon of "
-                     "this study" + (" on any data set" if len(sets) > 1 else "") + "** (numbers above): at equal "
-                     "total privacy, releasing once is the better use of the budget here.")
-    elif lines:
-        lines.append(f"A per-round mechanism had the lower mean only for: {', '.join(beaten)} (compare the standard "
-                     "errors before calling it a win).")
-    return lines + ([""] + cost if lines and cost else cost)
-
-
-def distribution_cost(table: pd.DataFrame, family: str) -> list[str]:
-    """Per total epsilon, data set and metric: the best federated method (per-round or one-shot) against the
-    centralized private anchor on the pooled data (what distribution costs; empty without that anchor)."""
-    central = table[table["kind"] == "central"]
-    if not len(central):
-        return []
-    federated = table[table["kind"].isin(("per-round", "anchor"))]
-    sets, lines = _datasets(table), []
-    for eps in sorted(central["total_epsilon"].unique()):
-        for ds in sets:
-            fed_ds = federated[federated["dataset"] == ds] if len(sets) > 1 else federated
-            cen_ds = central[central["dataset"] == ds] if len(sets) > 1 else central
-            parts = []
-            for m in METRICS[family]:
-                fed = fed_ds[fed_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
-                cen = cen_ds[cen_ds["total_epsilon"] == eps].dropna(subset=[f"{m}_mean"])
-                if not len(fed) or not len(cen):
-                    continue
-                a, c = fed.loc[fed[f"{m}_mean"].idxmin()], cen.iloc[0]
-                gap = a[f"{m}_mean"] - c[f"{m}_mean"]
-                parts.append(f"{m}: {a['method']} {_pm(a[f'{m}_mean'], a[f'{m}_se'])} vs central "
-                             f"{_pm(c[f'{m}_mean'], c[f'{m}_se'])} (federated {'higher' if gap > 0 else 'lower or equal'}"
-                             f" by {abs(gap):.3g})")
-            if parts:
-                where = f" on {ds}" if len(sets) > 1 else ""
-                lines.append(f"- total eps = {eps:g}{where}, what distribution costs (best federated vs the "
-                             "centralized private anchor on the pooled data): " + "; ".join(parts))
-    return lines
-
-
-def lead_lines(out: str | Path, *, link: str = "") -> list[str]:
-    """The head of another report (the main job's): the equal-total tables and verdict of the study in ``out``,
-    read back from its ``report.md`` (everything above its '## Details' heading), headings one level down and
-    ``link`` prefixed to the figure's path."""
-    text = (Path(out) / "report.md").read_text()
-    lines = []
-    for line in text.split("\n## Details")[0].splitlines():
-        if line.startswith("# Study "):
-            line = f"## Equal TOTAL privacy per agent (study {line[len('# Study '):]})"
-        elif line.startswith("#"):
-            line = "#" + line
-        lines.append(line.replace("](utility_vs_total_epsilon.png)", f"]({link}utility_vs_total_epsilon.png)"))
-    return lines
-
-
-def _one_shot_text(study: TotalStudy) -> str:
-    """What the one-shot releases of the study are (empty without any)."""
-    once = [a for a in study.anchors if a in ONE_SHOT]
-    if not once:
-        return ""
-    j = study.one_shot_local_updates
-    how = ("one local update from the public starting point, then noise drawn once: the mechanism's stated "
-           "sensitivity (Delta / min c) holds for that step, so this is the per-round mechanism with T = 1, J = 1 "
-           "(the same code path and release audits)") if j == 1 else \
-        (f"J = {j} local updates in one round, each perturbed (the per-round mechanism with T = 1: noise drawn J "
-         "times, composed)")
-    return (f" One-shot releases {', '.join(once)}: each party makes ONE release of the mechanism, {how}, calibrated "
-            "to the whole budget (calibrate = \"total\"); the coordinator's global update of the released copies "
-            "is the model (post-processing). Its ledger holds one entry per party.")
-
-
-def total_report_lines(results: pd.DataFrame, table: pd.DataFrame, study: TotalStudy, family: str) -> list[str]:
-    """The report: the method x total-epsilon table first, then the verdict, the schedule and the privacy."""
-    metrics = METRICS[family]
-    bases = _total_baselines(results, family)
-    sets = _datasets(table)
-    on = (f" on {len(sets)} data sets ({', '.join(sets)}; a winner is named only when it wins on every one)"
-          if len(sets) > 1 else "")
-    lines = [f"# Study {study.name}", "",
-             f"Case `{study.case_path.name}`{on}; each agent's whole-run budget (epsilon, delta = {study.delta:g}), "
-             f"epsilon in {study.epsilons}; {len(study.seeds)} seeds {study.seeds}; mean +- standard error over "
-             "seeds; lower is better.", "",
-             f"## {metrics[0]} by method and total epsilon", "", markdown_table(method_table(table, metrics[0])), ""]
-    for m in metrics[1:]:
-        lines += [f"## {m} by method and total epsilon", "", markdown_table(method_table(table, m)), ""]
-    what = "exact ADMM on the true data" if family == "power" else "the case's algorithm without noise"
-    lines += ([f"Non-private reference ({what}): " + "; ".join(
-        (f"{ds}: " if len(sets) > 1 else "") + ", ".join(f"{m} {v:.4g}" for m, v in base.items())
-        for ds, base in bases.items())] if bases else ["No non-private reference (baseline = false)."]) + [""]
-    verdicts = verdict(table, family)
-    if verdicts:
-        lines += ["## Per-round iteration vs one-shot release", "", *verdicts, ""]
-    elif len(sets) > 1:
-        lines += ["## Ranking (stated only when it holds on every data set)", "",
-                  *[f"- total eps = {e:g}, {m}: " + (f"**{w}** wins on every data set" if w else text)
-                    for e in sorted(table["total_epsilon"].unique()) for m in metrics
-                    for w, text in [column_winner(table, m, e)]], ""]
-    if family == "fl":
-        lines += cost_lines(table, bases)
-    baseline_text = f"Anchors and the non-private line: exact ADMM, {study.anchor_rounds} rounds." if family == \
-        "power" else f"The non-private line: the case's own algorithm without noise, {study.anchor_rounds} rounds, J = 1."
-    lines += ["![utility vs total epsilon](utility_vs_total_epsilon.png)", "", "## Details", "",
-              ("Definitions: `balance_deviation` = sum over buses of the squared P and Q mismatches at the TRUE loads "
-               "(p.u.^2); `cost_error` = |generation cost - the central optimum's cost| ($/h, for the cost "
-               "objective). Per-round mechanisms: calibrate = \"total\" (PLD), so each agent's whole run of T x J "
-               "local updates spends the column's (epsilon, delta). Anchors: InL / InG perturb each zone's own loads "
-               "once (Laplace / analytic Gaussian; alpha-adjacent loads: Delta_1 = 2 alpha, Delta_2 = sqrt(2) "
-               "alpha) and run exact ADMM on them: post-processing, so the release is the whole run's cost." if
-               family == "power" else "Definitions: as in the consensus study's report. Per-round mechanisms: "
-               "calibrate = \"total\", so each agent's whole run of T x J local updates spends the column's "
-               "(epsilon, delta).") + _one_shot_text(study), ""]
-    if study.datasets:
-        lines += ["Data sets ([model] entries replaced in the case): " + "; ".join(
-            f"{name}: {jsonable(model)}" for name, model in study.datasets), ""]
-    variants = {n: v for n, v in study.variants.items() if v[1]}
-    if variants:
-        lines += ["Mechanism variants: " + "; ".join(f"{n} = {m} with {jsonable(p)}" for n, (m, p) in
-                                                     variants.items()), ""]
-    columns = (["dataset"] if len(sets) > 1 else []) + ["method", "total_epsilon", "rounds", "local_updates",
-                                                        "eps_pld"]
-    lines += ["Rounds T and local updates J per total epsilon (public rule: the study file's schedule, "
-              "[max_epsilon, T, J] rows, first row whose max_epsilon >= epsilon; fixed before any run, read from "
-              f"the declared budget only, so it costs no privacy): {[list(r) for r in study.schedule]}. "
-              + baseline_text, "",
-              "## Privacy (worst agent, whole run, PLD; largest over seeds)", "",
-              markdown_table(table[columns], floatfmt=".4g"), "",
-              "Seeded runs are for research, not release: anyone who knows a seed can replay the noise.", ""]
-    return lines
-
-
-__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "METRICS", "TOTAL_FIGURE", "TotalCell", "TotalPlan", "TotalStudy", "plan_total_study", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]
+__all__ = ["ANCHORS", "ANCHOR_NAMES", "CENTRAL", "CENTRAL_NOISE", "ONE_SHOT", "OPTIMUM", "TOTAL_FIGURE", "TotalCell", "TotalStudy", "column_winner", "distribution_cost", "is_total_study", "lead_lines", "load_total_study", "load_total_table", "method_table", "run_total_study", "summarise", "total_report_lines", "verdict", "write_total_figure"]

@@ -66,12 +66,12 @@ def test_ctrl_c_says_where_the_run_stopped_and_how_to_resume(tmp_path, monkeypat
 
 
 def test_ctrl_c_in_a_study_says_its_finished_runs_are_kept(tmp_path, monkeypatch):
-    import cvxdp.cli.tasks as tasks
+    from cvxdp.studies import GridStudy
 
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tasks, "run_study", interrupt)
+    monkeypatch.setattr(GridStudy, "run", interrupt)
     (tmp_path / "study.toml").write_text(f'[study]\ncase = "{(CASES / "toy.toml").as_posix()}"\n'
                                          'mechanisms = ["ObjG"]\nepsilons = [1.0]\nrounds = 2\n')
     stopped = invoke("study", tmp_path / "study.toml", "--out", tmp_path / "out", "--no-progress", ok=False)

@@ -10,10 +10,8 @@ import pytest
 
 from cvxdp.config import build as config
 from cvxdp.config.schema import SCHEMA, keys, schema_markdown, tables
+from cvxdp.studies import STUDIES
 from cvxdp.studies import graph as study_graph
-from cvxdp.studies import grid as study
-from cvxdp.studies import sharing as study_sharing
-from cvxdp.studies import total as study_total
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_FILES_PAGE = ROOT / "docs" / "case-files.md"
@@ -28,10 +26,9 @@ def code_keys() -> dict[str, set[str]]:
             "[run]": config._RUN_KEYS, "[model] power": set(power.MODEL_KEYS),
             "[model] logistic": set(logistic.DEFAULTS), "[model] erm": set(erm.DEFAULTS),
             "[model] vertical": set(vertical.DEFAULTS), "[model] toy": set(toy.DEFAULTS),
-            "[study] grid (default kind)": study._STUDY_KEYS, "[study] graph (kind = graph)": study_graph._STUDY_KEYS,
             "[[setting]] (graph studies)": study_graph._SETTING_KEYS,
             "[[comparison]] (graph studies)": study_graph._COMPARISON_KEYS,
-            "[study] sharing (kind = sharing)": study_sharing._KEYS, "[study] total (kind = total)": study_total._TOTAL_KEYS}
+            **{cls.schema_table: cls.key_names() for cls in STUDIES.values()}}
 
 
 @pytest.mark.parametrize("table", list(tables()))
@@ -108,6 +105,21 @@ def test_algorithm_and_privacy_rows_are_the_declared_parameters():
 
     assert SCHEMA["[algorithm]"] == algorithm_schema()
     assert SCHEMA["[privacy]"] == privacy_schema()
+
+
+@pytest.mark.parametrize("kind", sorted(STUDIES))
+def test_study_rows_are_the_declared_keys(kind):
+    """Each kind of study's [study] schema rows are its declared keys (text, so --help loads nothing), and
+    `cvxdp study --help` lists every one of them."""
+    from click.testing import CliRunner
+
+    from cvxdp.cli.main import cli
+
+    cls = STUDIES[kind]
+    assert SCHEMA[cls.schema_table] == cls.schema_rows()
+    out = CliRunner().invoke(cli, ["study", "--help"]).output
+    line = next(line for line in out.splitlines() if line.strip().startswith(cls.schema_table))
+    assert all(f"{key}=" in line for key in cls.key_names()), line
 
 
 def test_the_cli_lists_each_algorithms_own_mechanisms():

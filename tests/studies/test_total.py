@@ -108,9 +108,9 @@ def test_the_verdict_says_so_when_iteration_never_beats_the_one_shot_baseline():
          "balance_deviation_mean": 20.0, "balance_deviation_se": 1.0, "cost_error_mean": 900.0, "cost_error_se": 9.0},
         {"method": "InL", "kind": "anchor", "total_epsilon": 1.0, "rounds": 40, "local_updates": 1,
          "balance_deviation_mean": 1.0, "balance_deviation_se": 0.1, "cost_error_mean": 500.0, "cost_error_se": 5.0}])
-    assert "No per-round mechanism beat" in verdict(table, "power")[-1]
+    assert "No per-round mechanism beat" in verdict(table, ("balance_deviation", "cost_error"))[-1]
     table.loc[0, "cost_error_mean"] = 100.0
-    lines = verdict(table, "power")
+    lines = verdict(table, ("balance_deviation", "cost_error"))
     assert "No per-round" not in " ".join(lines) and "cost_error at total eps 1" in lines[-1]
 
 

@@ -192,14 +192,14 @@ def test_a_ranking_is_stated_only_when_it_holds_on_every_data_set():
 
 def test_the_verdict_compares_per_data_set_and_ranks_only_what_holds_on_both():
     table = _table({("A", "ObjG"): 0.5, ("A", "OutG-once"): 0.6, ("B", "ObjG"): 0.7, ("B", "OutG-once"): 0.65})
-    lines = verdict(table, "fl")
+    lines = verdict(table, ("train_cost", "test_error"))
     assert any(line.startswith("- total eps = 1 on A, best per-round vs best one-shot: train_cost: ObjG")
                for line in lines)
     assert "- total eps = 1, test_error, every data set: no ranking: ObjG wins on A (0.5 +- 0.01), OutG-once wins "\
            "on B (0.65 +- 0.01)" in lines
     assert "test_error at total eps 1 on A" in lines[-1] and "on B" not in lines[-1]
     table.loc[table["method"] == "ObjG", ["train_cost_mean", "test_error_mean"]] = 0.9
-    lines = verdict(table, "fl")
+    lines = verdict(table, ("train_cost", "test_error"))
     assert "- total eps = 1, test_error, every data set: **OutG-once** wins on every data set" in lines
     assert lines[-1].startswith("**No per-round mechanism beat the one-shot baseline")
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from ...params import COUNT, OPTIONAL_POSITIVE, Algorithm, Boolean, Check, Interval, Options, Param, param
 from ...privacy import Perturbation
 from ...privacy import mechanisms as perturbations
-from ...schedules import (
+from .schedules import (
     AdaptiveRho,
     AutoEta,
     BlockBalance,

@@ -34,7 +34,7 @@ import pandas as pd
 from ...errors import DeclarationError, StepSizeWarning
 from ...model import Curvature
 from ...privacy import Noise
-from ...schedules import AdaptiveRho
+from .schedules import AdaptiveRho
 
 if TYPE_CHECKING:
     from .params import ConsensusAlgorithm

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from matplotlib.transforms import Bbox
 
-import cvxdp.plots
+import cvxdp.studies.figures
 from cvxdp.studies.graph import load_graph_study, write_graph_figures
 from cvxdp.studies.grid import load_study, write_figures
 from cvxdp.studies.sharing import write_sharing_figures
@@ -111,7 +111,7 @@ def checked(monkeypatch):
         matplotlib.pyplot.close(fig)
         return Path(path)
 
-    monkeypatch.setattr(cvxdp.plots, "_save", save)
+    monkeypatch.setattr(cvxdp.studies.figures, "_save", save)
     return saved
 
 
@@ -166,7 +166,7 @@ def test_the_equal_total_figure_fits_its_canvas(name, metrics, family, tmp_path,
     table = _total_table(study, metrics)
     sets = list(dict.fromkeys(table["dataset"]))
     baselines = {ds: {m: 1e-3 for m in metrics} for ds in sets}
-    files = write_total_figure(table, study, family, baselines, exact=family == "power", out=tmp_path)
+    files = write_total_figure(table, study, baselines, exact=family == "power", out=tmp_path)
     assert files == ["utility_vs_total_epsilon.png", "utility_vs_total_epsilon.pdf"] and len(checked) == 1
 
 
@@ -191,7 +191,7 @@ def test_every_figure_is_a_300_dpi_png_beside_a_pdf(tmp_path):
 
     study = load_total_study(CASES / "study_case14_total.toml")
     table = _total_table(study, ["balance_deviation", "cost_error"])
-    write_total_figure(table, study, "power", {"": {"balance_deviation": 1e-3, "cost_error": 10.0}}, exact=True,
+    write_total_figure(table, study, {"": {"balance_deviation": 1e-3, "cost_error": 10.0}}, exact=True,
                        out=tmp_path)
     png, pdf = tmp_path / "utility_vs_total_epsilon.png", tmp_path / "utility_vs_total_epsilon.pdf"
     assert pdf.read_bytes().startswith(b"%PDF")

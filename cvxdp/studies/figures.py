@@ -9,13 +9,14 @@ the private curves and the non-private reference is drawn in its own panel (``re
 
 Figures are fit for a paper: matplotlib's constrained layout keeps every title, label, tick label and legend inside
 the canvas without overlaps (long labels are wrapped), and each figure is written twice, a 300 dpi PNG and a vector
-PDF beside it (:func:`figure_files`); ``tests/test_plots.py`` checks every study figure's text against its
+PDF beside it (:func:`figure_files`); ``tests/studies/test_figures.py`` checks every study figure's text against its
 canvas with the renderer's extents.
 """
 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +34,15 @@ STYLE = {"ObjL": ("tab:blue", "-", "o"), "ObjG": ("tab:green", "-", "s"), "OutL"
          # the equal-total study's central anchors: DP on the pooled data (central-sqrtP hollow), the optimum
          "central": ("black", "-", "*"), "optimum": ("tab:gray", "-.", "x")}
 
-#: metric -> (definition, unit) per template family; "power" is the SOC template, "fl" the logistic one.
-DEFINITIONS = {
-    "power": {
-        "objective": ("objective = sum of squared P/Q balance deviations", "p.u.^2"),
-        "consensus_residual": ("consensus residual sum_p ||B_p w - E_p z_p||_2", "p.u."),
-        "noise_magnitude": ("noise magnitude: mean ||xi||_2 per local update (eq. 29)", "p.u."),
-        "max_violation": ("max constraint violation of the sent z_p", "p.u."),
-        "balance_deviation": ("balance deviation at the true loads: sum of squared P/Q mismatches", "p.u.^2"),
-        "cost_error": ("dispatch-cost error |cost - central cost|", "$/h"),
-    },
-    "fl": {
-        "objective": ("training cost sum_p f_p (mean cross-entropy)", "nats"),
-        "train_cost": ("training cost at the consensus w (mean cross-entropy)", "nats"),
-        "test_error": ("test error", "fraction misclassified"),
-        "consensus_residual": ("consensus residual sum_p ||w - z_p||_2", "parameter units"),
-        "noise_magnitude": ("noise magnitude: mean ||xi||_2 per local update (eq. 32)", "parameter units"),
-        "max_violation": ("max box violation of the sent z_p", "parameter units"),
-    },
-}
+#: metric -> (definition, unit): what a figure's axis says about a metric (a template's declaration,
+#: :meth:`cvxdp.metrics.TemplateMetrics.labels`; a metric it does not declare is labelled by its name)
+Labels = Mapping[str, tuple[str, str]]
 
 
-def axis_label(metric: str, family: str = "power", *, short: bool = False) -> str:
-    """``"definition [unit]"`` of ``metric`` for a template family ("power" or "fl"); ``short``: name and unit."""
-    definition, unit = DEFINITIONS.get(family, {}).get(metric, (metric.replace("_", " "), ""))
+def axis_label(metric: str, labels: Labels | None = None, *, short: bool = False) -> str:
+    """``"definition [unit]"`` of ``metric`` as ``labels`` (the template's declared metrics) define it; ``short``:
+    name and unit."""
+    definition, unit = (labels or {}).get(metric, (metric.replace("_", " "), ""))
     if short:
         definition = metric.replace("_", " ")
     return f"{definition} [{unit}]" if unit else definition
@@ -139,7 +125,7 @@ def _positive_range(values: np.ndarray) -> tuple[float, float] | None:
 
 
 def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: str, logy: bool = True,
-                      family: str = "power", x: str = "step", rounds: int | None = None) -> Path:
+                      labels: Labels | None = None, x: str = "step", rounds: int | None = None) -> Path:
     """Mean (over seeds) of the final ``metric`` vs epsilon with a min-max band; one panel per J, shared y.
 
     ``x="step"``: epsilon per local update. ``x="total"``: each agent's basic-composition total
@@ -189,12 +175,12 @@ def metric_vs_epsilon(results: pd.DataFrame, metric: str, path: Path, *, title: 
         ax.grid(alpha=0.3)
     _legend(fig, axes)
     _suptitle(fig, title)
-    _ylabel(axes[0][0], axis_label(metric, family, short=True))
+    _ylabel(axes[0][0], axis_label(metric, labels, short=True))
     return _save(fig, path)
 
 
 def metric_vs_rounds(histories: pd.DataFrame, metric: str, path: Path, *, J: int, title: str,
-                     mechanisms: list[str] | None = None, by_j: bool = False, family: str = "power",
+                     mechanisms: list[str] | None = None, by_j: bool = False, labels: Labels | None = None,
                      ylim: tuple[float, float] | None = None, reference: str = "panel") -> Path:
     """One panel per epsilon: mean (over seeds) of ``metric`` vs round with a min-max band, a line per
     mechanism (or per J with ``by_j``); all panels share ``ylim`` (default: the private curves' range).
@@ -219,7 +205,7 @@ def metric_vs_rounds(histories: pd.DataFrame, metric: str, path: Path, *, J: int
     for ax in axes[n + 1:]:  # more than one free slot: no panel there
         fig.delaxes(ax)
     ylim = ylim or _positive_range(private[metric].values)
-    label = axis_label(metric, family, short=True)
+    label = axis_label(metric, labels, short=True)
     if with_ref:
         ax = axes[0]
         _band(ax, base, metric, "non-private", _style("none", marker=None))
@@ -377,7 +363,7 @@ def _total_style(method: str) -> dict:
 
 
 def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path, *, title: str,
-                             baseline: dict[str, float] | None = None, family: str = "power",
+                             baseline: dict[str, float] | None = None, labels: Labels | None = None,
                              baseline_label: str = "non-private (exact ADMM)",
                              baselines: dict[str, dict[str, float]] | None = None) -> Path:
     """Final ``metrics`` vs each agent's whole-run epsilon: mean over seeds with standard-error bars, one panel per
@@ -413,9 +399,9 @@ def utility_vs_total_epsilon(table: pd.DataFrame, metrics: list[str], path: Path
     _legend(fig, axes)
     for row in axes:
         for ax, metric in zip(row, metrics):
-            _ylabel(ax, axis_label(metric, family), fontsize=8)
+            _ylabel(ax, axis_label(metric, labels), fontsize=8)
     return _save(fig, path)
 
 
-__all__ = ["DEFINITIONS", "DPI", "VECTOR", "axis_label", "figure_files", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds", "utility_vs_total_epsilon",
+__all__ = ["DPI", "Labels", "VECTOR", "axis_label", "figure_files", "graph_study_figures", "metric_vs_epsilon", "metric_vs_rounds", "utility_vs_total_epsilon",
            "sharing_study_figures"]
