@@ -151,6 +151,16 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/families/consensus/node.py", "return lambda value: value - plan.sample(rng, value.size)"):
         "Laplace and Gaussian noise are symmetric: value - xi has the law of value + xi (the same mechanism; a "
         "seeded run draws other bits)",
+    **{("cvxdp/families/graph/node.py", line): "alphas of a one-name list: its first entry is its last"
+       for line in ("self.alpha1 = float(mechanism.alphas([agent.name])[ -1]) if self.private else None",)},
+    **{("cvxdp/families/graph/node.py", f'self.gamma = float(getattr(algorithm, "gamma", {v}))'):
+       "the default is read only for algorithms without gamma (M-ADMM, DVP), which never run a recycled step, the "
+       "only reader of self.gamma" for v in ("-1.0", "1.0")},
+    ("cvxdp/families/graph/node.py", "if self.recycling or agent.constraints:"):
+        "compiles a projection that only recycled steps read: M-ADMM with constraints compiles one it never uses",
+    **{("cvxdp/families/graph/node.py", f'self._last: tuple[float, SolveReport] = ( {v}, SolveReport(solver="recycled"))'):
+       "the diagnostic of the last step before any step: a node is evaluated only after it stepped"
+       for v in ("1.0", "-1.0")},
     ("cvxdp/families/consensus/node.py", "keep_polish: bool = True"):
         "a default no message uses: the server and the wire always set keep_polish",
     **{("cvxdp/families/consensus/node.py", line): "two measured times exactly equal (to the last bit) decide only "
