@@ -151,8 +151,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/families/consensus/node.py", "return lambda value: value - plan.sample(rng, value.size)"):
         "Laplace and Gaussian noise are symmetric: value - xi has the law of value + xi (the same mechanism; a "
         "seeded run draws other bits)",
-    **{("cvxdp/families/graph/node.py", line): "alphas of a one-name list: its first entry is its last"
-       for line in ("self.alpha1 = float(mechanism.alphas([agent.name])[ -1]) if self.private else None",)},
+    **{("cvxdp/families/graph/node.py", line): "a one-entry list or array: its first entry is its last"
+       for line in ("self.alpha1 = float(mechanism.alphas([agent.name])[ -1]) if self.private else None",
+                    "self.recycling)[ -1])")},
     **{("cvxdp/families/graph/node.py", f'self.gamma = float(getattr(algorithm, "gamma", {v}))'):
        "the default is read only for algorithms without gamma (M-ADMM, DVP), which never run a recycled step, the "
        "only reader of self.gamma" for v in ("-1.0", "1.0")},

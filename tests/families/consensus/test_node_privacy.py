@@ -70,3 +70,24 @@ def test_output_perturbations_gradients_are_taken_on_the_feasible_set(set_kind):
         assert np.abs(evaluated).max() <= 1.0
     else:
         assert np.linalg.norm(evaluated, axis=1).max() <= 1.0 + 1e-6
+
+
+@pytest.mark.parametrize("source", ["numpy", "opendp"])
+def test_the_noise_comes_from_the_source_the_mechanism_names(source, monkeypatch):
+    """noise_source="opendp" adds every draw inside OpenDP's hardened sampler (NoisePlan.perturb); "numpy" never
+    calls it (both add calibrated noise, so only the path tells them apart)."""
+    pytest.importorskip("opendp", reason="the secure extra: pip install -e '.[secure]'")
+    from cvxdp.privacy.noise import NoisePlan
+
+    calls = []
+    original = NoisePlan.perturb
+
+    def perturb(self, rng, value):
+        calls.append(value.size)
+        return original(self, rng, value)
+
+    monkeypatch.setattr(NoisePlan, "perturb", perturb)
+    agents = [_agent("a0", local=False), _agent("a1", local=False)]
+    cvxdp.solve(agents, algorithm=cvxdp.LinearizedADMM(rho=1.0, eta=4.0, local_updates=1, rounds=2),
+                privacy=cvxdp.OutputPerturbation("laplace", epsilon=1.0, noise_source=source), seed=0)
+    assert (len(calls) > 0) == (source == "opendp")
