@@ -162,6 +162,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     **{("cvxdp/families/graph/node.py", f'self._last: tuple[float, SolveReport] = ( {v}, SolveReport(solver="recycled"))'):
        "the diagnostic of the last step before any step: a node is evaluated only after it stepped"
        for v in ("1.0", "-1.0")},
+    **{("cvxdp/families/sharing/node.py", "mechanism: Any = None, accountant: str = \"pld\", b1: float | None = None, "
+        f"parties: int = {n}) -> None:"): "a default no caller uses: the one place that builds a sharing node "
+       "(cvxdp.federation.messages.build_node) passes the run's number of parties" for n in (0, 2)},
     ("cvxdp/families/consensus/node.py", "keep_polish: bool = True"):
         "a default no message uses: the server and the wire always set keep_polish",
     **{("cvxdp/families/consensus/node.py", line): "two measured times exactly equal (to the last bit) decide only "
