@@ -165,6 +165,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     **{("cvxdp/families/sharing/node.py", "mechanism: Any = None, accountant: str = \"pld\", b1: float | None = None, "
         f"parties: int = {n}) -> None:"): "a default no caller uses: the one place that builds a sharing node "
        "(cvxdp.federation.messages.build_node) passes the run's number of parties" for n in (0, 2)},
+    **{("cvxdp/families/sharing/node.py", f'self.last: dict[str, Any] = {{"noise_norm": {a}, "solver_time": {b}, '
+        '"solver": "", "fallbacks": []}'): "the diagnostics of the last step before any step: a party is "
+       "evaluated only after it stepped" for a, b in (("1.0", "0.0"), ("-1.0", "0.0"), ("0.0", "1.0"),
+                                                      ("0.0", "-1.0"))},
     ("cvxdp/families/consensus/node.py", "keep_polish: bool = True"):
         "a default no message uses: the server and the wire always set keep_polish",
     **{("cvxdp/families/consensus/node.py", line): "two measured times exactly equal (to the last bit) decide only "
