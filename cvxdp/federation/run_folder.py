@@ -84,9 +84,7 @@ class RunFolder:
             return decode(fh.read(where[1]))
 
     def append_evaluation(self, t: int, rows: list[dict[str, Any]]) -> None:
-        """Round ``t``'s evaluation rows, once per round (a round evaluated before a restart is not written again)."""
-        if t <= self.evaluated:
-            return
+        """Round ``t``'s evaluation rows (the caller writes each round once: :meth:`Run.evaluate`)."""
         path = self.folder / "evaluation.csv"
         fields = sorted({k for r in rows for k in r} - {"round", "agent"})
         new = not path.exists()
@@ -127,7 +125,7 @@ class Run:
 
     def evaluate(self, t: int) -> None:
         """The party's own evaluation of round ``t`` on its own data, to its own folder (never sent)."""
-        if t > self.disk.evaluated:
+        if t > self.disk.evaluated:  # a round evaluated before a restart is not evaluated again
             self.disk.append_evaluation(t, [{"round": t, "agent": name, **dict(node.evaluate(t).values)}
                                             for name, node in self.nodes.items()])
 

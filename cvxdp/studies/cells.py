@@ -192,10 +192,6 @@ class CellJob:
     work : float
         A public estimate of the cell's cost (e.g. rounds x (1 + local updates)): the longest cells start first, and
         the progress bar's estimate of the time left counts it.
-    prepare : callable, optional
-        Called before the cells run when they run in the study's own process (one worker), e.g. to build the template
-        instance ``compute`` uses (:func:`cvxdp.config.build.case_instance`); workers of a pool build their own, once
-        each (they start from a fork server, not from the study's process: see ``_worker_pool``).
     """
 
     key: str
@@ -203,7 +199,6 @@ class CellJob:
     compute: Callable[[Path], tuple[Result, dict[str, Any]]]
     context: Mapping[str, Any] = field(default_factory=dict)
     work: float = 1.0
-    prepare: Callable[[], Any] | None = None
 
 
 def default_workers() -> int:
@@ -281,9 +276,6 @@ def run_cells(studies: Sequence[tuple[CellRunner, Sequence[CellJob]]], *, worker
 
     bar.set_postfix_str(f"{done}/{len(entries)} runs on {max(processes, 1)} process(es)")
     outcomes: dict[tuple[int, int], tuple] = {}
-    for entry in pending if processes <= 1 else []:  # a worker builds its own (see _worker_pool)
-        if entry.job.prepare is not None:
-            entry.job.prepare()
     try:
         if processes <= 1:
             for entry in pending:

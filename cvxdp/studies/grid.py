@@ -193,7 +193,7 @@ class GridStudy(Study):
         self.movable = not on_ray
         return [CellJob(cell.key, cell_config(case), functools.partial(_grid_cell, base, case,
                                                                       backends=backends if on_ray else None),
-                        context, work=cell_work(case), prepare=functools.partial(case_instance, base))
+                        context, work=cell_work(case))
                 for cell, case in zip(self.grid, cases)]
 
     def finish(self, outcomes: Sequence[tuple[Any, dict[str, Any]]]) -> dict[str, Any]:

@@ -211,8 +211,7 @@ class TotalStudy(Study):
                                         cell.seed, headline=self.metrics.headline)
             self.movable = self.movable and cell_case.run.get("backend", "serial") != "ray"
             jobs.append(CellJob(cell.key, _cell_config(self, cell, cell_case), compute, contexts[cell.dataset],
-                                work=float(cell.rounds * (1 + cell.local_updates)),
-                                prepare=functools.partial(case_instance, base)))
+                                work=float(cell.rounds * (1 + cell.local_updates))))
         return jobs
 
     def row(self, index: int, result: Any, summary: dict[str, Any]) -> tuple[dict, pd.DataFrame, Any]:
