@@ -71,7 +71,8 @@ class Row:
 PRIVACY_TESTS = ("tests/privacy", "tests/audits/test_audit.py", "tests/audits/test_sampling.py",
                  "tests/audits/test_release.py", "tests/models/power/test_input_perturbation.py")
 FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_wire_bounds.py",
-                    "tests/federation/test_malicious.py", "tests/federation/test_protocol.py")
+                    "tests/federation/test_malicious.py", "tests/federation/test_protocol.py",
+                    "tests/federation/test_policy.py")
 #: The one table: module -> what is mutated and the tests run against it. The federation's process modules (executor,
 #: serve, launch, server_app, client_app) are left out: their tests start real Flower processes (a minute each), too
 #: slow to run per mutant; tests/federation/test_flower.py and test_docs_page.py cover them.
@@ -272,6 +273,32 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "still be passed by keyword, so every call means the same",
     ("cvxdp/model/declaration.py", "return np.flatnonzero(rng.random(n) <= q)"):
         "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
+    **{("cvxdp/federation/policy.py", line): "'*' became '/' in the signature: every caller passes the arguments "
+       "after it by keyword and the ones before it by position, so every call means the same" for line in (
+           "def check_rounds(self, rounds: int, /, party: str) -> None:",
+           "def check_weight(self, name: str, value: float, /, party: str, round: int, field: str) -> None:",
+           "def mechanism_for(self, agent: str, /, party: str) -> Any:",
+           "def accept(self, algorithm: Mapping[str, Any], privacy: Mapping[str, Any], accountant: str, /,",
+           "def note(self, run: str, reason: str, /, voids: bool = True) -> None:")},
+    **{("cvxdp/federation/policy.py", f'self.limits.check_rounds(int(getattr(alg, "rounds", None) or '
+        f'getattr(alg, "epochs", {n})), party=party)'): "a default never read: every algorithm of the catalog has a "
+       "rounds parameter of at least 1 (check_int), so the 'or' never reaches epochs' default" for n in (1, -1)},
+    ("cvxdp/federation/policy.py", "for key in sorted(set(mine) & set(given)):"):
+        "mine and given describe the same mechanism (the names are compared just before), whose describe() always "
+        "has the same keys: their union is their intersection",
+    ("cvxdp/federation/policy.py", 'table["alpha"] = 2.0'):
+        "a placeholder rate for a graph mechanism's description, popped from it right after: no other described "
+        "value depends on it",
+    ("cvxdp/federation/policy.py", 'if data or not data.endswith(b"\\n"):  # a torn last record: it was never '
+     'synced, so nothing it recorded left'):
+        "a file that ends with a newline is truncated to its own length (nothing changes), an empty one to zero",
+    ("cvxdp/federation/policy.py", "append_synced(self.path, (json.dumps(r, sort_keys=False, default=float) for r in "
+     "records))"):
+        "the order of a record's keys on disk: every reader parses the record back into a dict",
+    **{("cvxdp/federation/policy.py", f"if self.budget is None or charge[1][0] {op}:"):
+       "a zero-epsilon charge then reaches the ledger's own check, which composes it to the same total (every "
+       "recorded charge passed that check, so the total is inside the budget) and answers no as well"
+       for op in ("< 0", "<= -1")},
 }
 
 

@@ -353,10 +353,11 @@ class LifetimeLedger:
         return self.ledger.would_exceed(agent, event, count, self.budget, self.accountant, claim=claim)
 
     def exhausted(self, agent: str) -> bool:
-        """Whether ``agent`` has already spent its whole budget (a new run is refused before it starts)."""
+        """Whether ``agent`` has already spent its whole budget (a new run is refused before it starts): its total
+        composed at the budget's delta, as :meth:`would_exceed` composes it."""
         if self.budget is None:
             return False
-        spent = self.ledger.spent(agent, self.accountant)
+        spent = self.ledger.spent(agent, self.accountant, delta=self.budget[1])
         return spent[0] >= self.budget[0] or spent[1] > self.budget[1]
 
     def charge(self, run: str, round: int, charges: Mapping[str, tuple[Any, tuple[float, float], int]],

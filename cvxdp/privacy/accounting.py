@@ -236,17 +236,19 @@ class PrivacyLedger(GuaranteeNotes):
             eps = min(eps, basic[0])
         return eps, delta
 
-    def spent(self, agent: object, accountant: str) -> Claim:
+    def spent(self, agent: object, accountant: str, *, delta: float | None = None) -> Claim:
         """Privacy spent by ``agent`` so far: (epsilon, delta).
 
-        "basic" sums the per-step claims; "rdp"/"pld" give epsilon at ``target_delta`` (and
-        ``target_delta``). An agent with no records has spent (0, 0).
+        "basic" sums the per-step claims; "rdp"/"pld" give epsilon at ``delta`` (default the ledger's
+        ``target_delta``) and that delta. An agent with no records has spent (0, 0).
         """
         check_choice(accountant, "accountant", "PrivacyLedger.spent", ACCOUNTANTS)
+        at = self.target_delta if delta is None else check_float(delta, "delta", "PrivacyLedger.spent", 0.0, 1.0,
+                                                                  "left")
         entries = self._entries[self._name(agent)]
         if not entries:
             return 0.0, 0.0
-        return self._spent(entries, accountant, self.target_delta)
+        return self._spent(entries, accountant, at)
 
     def worst_epsilon(self, accountant: str) -> float:
         """The largest epsilon :meth:`spent` by any agent; agents with the same records are composed once."""
