@@ -26,7 +26,7 @@ _LAZY: dict[str, str] = {
     "RADMM": ".families.graph.params", "ADMMSharing": ".families.sharing.params",
     "SharingGaussian": ".families.sharing.params",
     "CentralResult": ".model.central", "solve_central": ".model.central", "solve_with_fallback": ".model.central",
-    "solve": ".engine",
+    "solve": ".families.solve",
     "NoisePlan": ".privacy", "ObjectivePerturbation": ".privacy", "OutputPerturbation": ".privacy",
     "PrivacyLedger": ".privacy", "InputPerturbation": ".privacy", "InputRelease": ".privacy",
     "PenaltyPerturbation": ".families.graph.mechanism",
@@ -37,7 +37,8 @@ _LAZY: dict[str, str] = {
     "build_model": ".templates", "register_template": ".templates", "template_names": ".templates",
     "Template": ".templates", "ModelKey": ".templates", "check_model_keys": ".templates",
     "check_declaration": ".model.probe",
-    "Metric": ".metrics", "TemplateMetrics": ".metrics", "register_metrics": ".metrics",
+    "Metric": ".templates.metrics", "TemplateMetrics": ".templates.metrics",
+    "register_metrics": ".templates.metrics",
 }
 _SUBMODULES = frozenset({"errors", "schedules"})
 
@@ -55,12 +56,11 @@ __all__ = [
 
 if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __getattr__ does it lazily
     from . import errors, schedules
-    from .engine import solve
     from .families.consensus.params import ADMM, LinearizedADMM
     from .families.graph.mechanism import ERMConstants, PenaltyPerturbation, attach_erm_constants
     from .families.graph.params import DVP, MADMM, MRADMM, RADMM
     from .families.sharing.params import ADMMSharing, SharingGaussian
-    from .metrics import Metric, TemplateMetrics, register_metrics
+    from .families.solve import solve
     from .model.agent import Agent, SmoothObjective
     from .model.central import CentralResult, solve_central, solve_with_fallback
     from .model.declaration import PerExample, Sensitivity
@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # what static type checkers and IDEs resolve; at run time __g
         register_template,
         template_names,
     )
+    from .templates.metrics import Metric, TemplateMetrics, register_metrics
 
 
 def __getattr__(name: str) -> Any:

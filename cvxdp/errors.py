@@ -101,6 +101,10 @@ class OutputLockedError(OutputError):
     """Another live cvxdp process is writing the same output directory."""
 
 
+class SolverFallbackWarning(UserWarning):
+    """A centralized solve moved on to the next solver of its fallback chain."""
+
+
 class PrivacyWarning(UserWarning):
     """A privacy claim is not a guarantee (a paper preset, a failed assumption) or is conditional."""
 

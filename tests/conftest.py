@@ -20,13 +20,13 @@ QUICK: tuple[str, ...] = (
     "privacy/test_mechanisms.py",
     # schedules, parameter validation, agent declaration checks
     "families/consensus/test_schedules.py",
-    "test_metrics.py",
+    "templates/test_metrics.py",
     "studies/test_study.py",
     "model/test_agent.py",
-    "test_engine.py",
+    "families/test_solve.py",
     "test_catalogue_api.py",
     "model/test_feasibility.py",
-    "test_templates.py",
+    "templates/test_registry.py",
     "models/logistic/test_lipschitz.py",
     # tables, graphs, the documented schema, the docs and this list
     "studies/test_tables.py",

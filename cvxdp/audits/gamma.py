@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import solve
 from ..errors import check_choice, check_float, check_int
 from ..families.graph import (
     MADMM,
@@ -25,6 +24,7 @@ from ..families.graph import (
     madmm_step_epsilon,
     sample_gamma_norm,
 )
+from ..families.solve import solve
 from ..model import Agent, SmoothObjective
 from .statistics import empirical_epsilon, two_statistics
 

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import LinearizedADMM, solve  # the front door re-exports the default algorithm
 from ..errors import check_choice, check_float, check_int, fail
 from ..families.consensus.node import ConsensusNode, RoundMessage
+from ..families.solve import LinearizedADMM, solve  # the front door re-exports the default algorithm
 from ..model import Agent, Node, PerExample, Sensitivity
 from ..privacy import InputPerturbation, Perturbation
 from ..run import SerialBackend

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import solve
 from ..errors import InvalidParameterError, check_choice, check_float, check_int, fail
 from ..families.sharing import ADMMSharing, SharingGaussian, as_mechanism, party_plan
+from ..families.solve import solve
 from ..model import PartyUpdate, VerticalParty
 from .release import BROKEN, _run_seeds
 from .statistics import empirical_epsilon, transcript_statistic, two_statistics

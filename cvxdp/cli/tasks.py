@@ -12,12 +12,19 @@ from typing import NoReturn
 
 import click
 
-from ..config.build import Case, build_instance, default_run_dir, load_case, power_case, run_case
-from ..errors import CvxdpError, OutputError
+from ..config.build import (
+    Case,
+    build_instance,
+    central_reference,
+    default_run_dir,
+    load_case,
+    power_case,
+    run_case,
+)
+from ..errors import CvxdpError, OutputError, SolverFallbackWarning
 from ..federation.launch import LocalFederation, require_flower, submit
 from ..federation.parties import write_parties, write_plan
 from ..federation.serve import describe_ledger, serve_party
-from ..model import EVALUATION_LABEL, SolverFallbackWarning, solve_central
 from ..run import (
     PUBLIC_ASSUMPTION,
     RESULT_FILE,
@@ -199,7 +206,8 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
     # which values of the summary were computed on the agents' private data (never released): the run's evaluation
     # columns, the solution's violation, the template's metrics and the AC check
     template_keys = set(checked) | (set(outcome.summary) - set(outcome.result.summary()))
-    summary["evaluation"] = {"label": EVALUATION_LABEL, "keys": sorted(
+    label = outcome.result.config["evaluation"]["label"]  # the run's own (cvxdp.model.EVALUATION_LABEL)
+    summary["evaluation"] = {"label": label, "keys": sorted(
         k for k in summary if (k in EVALUATION_SUMMARY_KEYS or k in template_keys) and k not in NOT_EVALUATION)}
     priv = summary.get("privacy") or {}
     notes = (outcome.result.privacy or {}).get("notes", [])
@@ -228,7 +236,7 @@ def run_task(case_file, network, zones, objective, data, mechanism, epsilon, del
                        *(f"  NOT a privacy guarantee: {n['reason']}" for n in notes if n["voids"]),
                        *([f"  the guarantee relies on {len(assumed)} public assumption(s) (ledger notes "
                           "'Public assumption: ...' in result.json; docs/what-is-public.md)"] if assumed else []),
-                       *([f"  {EVALUATION_LABEL}, computed on the agents' private data:", *evaluation]
+                       *([f"  {label}, computed on the agents' private data:", *evaluation]
                          if evaluation else []),
                        *(f"  NOTE: {c}" for c in summary["privacy_caveats"]),
                        f"  history saved to {out}",
@@ -256,11 +264,7 @@ def central_task(case_file, network, zones, objective, data, time_limit, progres
     report(f"{len(instance.agents)} agents built")
     with warnings.catch_warnings(record=True) as fallbacks:
         warnings.simplefilter("always", SolverFallbackWarning)
-        if instance.central is not None:
-            info = instance.central(time_limit=time_limit, progress=report)
-        else:
-            ref = solve_central(instance.agents, time_limit=time_limit, progress=report)
-            info = {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
+        info = central_reference(instance, time_limit=time_limit, progress=report)
     notes = [str(w.message) for w in fallbacks if issubclass(w.category, SolverFallbackWarning)]
     for w in fallbacks:  # everything else goes out as it would have
         if not issubclass(w.category, SolverFallbackWarning):

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine import solve
 from ..errors import ConfigError, CvxdpError
 from ..families import ALGORITHM_KEYS as _ALGORITHM_KEYS
 from ..families import ALGORITHMS, Algorithm, algorithm_from_table, mechanism_from_table
 from ..families import MECHANISMS as MECHANISM_CLASSES
 from ..families import PRIVACY_KEYS as _PRIVACY_KEYS
+from ..families.solve import solve
+from ..model import solve_central
 from ..run import BACKENDS, Backend, CheckpointTarget, Result, case_context, get_backend, jsonable
 from ..templates import build_model, template_reads_data, template_settings
 from .files import load_toml, resolve_case_path, shipped_cases_dir  # noqa: F401 (stdlib-only; re-exported)
@@ -219,6 +220,17 @@ def make_privacy(table: dict[str, Any]) -> Any:
 def build_instance(case: Case):
     """Build the template's agents for ``case`` through the template registry (:mod:`cvxdp.templates`)."""
     return build_model(case.template, case.model, base_dir=case.path.parent)
+
+
+def central_reference(instance: Any, *, time_limit: float = 300.0,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The centralized reference of a built case (evaluation: computed on every agent's private data, never
+    released): the template's own ``central`` when it has one, else the agents' joint problem solved by
+    :func:`cvxdp.solve_central` (its objective, solver, status and time)."""
+    if instance.central is not None:
+        return instance.central(time_limit=time_limit, progress=progress)
+    ref = solve_central(instance.agents, time_limit=time_limit, progress=progress)
+    return {k: ref[k] for k in ("objective", "solver", "status", "time_s")}
 
 
 #: this process's template instances, per case (see :func:`case_instance`)

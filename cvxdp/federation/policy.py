@@ -51,12 +51,14 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, CvxdpError, PartyRefusedError, check_choice, check_float, check_int
 from ..families.catalog import ALGORITHMS, MECHANISMS, algorithm_from_table, mechanism_from_table
-from ..params import Algorithm
 from ..privacy import ACCOUNTANTS, PrivacyLedger, event_from_dict, event_to_dict
+
+if TYPE_CHECKING:
+    from ..params import Algorithm
 
 POLICY_KEYS = {"accountant", "algorithms"}
 BUDGET_KEYS = {"epsilon", "delta"}

@@ -17,7 +17,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
-from ..errors import InvalidParameterError, SolverFailedError
+from ..errors import InvalidParameterError, SolverFailedError, SolverFallbackWarning
 from .agent import Agent, check_agents, declared_box
 from .compiled import NotCompilable, feasible_set_data
 from .local_solver import BoxProjection, projection_onto
@@ -33,10 +33,6 @@ SOLVER_CAPS: dict[str, tuple[str, int, str | None]] = {
 }
 _SOLVED = ("optimal", "optimal_inaccurate")
 _VERDICTS = ("infeasible", "infeasible_inaccurate", "unbounded", "unbounded_inaccurate")
-
-
-class SolverFallbackWarning(UserWarning):
-    """A centralized solve moved on to the next solver of its fallback chain."""
 
 
 def _caps(name: str, time_limit: float) -> tuple[dict[str, Any], str]:

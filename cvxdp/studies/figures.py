@@ -35,7 +35,7 @@ STYLE = {"ObjL": ("tab:blue", "-", "o"), "ObjG": ("tab:green", "-", "s"), "OutL"
          "central": ("black", "-", "*"), "optimum": ("tab:gray", "-.", "x")}
 
 #: metric -> (definition, unit): what a figure's axis says about a metric (a template's declaration,
-#: :meth:`cvxdp.metrics.TemplateMetrics.labels`; a metric it does not declare is labelled by its name)
+#: :meth:`cvxdp.templates.metrics.TemplateMetrics.labels`; a metric it does not declare is labelled by its name)
 Labels = Mapping[str, tuple[str, str]]
 
 

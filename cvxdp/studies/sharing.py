@@ -52,8 +52,8 @@ from ..config.build import (
     load_toml,
     settings_context,
 )
-from ..engine import solve
 from ..families.sharing.params import ADMMSharing, SharingGaussian, theorem1_epsilon
+from ..families.solve import solve
 from ..run import jsonable
 from .figures import sharing_study_figures
 from .study import (

@@ -35,8 +35,8 @@ import pandas as pd
 
 from ..config.build import load_case, load_toml, read_study_file
 from ..errors import ConfigError
-from ..metrics import TemplateMetrics, template_metrics
 from ..run import OutputLock, Result, jsonable, locks_output, prepare_dir
+from ..templates.metrics import TemplateMetrics, template_metrics
 from .cells import CellJob, CellRunner, cell_config, default_workers, in_parallel, report_warnings, run_cells
 
 # CellJob, cell_config, default_workers, in_parallel: what a kind of study builds its cells with (:mod:`.cells`),
@@ -180,7 +180,7 @@ class Study(ABC):
 
     @functools.cached_property
     def metrics(self) -> TemplateMetrics:
-        """What the case's template declares its runs measure (:mod:`cvxdp.metrics`: headline metrics, axis labels,
+        """What the case's template declares its runs measure (:mod:`cvxdp.templates.metrics`: headline metrics, axis labels,
         the reports' sentences)."""
         return template_metrics(load_case(self.case_path).template)
 

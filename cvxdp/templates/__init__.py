@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, OptionalDependencyError, fail
+from ..errors import ConfigError, OptionalDependencyError, fail
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -95,7 +95,7 @@ class Template:
     keys : tuple of ModelKey or None
         The ``[model]`` keys it reads; None leaves the table unchecked by the engine (and out of the schema).
     metrics : cvxdp.TemplateMetrics, str or None
-        What its runs measure (:mod:`cvxdp.metrics`), or its ``"package.module:NAME"`` target (imported when a
+        What its runs measure (:mod:`cvxdp.templates.metrics`), or its ``"package.module:NAME"`` target (imported when a
         study reads it); None: the generic declaration.
     """
 

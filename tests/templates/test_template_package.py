@@ -19,7 +19,7 @@ import pytest
 
 import cvxdp.templates as T
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "template_package"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "template_package"
 CLI = "import sys; from cvxdp.cli.main import main; sys.argv[0] = 'cvxdp'; main()"
 
 

@@ -8,10 +8,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import check_choice, check_float, check_int, fail
-from .families import Algorithm, LinearizedADMM, family_class
-from .model import DEFAULT_SOLVERS, Agent, checked_agents
-from .run import (
+from ..errors import check_choice, check_float, check_int, fail
+from ..model import DEFAULT_SOLVERS, Agent, checked_agents
+from ..run import (
     Backend,
     Result,
     SerialBackend,
@@ -21,6 +20,7 @@ from .run import (
     root_seed_sequence,
     run_loop,
 )
+from . import Algorithm, LinearizedADMM, family_class
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
 

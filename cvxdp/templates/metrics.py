@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import fail
-from .templates import declared_metrics
+from ..errors import fail
+from . import declared_metrics
 
 __all__ = ["Metric", "TemplateMetrics", "UNDECLARED", "register_metrics", "template_metrics"]
 

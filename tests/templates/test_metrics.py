@@ -1,4 +1,4 @@
-"""Templates declare what their runs measure (cvxdp.metrics): the studies and figures read the declarations and name
+"""Templates declare what their runs measure (cvxdp.templates.metrics): the studies and figures read the declarations and name
 no template."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 import cvxdp
 from cvxdp.errors import InvalidParameterError
-from cvxdp.metrics import UNDECLARED, TemplateMetrics, register_metrics, template_metrics
+from cvxdp.templates.metrics import UNDECLARED, TemplateMetrics, register_metrics, template_metrics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_bundled_templates_declare_their_headline_metrics():
