@@ -273,6 +273,22 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "still be passed by keyword, so every call means the same",
     ("cvxdp/model/declaration.py", "return np.flatnonzero(rng.random(n) <= q)"):
         "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
+    **{("cvxdp/privacy/mechanisms.py", line): "'*' became '/' in the signature: every caller passes agent by "
+       "position and the rest by keyword, so every call means the same" for line in (
+           "def calibrated_sensitivity(self, agent: object, /, min_weight: float, separable: bool) -> float:",
+           "def noise_plan(self, agent: object, /, min_weight: float, separable: bool, steps: int,")},
+    **{("cvxdp/privacy/mechanisms.py", f"claim = (step_epsilon(self.noise, delta_s, scale, {v}), 0.0)"):
+       "the delta of a pure (Laplace) step's epsilon: Laplace.epsilon ignores it (sensitivity / scale)"
+       for v in ("1.0", "-1.0")},
+    **{("cvxdp/privacy/mechanisms.py", line): "the vector length handed to OpenDP's certification: its Laplace and "
+       "Gaussian maps bound the l1 / l2 distance of the whole vector, whatever its length (the same reason as "
+       "secure_scale's default n in noise.py)" for line in (
+           'n = getattr(getattr(agent, "layout", None), "size", 2)',
+           'n = getattr(getattr(agent, "layout", None), "size", 0)',
+           "n = n if not isinstance(n, int) and n >= 1 else 1", "n = n if isinstance(n, int) or n >= 1 else 1",
+           "n = n if isinstance(n, int) and n <= 1 else 1", "n = n if isinstance(n, int) and n > 1 else 1",
+           "n = n if isinstance(n, int) and n >= 2 else 1", "n = n if isinstance(n, int) and n >= 0 else 1",
+           "n = n if isinstance(n, int) and n >= 1 else 2", "n = n if isinstance(n, int) and n >= 1 else 0")},
     **{("cvxdp/federation/policy.py", line): "'*' became '/' in the signature: every caller passes the arguments "
        "after it by keyword and the ones before it by position, so every call means the same" for line in (
            "def check_rounds(self, rounds: int, /, party: str) -> None:",

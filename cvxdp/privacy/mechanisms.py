@@ -146,8 +146,6 @@ class Perturbation(Parameterized):
         dist = self.distribution
         if not dist.pure and self.delta is None:
             raise fail("delta", owner, f"a float in (0, 1) ({type(dist).__name__} noise needs a delta)", None)
-        if dist.pure and self.delta is not None:
-            check_float(self.delta, "delta", owner, 0.0, 1.0, closed="left")
         refusal = dist.step_refusal(self.epsilon, self.calibration) if self.calibrate == "step" else None
         if refusal is not None:
             raise InvalidParameterError(f"{owner}: {refusal}")

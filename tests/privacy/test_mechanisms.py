@@ -80,6 +80,11 @@ def test_validate_uniform_messages(name, field, value, match):
         m.validate()
 
 
+def test_every_parameter_may_be_passed_by_keyword():
+    for cls in (ObjectivePerturbation, OutputPerturbation):
+        assert cls(noise="laplace", epsilon=0.5).describe() == cls("laplace", epsilon=0.5).describe()
+
+
 def test_gaussian_needs_delta():
     for cls in (ObjectivePerturbation, OutputPerturbation):
         with pytest.raises(InvalidParameterError, match=f"'delta' parameter of {cls.__name__}"):

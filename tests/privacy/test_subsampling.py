@@ -42,6 +42,17 @@ def test_the_plan_is_a_poisson_sampled_gaussian_at_the_declared_rate():
     assert public == plan
 
 
+def test_each_subsampled_step_claims_its_share_of_the_delta_and_the_epsilon_at_it():
+    """Per step: delta / steps, and the PLD epsilon of one Poisson-sampled Gaussian call at that delta."""
+    steps = 40
+    plan = _mech().noise_plan(_model().agent(), min_weight=1.0, separable=True, steps=steps, accountant="pld")
+    assert plan.delta == pytest.approx(1e-5 / steps)
+    event = dp_accounting.PoissonSampledDpEvent(Q, dp_accounting.GaussianDpEvent(plan.scale / plan.sensitivity))
+    accountant = dp_accounting.pld.PLDAccountant()
+    accountant.compose(event)
+    assert plan.epsilon == pytest.approx(accountant.get_epsilon(1e-5 / steps), rel=1e-3)
+
+
 def test_the_ledger_states_the_rate_and_composes_to_the_total():
     plan = _mech().noise_plan(_model().agent(), min_weight=1.0, separable=True, steps=40, accountant="pld")
     ledger = PrivacyLedger(["a"], target_delta=1e-5)
