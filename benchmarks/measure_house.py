@@ -97,12 +97,15 @@ def measure(root: Path) -> dict:
     trees = {m: ast.parse(p.read_text()) for m, p in known.items()}
     graph = nx.DiGraph()
     graph.add_nodes_from(known)
+    every = set()
     for module, path in known.items():
         for target in imported(module, path, trees[module], known):
+            every.add((module, target))
             if not module.startswith(target + "."):  # a module importing its own package's __init__ is no arrow
                 graph.add_edge(module, target)
     engine = [m for m in known if m.split(".")[0] == "cvxdp"]
     edges = {(a, b) for a, b in graph.edges if a in engine and b.split(".")[0] == "cvxdp"}
+    ratchet = {(a, b) for a, b in every if a in engine and b.split(".")[0] == "cvxdp"}  # as the test counts
     units = nx.DiGraph()
     units.add_nodes_from({unit_of(m) for m in engine if m != "cvxdp"})
     for a, b in edges:
@@ -131,7 +134,7 @@ def measure(root: Path) -> dict:
         "fan_out": dict(sorted(fan_out.items(), key=lambda x: -x[1])),
         "file_cycles": sum(1 for c in nx.strongly_connected_components(graph) if len(c) > 1),
         "unit_cycles": sum(1 for c in nx.strongly_connected_components(units) if len(c) > 1),
-        "module_edges": len(edges),
+        "module_edges": len(ratchet),
         "modules_over_600": len(big), "modules_over_600_list": big,
         "functions_over_80": len(long), "functions_over_80_list": long,
         "classes_over_20_methods": len(wide), "classes_over_20_methods_list": wide,
