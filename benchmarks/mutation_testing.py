@@ -15,8 +15,9 @@ copy of the repository at HEAD:
    mutated cvxdp afresh and runs, with ``pytest -x``, only the row's tests that ran a line of the mutated statement
    (measured once on the unmutated code with ``sys.settrace``, fastest first; a mutant at module or class level, run
    at import, runs them all). A mutant that no test reaches survives without a run. A child still running after 30 s
-   plus 3 times the selected tests' unmutated time is stopped and the mutant counts as killed (a loop that no longer
-   ends; when survivors run again, a timeout counts as surviving: on a loaded machine it may be the load);
+   plus 3 times the selected tests' unmutated time (times the load per core, when above 1) is stopped and run once
+   more with four times as long; stopped again, the mutant counts as killed (a loop that no longer ends; when
+   survivors run again, a timeout counts as surviving: on a loaded machine it may be the load);
 4. the survivors are written with their diffs, and each row's score is ``killed / (mutants - skipped - equivalent)``,
    the equivalent ones being the survivors listed in :data:`EQUIVALENT` with the reason each cannot change what the
    module computes (docs/mutation-testing.md shows the last run's scores and every survivor's reason).
@@ -497,7 +498,11 @@ class TestServer:
                 if not tests:
                     code = 0  # no test reaches the mutant: it survives
                 else:
-                    code = self._fork(self._pytest_args(tests), timeout=30.0 + 3.0 * expected)
+                    budget = (30.0 + 3.0 * expected) * max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+                    code = self._fork(self._pytest_args(tests), timeout=budget)
+                    if code == 124:  # a loop that no longer ends, or a machine busy with other work: once more
+                        self.log.write(f"{self.where} timed out after {budget:.0f} s: once more, four times as long\n")
+                        code = self._fork(self._pytest_args(tests), timeout=4.0 * budget)
                     if code == 124 and self.rerun:  # a survivor that now runs out of time: not counted as killed
                         self.log.write("timed out: counted as surviving\n")
                         code = 0
