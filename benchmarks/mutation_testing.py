@@ -274,6 +274,15 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "still be passed by keyword, so every call means the same",
     ("cvxdp/model/declaration.py", "return np.flatnonzero(rng.random(n) <= q)"):
         "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
+    ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
+        "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
+        "(size <= head's size x (1 + 1e-9)) are the same",
+    **{("cvxdp/privacy/events.py", f'return getattr(event, "noise_multiplier", {v})'):
+       "the size of an event without a multiplier: only a NoOp has none, and group_events drops NoOps before any "
+       "size is read" for v in ("1.0", "-1.0")},
+    ("cvxdp/privacy/events.py", "and event_size(event) < event_size(head) * (1.0 + MERGE_RTOL)):"):
+        "two events of one kind with exactly the same size are the same event (frozen dataclasses of the same "
+        "values), already one key of the counts: the tie never reaches the merge",
     **{("cvxdp/privacy/mechanisms.py", line): "'*' became '/' in the signature: every caller passes agent by "
        "position and the rest by keyword, so every call means the same" for line in (
            "def calibrated_sensitivity(self, agent: object, /, min_weight: float, separable: bool) -> float:",
