@@ -428,8 +428,10 @@ class TestServer:
         assert not stray, f"the test server must not import cvxdp ({stray[:3]})"
 
     def _pytest_args(self, tests: list[str]) -> list[str]:
+        # the Ray backend's tests (marked ``ray``) run the same nodes in actors as the serial ones; in a forked child
+        # each would start a Ray cluster of its own (minutes per mutant on a busy machine), so they are left out
         return ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "--tb=no",
-                "-W", "ignore", *tests]
+                "-W", "ignore", "-m", "not slow and not ray", *tests]
 
     def _fork(self, args: list[str], timeout: float, trace: str | None = None) -> int:
         pid = os.fork()
