@@ -9,7 +9,7 @@ atoms over ``square``/``sum_squares``/``quad_form`` of affine expressions) and i
 gradient ``H u + c`` is extracted from the tape once per set of parameter values (on the second call with the
 same values) and evaluated as one matrix-vector product.
 
-Supported: sums, negation, products and quotients by data, ``@``, ``multiply``, ``sum``, indexing and slicing,
+Supported (real data): sums, negation, products and quotients by data, ``@`` of vectors and matrices, ``multiply``, ``sum``, indexing and slicing,
 ``reshape``/``vec``, ``promote``/``broadcast_to``, transposes, ``hstack``/``vstack``, ``sum_squares``/
 ``quad_over_lin`` (constant denominator), ``square``/``power``, ``quad_form`` (constant matrix), ``logistic``,
 ``log_sum_exp`` (whole argument), ``exp`` and ``huber``. Anything else -- in particular the non-differentiable
@@ -131,6 +131,8 @@ class _Tape:
         if key in self.seen:
             return self.seen[key]
         self.keep.append(expr)
+        if expr.is_complex():  # numpy's float values would drop the imaginary part: CVXPY decides
+            raise Unsupported("complex data")
         if not expr.variables():
             slot = self._constant(expr)
         elif isinstance(expr, cp.Variable):
@@ -254,6 +256,8 @@ class _Tape:
         sa, sb = shapes
         if not sa or not sb:  # CVXPY multiplies elementwise when one side is a scalar
             return self._multiply(kids, need, shapes)
+        if len(sa) > 2 or len(sb) > 2:  # the rules below are for vectors and matrices
+            raise Unsupported("a batched (N-D) matrix product")
         na, nb = need
         a2 = (1, sa[0]) if len(sa) == 1 else sa
         b2 = (sb[0], 1) if len(sb) == 1 else sb
@@ -489,9 +493,9 @@ def _degree(e: cp.Expression, d: list[float]) -> float:
         if d[1] != 0:
             return inf
         return d[0] if isinstance(e, DivExpression) else 2 * d[0]
-    if isinstance(e, Power):
+    if isinstance(e, Power):  # a polynomial only where the rule holds everywhere (p = 0, or a power of two)
         p = e.p_used
-        return d[0] * float(p) if p is not None and float(p) in (0.0, 1.0, 2.0) else inf
+        return d[0] * float(p) if p is not None and float(p) in (0.0, 1.0, 2.0) and (p == 0 or is_power2(p)) else inf
     return 0.0 if max(d) == 0 else inf
 
 

@@ -361,7 +361,9 @@ def test_polynomial_degree_classifies_quadratic_and_tape(case):
         "linear": (W3 @ x + C3 @ y + 1.0, "quadratic"),
         "quadratic_over_data": (cp.sum_squares(x - C3) / 4 + cp.sum(y) / 2, "quadratic"),
         "power_zero": (cp.sum(cp.power(x, 0)) + cp.sum_squares(y), "quadratic"),
-        "power_one": (cp.sum(cp.multiply(W3, cp.power(x, 1))) + cp.sum_squares(y), "quadratic"),
+        # CVXPY keeps p = 1.0, not a power of two: its gradient (and the rule) is undefined at x <= 0, where the
+        # quadratic path's H (read at 0 and the unit vectors) would fall back to CVXPY on every call
+        "power_one": (cp.sum(cp.multiply(W3, cp.power(x, 1))) + cp.sum_squares(y), "tape"),
         "power_three": (cp.sum(cp.power(x, 3)) + cp.sum_squares(y), "tape"),
         "power_fractional": (cp.sum(cp.power(x, 1.5)) + cp.sum(cp.power(y, 0.5)), "tape"),
         "power_parameter": (cp.sum(cp.power(x, p)) + cp.sum_squares(y), "tape"),
@@ -462,3 +464,27 @@ def test_deep_shared_subexpressions_used_twice():
                  + cp.sum(g) + cp.sum(cp.huber(f, 0.7)) + cp.quad_over_lin(f - 1.0, 3.0))
     agent = make_agent(objective)
     check(agent, "tape", points(agent.layout.size, seed=9))
+
+
+def test_a_batched_matrix_product_is_left_to_cvxpy():
+    """N-D ``@`` (CVXPY broadcasts the leading axes): the rules are for vectors and matrices, so the agent keeps
+    CVXPY's gradient (it used to be compiled, and its first call raised a ValueError from a reshape)."""
+    x, Y = cp.Variable(4, name="x"), cp.Variable((2, 3, 4), name="Y")
+    A3 = np.arange(24.0).reshape(2, 3, 4) / 10
+    C = np.arange(8.0).reshape(4, 2) / 5
+    for objective in (cp.sum_squares(A3 @ x - 1.0), cp.sum(cp.square(Y @ C)) + cp.sum_squares(x)):
+        agent = cvxdp.Agent("batched", objective, [x >= -5], shared={"x": x})
+        assert agent.compiled_gradient is None
+        u = np.linspace(-1.0, 1.0, agent.layout.size)
+        np.testing.assert_allclose(agent.grad(u), reference(objective, agent.layout, u), rtol=1e-9, atol=1e-9)
+
+
+def test_complex_data_is_never_compiled():
+    """numpy's float view of a complex parameter drops its imaginary part (a gradient of [2, 4] for [4, 5]): the
+    compiler leaves complex data to CVXPY."""
+    x = cp.Variable(2, name="x")
+    p = cp.Parameter(2, complex=True, value=np.array([1 + 1j, 2 - 1j]))
+    agent = cvxdp.Agent("complex", cp.sum_squares(cp.multiply(p, x)), [x >= -5], shared={"x": x})
+    assert agent.compiled_gradient is None
+    c = cvxdp.Agent("constant", cp.sum_squares(cp.multiply(np.array([1 + 1j, 2.0]), x)), [x >= -5], shared={"x": x})
+    assert c.compiled_gradient is None
