@@ -109,6 +109,7 @@ MODULES: dict[str, Row] = {
     "audits/gamma": Row(("cvxdp/audits/gamma.py",), ("tests/audits", "tests/families/graph/test_mechanism.py")),
     "audits/sharing": Row(("cvxdp/audits/sharing.py",), ("tests/audits/test_sharing.py",)),
     "model/gradients": Row(("cvxdp/model/gradients.py",), ("tests/model/test_gradients.py",
+                                                          "tests/model/test_gradient_rules.py",
                                                           "tests/model/test_agent.py", "tests/model/test_compiled.py")),
     "model/declaration-sampling": Row(("cvxdp/model/declaration.py",), ("tests/model/test_agent.py",
                                                                        "tests/privacy/test_subsampling.py",
