@@ -286,8 +286,14 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     **{("cvxdp/model/gradients.py", line): 'the bounds of the sweep that marks the forward values needed: indices past the tape or below 0 are never needed, and slot 0 is a leaf with no children' for line in ('for i in range(len(self.fwd) + 1, -1, -1):', 'for i in range(len(self.fwd) - 0, -1, -1):', 'for i in range(len(self.fwd) - 1, ~1, -1):', 'for i in range(len(self.fwd) - 1, not 1, -1):', 'for i in range(len(self.fwd) - 1, - 2, -1):', 'for i in range(len(self.fwd) - 1, - 0, -1):')},
     **{("cvxdp/model/gradients.py", line): 'no reverse rule writes into an adjoint in place (_acc adds into a new array): the flag never fires' for line in ('_ONE.flags.writeable = True  # adjoints are never written in place',)},
     **{("cvxdp/model/gradients.py", line): 'a float64 array goes through np.asarray(value, dtype=float), which returns it unchanged; the other real values CVXPY stores compute the same numbers (complex data is no longer compiled)' for line in ('if type(value) is np.ndarray and value.dtype != np.float64:',)},
-    ("cvxdp/model/gradients.py", "return d[ -1] * float(p) if p is not None and float(p) in (0.0, 1.0, 2.0) and (p == 0 or is_power2(p)) else inf"):
+    ("cvxdp/model/gradients.py", "return d[ -1] * float(p) if p is not None and (p == 0 or is_power2(p)) else inf"):
         "the first of one argument's degrees is its last",
+    **{("cvxdp/model/gradients.py", line): "CVXPY broadcasts both operands of a batched product to the same number "
+       "of dimensions (A3 @ x multiplies (2, 3, 4) by (1, 4, 1)), so either one above 2 (or 3) refuses the same "
+       "products" for line in (
+           "if len(sa) > 3 or len(sb) > 2:  # the rules below are for vectors and matrices",
+           "if len(sa) > 2 and len(sb) > 2:  # the rules below are for vectors and matrices",
+           "if len(sa) > 2 or len(sb) > 3:  # the rules below are for vectors and matrices")},
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",

@@ -493,9 +493,9 @@ def _degree(e: cp.Expression, d: list[float]) -> float:
         if d[1] != 0:
             return inf
         return d[0] if isinstance(e, DivExpression) else 2 * d[0]
-    if isinstance(e, Power):  # a polynomial only where the rule holds everywhere (p = 0, or a power of two)
+    if isinstance(e, Power):  # a polynomial where the rule holds everywhere: p = 0 or an (int) power of two
         p = e.p_used
-        return d[0] * float(p) if p is not None and float(p) in (0.0, 1.0, 2.0) and (p == 0 or is_power2(p)) else inf
+        return d[0] * float(p) if p is not None and (p == 0 or is_power2(p)) else inf
     return 0.0 if max(d) == 0 else inf
 
 
