@@ -196,7 +196,7 @@ def from_wire(node: Any, value: Any, path: str) -> Any:
     (a :class:`SchemaError` naming the field otherwise)."""
     d = {k: _writable(v) for k, v in message_schema(node).check(value, path).items()}
     if isinstance(node, ConsensusNode):
-        rho = d["rho"] if isinstance(d["rho"], float) else d["rho"]
+        rho = d["rho"]  # a positive float (its schema), or an array checked here
         if isinstance(rho, np.ndarray) and not np.all(rho > 0):
             raise SchemaError(f"{path}.rho", "expected positive values")
         return RoundMessage(round=d["round"], bw=d["bw"], rho=rho, eta=d["eta"],
