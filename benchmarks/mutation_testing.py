@@ -294,6 +294,12 @@ EQUIVALENT: dict[tuple[str, str], str] = {
            "if len(sa) > 3 or len(sb) > 2:  # the rules below are for vectors and matrices",
            "if len(sa) > 2 and len(sb) > 2:  # the rules below are for vectors and matrices",
            "if len(sa) > 2 or len(sb) > 3:  # the rules below are for vectors and matrices")},
+    ("cvxdp/federation/messages.py", "def read_request(data: bytes, /, max_bytes: int) -> tuple[str, dict[str, Any]]:"):
+        "'*' became '/' in the signature: every caller passes data by position and max_bytes by keyword",
+    ("cvxdp/federation/messages.py", "weight = (penalty_schedule(algorithm, names)( 2) if recycling else "
+     "algorithm.thetas(names))[index]"):
+        "R-ADMM's penalty eta_i(t) = eta_i(1) q^((t + 1) // 2): an even iteration reuses the odd one's, so rounds 1 "
+        "and 2 have the same weight",
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",

@@ -235,8 +235,13 @@ def build_node(algorithm: Any, agent: Any, info: Mapping[str, Any], start: Mappi
                                   weight_name="eta_i(1)" if recycling else "theta", owner=type(algorithm).__name__)
         return GraphNode(agent, seed, algorithm, int(degree), solvers, mechanism)
     if family == "sharing":
+        parties = info.get("parties")  # M enters Lemma 1's sensitivity: a smaller M would mean less noise
+        if parties is None:
+            raise SchemaError(f"agents.{name}.parties", "missing (a sharing party's number of parties)")
+        if parties != len(start["names"]):
+            raise SchemaError(f"agents.{name}.parties", f"{parties} parties, but the run names {len(start['names'])}")
         return SharingNode(agent, seed, algorithm, solvers, as_mechanism(mechanism), accountant, info.get("b1"),
-                           int(info.get("parties", 1)))
+                           int(parties))
     raise SchemaError("algorithm.name", f"no node for the {family!r} family")
 
 

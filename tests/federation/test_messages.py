@@ -315,7 +315,7 @@ def test_a_node_gets_the_starts_solvers_or_the_default_ones(monkeypatch, given, 
     for family in ("ConsensusNode", "GraphNode", "SharingNode"):
         monkeypatch.setattr(messages, family, record(family))
     agent = type("Agent", (), {"name": "a"})()
-    start = {"solvers": list(given), "names": ["a"]}
+    start = {"solvers": list(given), "names": ["a", "b"]}
     seed = np.random.SeedSequence(0)
     messages.build_node(cvxdp.LinearizedADMM(rho=1.0, eta=4.0), agent, {"index": 0}, start, seed, None, "pld")
     messages.build_node(cvxdp.MADMM(graph="complete"), agent, {"index": 0, "degree": 1}, start, seed, None, "pld")
@@ -426,3 +426,22 @@ def test_a_release_names_its_first_unknown_array_in_sorted_order():
     with pytest.raises(SchemaError) as caught:
         messages.release_from_wire("agent0", {"round": 2, "arrays": {"b": np.zeros(1), "a": np.zeros(1)}}, 2, {})
     assert caught.value.field == "agent0.arrays.a"
+
+
+@pytest.mark.parametrize("info, match", [
+    ({"index": 0}, "missing"),
+    ({"index": 0, "parties": 1}, "1 parties, but the run names 2"),
+    ({"index": 0, "parties": 3}, "3 parties, but the run names 2"),
+])
+def test_a_sharing_party_needs_the_runs_true_number_of_parties(monkeypatch, info, match):
+    """M enters Lemma 1's sensitivity (the paper preset): a start that leaves it out, or says fewer parties than it
+    names, would have the party draw less noise than the run needs (32 % less at M = 1 for 2 parties)."""
+    from cvxdp.families.sharing.params import ADMMSharing
+
+    monkeypatch.setattr(messages, "SharingNode", lambda *args: args[-1])
+    agent = type("Agent", (), {"name": "a"})()
+    start = {"solvers": [], "names": ["a", "b"]}
+    seed = np.random.SeedSequence(0)
+    assert messages.build_node(ADMMSharing(), agent, {"index": 0, "parties": 2}, start, seed, None, "pld") == 2
+    with pytest.raises(SchemaError, match=f"agents.a.parties.*{match}"):
+        messages.build_node(ADMMSharing(), agent, info, start, seed, None, "pld")
