@@ -300,6 +300,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
      "algorithm.thetas(names))[index]"):
         "R-ADMM's penalty eta_i(t) = eta_i(1) q^((t + 1) // 2): an even iteration reuses the odd one's, so rounds 1 "
         "and 2 have the same weight",
+    ("cvxdp/privacy/distributions.py", "return scale / 1.0"):
+        "scale / 1.0 and scale * 1.0 are the same float",
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",

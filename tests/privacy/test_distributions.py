@@ -75,6 +75,36 @@ def test_a_taken_name_or_letter_or_a_missing_norm_is_refused():
     assert distributions.names() == ("laplace", "gaussian")
 
 
+def test_a_distribution_is_a_frozen_value_and_not_pure_unless_it_says_so():
+    """Instances hold no state: two of one class are equal (and hash alike), none can be changed; a subclass that
+    does not say ``pure`` is not (its claims carry a delta)."""
+    import dataclasses
+
+    class Plain(Noise):  # no decorator of its own: it inherits the frozen value semantics
+        name: ClassVar[str] = "plain"
+
+    for cls in (Laplace, Gaussian, Plain):
+        assert cls() == cls() and hash(cls()) == hash(cls())
+    for cls in (Laplace, Gaussian):  # (a subclass is frozen when it is a frozen dataclass itself, as these are)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            cls().scale_factor = 2.0
+    assert Laplace() != Gaussian()
+    assert Plain.pure is False and Laplace.pure is True and Gaussian.pure is False
+
+
+@pytest.mark.parametrize("bad", [["laplace"], {"laplace": 1}, None, 1])
+def test_a_name_that_is_not_a_string_is_refused_by_name(bad):
+    with pytest.raises(InvalidParameterError, match="'noise' parameter of NoisePlan must be one of"):
+        Noise.from_name(bad, "NoisePlan")
+
+
+def test_only_a_noise_instance_can_be_registered():
+    for bad in ("laplace", Laplace, 1.0):
+        with pytest.raises(InvalidParameterError, match="a Noise instance"):
+            distributions.register(bad)
+    assert distributions.names() == ("laplace", "gaussian")
+
+
 @pytest.mark.parametrize("sens", [0.3, 2.0])
 def test_the_claim_of_the_scale_for_a_claim_is_that_claim(sens):
     assert Laplace().scale(sens, 0.5, None) == sens / 0.5
