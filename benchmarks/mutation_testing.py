@@ -302,6 +302,16 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "and 2 have the same weight",
     ("cvxdp/privacy/distributions.py", "return scale / 1.0"):
         "scale / 1.0 and scale * 1.0 are the same float",
+    ("cvxdp/federation/coordinator.py", "msgs = dict(zip(self.names, (a[ -1] for a in args)))"):
+        "each node's args is the one-tuple (message,) the loop builds (Node.step takes one message): its last entry "
+        "is its first",
+    **{("cvxdp/federation/coordinator.py", line): "a restore's args are the one-tuples (state,) of the states this "
+       "backend gave, each {'round': the same round}: first and last agree" for line in (
+           'self.round = args[ -1][0]["round"]', 'self.round = args[0][ -1]["round"]')},
+    ("cvxdp/federation/coordinator.py", 'result = run_loop(family, backend=backend, agents=None, '
+     'root=np.random.SeedSequence( 1), seed=run.get("seed"),'):
+        "run_loop reads root only when it holds the agents (to spawn their noise streams); a federation passes "
+        "agents=None: each party draws from its own entropy",
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",
