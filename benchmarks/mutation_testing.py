@@ -73,7 +73,8 @@ PRIVACY_TESTS = ("tests/privacy", "tests/audits/test_audit.py", "tests/audits/te
                  "tests/audits/test_release.py", "tests/models/power/test_input_perturbation.py")
 FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_wire_bounds.py",
                     "tests/federation/test_malicious.py", "tests/federation/test_protocol.py",
-                    "tests/federation/test_policy.py")
+                    "tests/federation/test_policy.py", "tests/federation/test_messages.py",
+                    "tests/federation/test_coordinator.py")
 #: The one table: module -> what is mutated and the tests run against it. The federation's process modules (executor,
 #: serve, launch, server_app, client_app) are left out: their tests start real Flower processes (a minute each), too
 #: slow to run per mutant; tests/federation/test_flower.py and test_docs_page.py cover them.
