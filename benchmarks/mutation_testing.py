@@ -74,7 +74,7 @@ PRIVACY_TESTS = ("tests/privacy", "tests/audits/test_audit.py", "tests/audits/te
 FEDERATION_TESTS = ("tests/federation/test_wire.py", "tests/federation/test_wire_bounds.py",
                     "tests/federation/test_malicious.py", "tests/federation/test_protocol.py",
                     "tests/federation/test_policy.py", "tests/federation/test_messages.py",
-                    "tests/federation/test_coordinator.py")
+                    "tests/federation/test_coordinator.py", "tests/federation/test_party.py")
 #: The one table: module -> what is mutated and the tests run against it. The federation's process modules (executor,
 #: serve, launch, server_app, client_app) are left out: their tests start real Flower processes (a minute each), too
 #: slow to run per mutant; tests/federation/test_flower.py and test_docs_page.py cover them.
@@ -313,6 +313,32 @@ EQUIVALENT: dict[tuple[str, str], str] = {
      'root=np.random.SeedSequence( 1), seed=run.get("seed"),'):
         "run_loop reads root only when it holds the agents (to spawn their noise streams); a federation passes "
         "agents=None: each party draws from its own entropy",
+    ("cvxdp/federation/party.py", "if sys.version_info > (3, 11):"):
+        "sys.version_info has five entries, so it is never equal to (3, 11): > and >= agree",
+    ("cvxdp/federation/party.py", 'if not isinstance(table.get(key, key != "evaluate"), bool):'):
+        "the default is a bool either way",
+    **{("cvxdp/federation/party.py", line): "'*' became '/' in the signature: every caller passes the arguments "
+       "after it by keyword" for line in (
+           "def _refuse(party: str, round: int | None, message: str, /, reason: str, field: str | None = None",
+           "def _check_limits(self, name: str, msg: Any, t: int, /, exact: bool) -> None:")},
+    **{("cvxdp/federation/party.py", f'rounds = int(getattr(run.algorithm, "rounds", None) or '
+        f'getattr(run.algorithm, "epochs", {n}))'): "a default never read: the party's policy refuses an algorithm "
+       "without rounds of at least 1" for n in (1, -1)},
+    ("cvxdp/federation/party.py", "node = self._node(algorithm, name, info, start, np.random.SeedSequence( 1))  "
+     "# its generator is restored"):
+        "the seed of a node that is restored at once: every node's restore overwrites its generator's state (and a "
+        "graph node's seeded start value)",
+    ("cvxdp/federation/run_folder.py", "self.evaluated = -1  # the last round in evaluation.csv"):
+        "evaluated rounds are at least 1 (round 0 is refused): t > -1 and t > 0 agree",
+    ("cvxdp/federation/run_folder.py", "return -1"):
+        "evaluated rounds are at least 1 (round 0 is refused): -1 and 0 agree",
+    **{("cvxdp/federation/run_folder.py", f"self.seen = {v}"): "read only while the run has an owner, and whatever "
+       "sets an owner sets seen at the same moment" for v in ("1.0", "-1.0")},
+    **{("cvxdp/federation/run_folder.py", line): "differs only when exactly 8 bytes remain with a record header "
+       "claiming size 0, which the party never writes" for line in (
+           "while pos + 9 <= len(data):", "while pos + 8 < len(data):")},
+    ("cvxdp/federation/run_folder.py", "if keep <= len(data):"):
+        "a file truncated to its own length is unchanged",
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",
