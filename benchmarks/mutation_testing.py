@@ -339,6 +339,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
            "while pos + 9 <= len(data):", "while pos + 8 < len(data):")},
     ("cvxdp/federation/run_folder.py", "if keep <= len(data):"):
         "a file truncated to its own length is unchanged",
+    **{("cvxdp/federation/coordinator.py", line): "'*' became '/' in the signature: every caller passes the "
+       "arguments after it by keyword" for line in ('def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], /, round: int | None = None,', 'def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, /,', 'def run_federation(plan: Mapping[str, Any], channel: Channel, /, progress: bool = False) -> Result:')},
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",
