@@ -94,8 +94,8 @@ MODULES: dict[str, Row] = {
                                                                    "tests/contract/test_families.py")),
     "federation/policy": Row(("cvxdp/federation/policy.py",), (*FEDERATION_TESTS,
                                                                "tests/cli/test_federation_cli.py")),
-    "federation/party": Row(("cvxdp/federation/party.py", "cvxdp/federation/run_folder.py"), (*FEDERATION_TESTS, "tests/federation/test_example.py",
-                                                             "tests/cli/test_federation_cli.py")),
+    "federation/party": Row(("cvxdp/federation/party.py", "cvxdp/federation/run_folder.py"),
+                            (*FEDERATION_TESTS, "tests/federation/test_example.py", "tests/cli/test_federation_cli.py")),
     "federation/coordinator": Row(("cvxdp/federation/coordinator.py",), (*FEDERATION_TESTS,
                                                                          "tests/contract/test_families.py")),
     "privacy/accounting": Row(("cvxdp/privacy/accounting.py",), (*PRIVACY_TESTS, "tests/run/test_loop.py")),
@@ -276,17 +276,97 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "still be passed by keyword, so every call means the same",
     ("cvxdp/model/declaration.py", "return np.flatnonzero(rng.random(n) <= q)"):
         "rng.random draws multiples of 2^-53: U == q has probability at most 2^-53",
-    **{("cvxdp/model/gradients.py", line): "an un-broadcast sum over no axis, or over axes of size 1 in both shapes, or without keepdims before the reshape to the operand's shape: the same array" for line in ('if extra >= 0:', 'if extra > -1:', 'axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 0)', 'g = np.sum(g, axis=axes, keepdims=False)')},
-    **{("cvxdp/model/gradients.py", line): "the first of one argument's shapes (or keys) is its last; a division's operands, a stack's pieces are broadcast to (or required to have) the same number of dimensions" for line in ('sa = shapes[ 1]', 'sa = shapes[ -1]', 'shape, back, order = e.shape, shapes[ -1], e.order', 'shape, back = e.shape, shapes[ -1]', 'a2 = (1, sa[ -1]) if len(sa) == 1 else sa', 'b2 = (sb[ -1], 1) if len(sb) == 1 else sb', 'axis, keepdims, back = e.axis, e.keepdims, shapes[ -1]', 'return self._picked(kids, e._orig_key, shapes[ -1], e.shape, repeats=False)', 'return self._picked(kids, e.key, shapes[ -1], e.shape, repeats=True)', 'axis = 0 if (horizontal and len(shapes[ -1]) == 1) else (1 if horizontal else 0)', 'return (kids[ -1], slot)')},
-    **{("cvxdp/model/gradients.py", line): 'unreachable: CVXPY never builds a MulExpression with a scalar operand (it builds multiply), so one side empty and both empty never differ' for line in ('if not sa and not sb:  # CVXPY multiplies elementwise when one side is a scalar',)},
-    **{("cvxdp/model/gradients.py", line): "CVXPY keeps sparse constants as csc_array, whose product with a dense operand is already an ndarray of the product's shape: both forward closures give the same value" for line in ('if not a in self.sparse or b in self.sparse:', 'if a in self.sparse and b in self.sparse:')},
-    **{("cvxdp/model/gradients.py", line): "which branch of _matmul's adjoint a vector or matrix product takes: the general branch computes the same adjoint (A^T D, D B^T), and the outer product of a vector by data is it too" for line in ('if len(sa) == 3 and len(sb) == 1 and not na:  # the common ``A @ x`` (A data, possibly sparse)', 'if len(sa) == 2 and len(sb) != 1 and not na:  # the common ``A @ x`` (A data, possibly sparse)', 'if len(sa) == 2 and len(sb) == 2 and not na:  # the common ``A @ x`` (A data, possibly sparse)', 'if len(sa) == 2 and len(sb) == 0 and not na:  # the common ``A @ x`` (A data, possibly sparse)', 'elif len(sa) != 2 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)', 'elif len(sa) == 3 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)', 'elif len(sa) == 1 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)', 'elif len(sa) == 2 and len(sb) == 0 and not nb:  # ``X @ c`` (c data)')},
-    **{("cvxdp/model/gradients.py", line): "(B d^T)^T = d B^T for a dense or sparse B (to rounding far below the tests' 1e-9)" for line in ('dA = np.asarray(d @ B.T) if  sp.issparse(B) else np.asarray((B @ d.T).T)', 'dA = np.asarray(d @ B.T) if not not sp.issparse(B) else np.asarray((B @ d.T).T)')},
-    **{("cvxdp/model/gradients.py", line): 'a basic index (a slice or an int) cannot repeat an entry: np.add.at adds what += adds' for line in ('return self._picked(kids, e._orig_key, shapes[0], e.shape, repeats=True)',)},
-    **{("cvxdp/model/gradients.py", line): "'*' became '/' in the signature: the only callers pass the argument after it by keyword" for line in ('def _picked(kids, key, back, shape, /, repeats: bool):', 'def compile_gradient(objective: cp.Expression, layout: Any, /, name: str = "") -> CompiledGradient | None:')},
-    **{("cvxdp/model/gradients.py", line): 'the bounds of the sweep that marks the forward values needed: indices past the tape or below 0 are never needed, and slot 0 is a leaf with no children' for line in ('for i in range(len(self.fwd) + 1, -1, -1):', 'for i in range(len(self.fwd) - 0, -1, -1):', 'for i in range(len(self.fwd) - 1, ~1, -1):', 'for i in range(len(self.fwd) - 1, not 1, -1):', 'for i in range(len(self.fwd) - 1, - 2, -1):', 'for i in range(len(self.fwd) - 1, - 0, -1):')},
-    **{("cvxdp/model/gradients.py", line): 'no reverse rule writes into an adjoint in place (_acc adds into a new array): the flag never fires' for line in ('_ONE.flags.writeable = True  # adjoints are never written in place',)},
-    **{("cvxdp/model/gradients.py", line): 'a float64 array goes through np.asarray(value, dtype=float), which returns it unchanged; the other real values CVXPY stores compute the same numbers (complex data is no longer compiled)' for line in ('if type(value) is np.ndarray and value.dtype != np.float64:',)},
+    **{("cvxdp/model/gradients.py", line): (
+        'an un-broadcast sum over no axis, or over axes of size 1 in both shapes, or without keepdims '
+        "before the reshape to the operand's shape: the same array"
+    ) for line in (
+        'if extra >= 0:',
+        'if extra > -1:',
+        'axes = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 0)',
+        'g = np.sum(g, axis=axes, keepdims=False)',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        "the first of one argument's shapes (or keys) is its last; a division's operands, a stack's pieces "
+        'are broadcast to (or required to have) the same number of dimensions'
+    ) for line in (
+        'sa = shapes[ 1]',
+        'sa = shapes[ -1]',
+        'shape, back, order = e.shape, shapes[ -1], e.order',
+        'shape, back = e.shape, shapes[ -1]',
+        'a2 = (1, sa[ -1]) if len(sa) == 1 else sa',
+        'b2 = (sb[ -1], 1) if len(sb) == 1 else sb',
+        'axis, keepdims, back = e.axis, e.keepdims, shapes[ -1]',
+        'return self._picked(kids, e._orig_key, shapes[ -1], e.shape, repeats=False)',
+        'return self._picked(kids, e.key, shapes[ -1], e.shape, repeats=True)',
+        'axis = 0 if (horizontal and len(shapes[ -1]) == 1) else (1 if horizontal else 0)',
+        'return (kids[ -1], slot)',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'unreachable: CVXPY never builds a MulExpression with a scalar operand (it builds multiply), so one'
+        ' side empty and both empty never differ'
+    ) for line in (
+        'if not sa and not sb:  # CVXPY multiplies elementwise when one side is a scalar',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'CVXPY keeps sparse constants as csc_array, whose product with a dense operand is already an '
+        "ndarray of the product's shape: both forward closures give the same value"
+    ) for line in (
+        'if not a in self.sparse or b in self.sparse:',
+        'if a in self.sparse and b in self.sparse:',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        "which branch of _matmul's adjoint a vector or matrix product takes: the general branch computes "
+        'the same adjoint (A^T D, D B^T), and the outer product of a vector by data is it too'
+    ) for line in (
+        'if len(sa) == 3 and len(sb) == 1 and not na:  # the common ``A @ x`` (A data, possibly sparse)',
+        'if len(sa) == 2 and len(sb) != 1 and not na:  # the common ``A @ x`` (A data, possibly sparse)',
+        'if len(sa) == 2 and len(sb) == 2 and not na:  # the common ``A @ x`` (A data, possibly sparse)',
+        'if len(sa) == 2 and len(sb) == 0 and not na:  # the common ``A @ x`` (A data, possibly sparse)',
+        'elif len(sa) != 2 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)',
+        'elif len(sa) == 3 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)',
+        'elif len(sa) == 1 and len(sb) == 1 and not nb:  # ``X @ c`` (c data)',
+        'elif len(sa) == 2 and len(sb) == 0 and not nb:  # ``X @ c`` (c data)',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        "(B d^T)^T = d B^T for a dense or sparse B (to rounding far below the tests' 1e-9)"
+    ) for line in (
+        'dA = np.asarray(d @ B.T) if  sp.issparse(B) else np.asarray((B @ d.T).T)',
+        'dA = np.asarray(d @ B.T) if not not sp.issparse(B) else np.asarray((B @ d.T).T)',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'a basic index (a slice or an int) cannot repeat an entry: np.add.at adds what += adds'
+    ) for line in (
+        'return self._picked(kids, e._orig_key, shapes[0], e.shape, repeats=True)',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        "'*' became '/' in the signature: the only callers pass the argument after it by keyword"
+    ) for line in (
+        'def _picked(kids, key, back, shape, /, repeats: bool):',
+        'def compile_gradient(objective: cp.Expression, layout: Any, /, name: str = "") -> CompiledGradient'
+        ' | None:',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'the bounds of the sweep that marks the forward values needed: indices past the tape or below 0 are'
+        ' never needed, and slot 0 is a leaf with no children'
+    ) for line in (
+        'for i in range(len(self.fwd) + 1, -1, -1):',
+        'for i in range(len(self.fwd) - 0, -1, -1):',
+        'for i in range(len(self.fwd) - 1, ~1, -1):',
+        'for i in range(len(self.fwd) - 1, not 1, -1):',
+        'for i in range(len(self.fwd) - 1, - 2, -1):',
+        'for i in range(len(self.fwd) - 1, - 0, -1):',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'no reverse rule writes into an adjoint in place (_acc adds into a new array): the flag never fires'
+    ) for line in (
+        '_ONE.flags.writeable = True  # adjoints are never written in place',
+    )},
+    **{("cvxdp/model/gradients.py", line): (
+        'a float64 array goes through np.asarray(value, dtype=float), which returns it unchanged; the other'
+        ' real values CVXPY stores compute the same numbers (complex data is no longer compiled)'
+    ) for line in (
+        'if type(value) is np.ndarray and value.dtype != np.float64:',
+    )},
     ("cvxdp/model/gradients.py", "return d[ -1] * float(p) if p is not None and (p == 0 or is_power2(p)) else inf"):
         "the first of one argument's degrees is its last",
     **{("cvxdp/model/gradients.py", line): "CVXPY broadcasts both operands of a batched product to the same number "
@@ -340,7 +420,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("cvxdp/federation/run_folder.py", "if keep <= len(data):"):
         "a file truncated to its own length is unchanged",
     **{("cvxdp/federation/coordinator.py", line): "'*' became '/' in the signature: every caller passes the "
-       "arguments after it by keyword" for line in ('def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], /, round: int | None = None,', 'def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, /,', 'def run_federation(plan: Mapping[str, Any], channel: Channel, /, progress: bool = False) -> Result:')},
+       "arguments after it by keyword" for line in (
+           "def send(self, requests: Mapping[str, tuple[str, dict[str, Any]]], /, round: int | None = None,",
+           "def call(self, method: Callable[..., Any], args: Sequence[tuple] | None = None, /,",
+           "def run_federation(plan: Mapping[str, Any], channel: Channel, /, progress: bool = False) -> Result:")},
     **{("cvxdp/privacy/composition.py", f"@functools.lru_cache(maxsize= {n})"): _CACHE for n in (4095, 4097)},
     ("cvxdp/privacy/composition.py", "removed: @functools.lru_cache(maxsize=4096)"): _CACHE,
     ("cvxdp/privacy/composition.py", "if not do_compose:"):

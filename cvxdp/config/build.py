@@ -239,8 +239,8 @@ _INSTANCES: dict[str, Any] = {}
 
 def case_instance(case: Case, instance: Any = None) -> Any:
     """The template instance of ``case`` (its agents and hooks), built once per process inside
-    :func:`kept_instances` (a study's process, or each of its workers, builds its own from the case). ``instance``: one already built for
-    ``case``, kept."""
+    :func:`kept_instances` (a study's process, or each of its workers, builds its own from the case).
+    ``instance``: one already built for ``case``, kept."""
     key = json.dumps(jsonable(case.to_dict()), sort_keys=True)
     if instance is not None:
         _INSTANCES[key] = instance

@@ -196,10 +196,9 @@ def from_wire(node: Any, value: Any, path: str) -> Any:
     (a :class:`SchemaError` naming the field otherwise)."""
     d = {k: _writable(v) for k, v in message_schema(node).check(value, path).items()}
     if isinstance(node, ConsensusNode):
-        rho = d["rho"]  # a positive float (its schema), or an array checked here
-        if isinstance(rho, np.ndarray) and not np.all(rho > 0):
+        if isinstance(d["rho"], np.ndarray) and not np.all(d["rho"] > 0):  # a float's schema checks it already
             raise SchemaError(f"{path}.rho", "expected positive values")
-        return RoundMessage(round=d["round"], bw=d["bw"], rho=rho, eta=d["eta"],
+        return RoundMessage(round=d["round"], bw=d["bw"], rho=d["rho"], eta=d["eta"],
                             plan=plan_from_wire(d["plan"], f"{path}.plan"), polish=d["polish"],
                             keep_polish=d["keep_polish"])
     if isinstance(node, GraphNode):
@@ -235,11 +234,11 @@ def build_node(algorithm: Any, agent: Any, info: Mapping[str, Any], start: Mappi
                                   weight_name="eta_i(1)" if recycling else "theta", owner=type(algorithm).__name__)
         return GraphNode(agent, seed, algorithm, int(degree), solvers, mechanism)
     if family == "sharing":
-        parties = info.get("parties")  # M enters Lemma 1's sensitivity: a smaller M would mean less noise
+        parties, named = info.get("parties"), len(start["names"])  # M enters Lemma 1's sensitivity: fewer, less noise
         if parties is None:
             raise SchemaError(f"agents.{name}.parties", "missing (a sharing party's number of parties)")
-        if parties != len(start["names"]):
-            raise SchemaError(f"agents.{name}.parties", f"{parties} parties, but the run names {len(start['names'])}")
+        if parties != named:
+            raise SchemaError(f"agents.{name}.parties", f"{parties} parties, but the run names {named}")
         return SharingNode(agent, seed, algorithm, solvers, as_mechanism(mechanism), accountant, info.get("b1"),
                            int(parties))
     raise SchemaError("algorithm.name", f"no node for the {family!r} family")

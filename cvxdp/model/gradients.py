@@ -2,20 +2,20 @@
 
 :func:`compile_gradient` walks the objective's expression tree once and turns it into a tape of numpy closures:
 a forward pass computes the node values the reverse rules read, and a reverse pass (reverse-mode differentiation)
-pushes the adjoint from the objective down to the variables, whose entries land in the flat local vector's layout. Parameters are
-read at call time, so changing a :class:`cvxpy.Parameter`'s value (in place or by assignment) changes the next
-gradient. When the objective is a polynomial of degree at most two in the variables (read off the tape: affine
-atoms over ``square``/``sum_squares``/``quad_form`` of affine expressions) and its data are small, the affine
-gradient ``H u + c`` is extracted from the tape once per set of parameter values (on the second call with the
-same values) and evaluated as one matrix-vector product.
+pushes the adjoint from the objective down to the variables, whose entries land in the flat local vector's layout.
+Parameters are read at call time, so changing a :class:`cvxpy.Parameter`'s value (in place or by assignment)
+changes the next gradient. When the objective is a polynomial of degree at most two in the variables (read off
+the tape: affine atoms over ``square``/``sum_squares``/``quad_form`` of affine expressions) and its data are small,
+the affine gradient ``H u + c`` is extracted from the tape once per set of parameter values (on the second call with
+the same values) and evaluated as one matrix-vector product.
 
-Supported (real data): sums, negation, products and quotients by data, ``@`` of vectors and matrices, ``multiply``, ``sum``, indexing and slicing,
-``reshape``/``vec``, ``promote``/``broadcast_to``, transposes, ``hstack``/``vstack``, ``sum_squares``/
-``quad_over_lin`` (constant denominator), ``square``/``power``, ``quad_form`` (constant matrix), ``logistic``,
-``log_sum_exp`` (whole argument), ``exp`` and ``huber``. Anything else -- in particular the non-differentiable
-atoms (``abs``, ``norm1``, ``max``, ``pos``, ...) -- makes :func:`compile_gradient` return None, and the agent keeps
-CVXPY's ``Expression.grad`` (its subgradient conventions unchanged). A point CVXPY would not differentiate at
-(outside an atom's domain) raises :class:`OutsideDomain`, and the caller asks CVXPY for that call.
+Supported (real data): sums, negation, products and quotients by data, ``@`` of vectors and matrices, ``multiply``,
+``sum``, indexing and slicing, ``reshape``/``vec``, ``promote``/``broadcast_to``, transposes, ``hstack``/``vstack``,
+``sum_squares``/``quad_over_lin`` (constant denominator), ``square``/``power``, ``quad_form`` (constant matrix),
+``logistic``, ``log_sum_exp`` (whole argument), ``exp`` and ``huber``. Anything else -- in particular the
+non-differentiable atoms (``abs``, ``norm1``, ``max``, ``pos``, ...) -- makes :func:`compile_gradient` return None,
+and the agent keeps CVXPY's ``Expression.grad`` (its subgradient conventions unchanged). A point CVXPY would not
+differentiate at (outside an atom's domain) raises :class:`OutsideDomain`, and the caller asks CVXPY for that call.
 """
 
 from __future__ import annotations
