@@ -69,6 +69,14 @@ from .events import (  # noqa: F401
 MIN_PLD_MULTIPLIER = 0.05
 
 
+def checked_budget(budget: object, owner: str) -> Claim:
+    """``budget`` as ``(epsilon, delta)``: epsilon in (0, inf), delta in [0, 1); else the error naming ``owner``."""
+    if not (isinstance(budget, (tuple, list)) and len(budget) == 2):
+        raise fail("budget", owner, "a pair (epsilon, delta)", budget)
+    return (check_float(budget[0], "budget epsilon", owner, 0.0, math.inf),
+            check_float(budget[1], "budget delta", owner, 0.0, 1.0, "left"))
+
+
 def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
@@ -268,10 +276,7 @@ class PrivacyLedger(GuaranteeNotes):
         epsilon at the budget's delta is compared (a relative slack ``rtol`` absorbs rounding).
         """
         check_choice(accountant, "accountant", "PrivacyLedger.would_exceed", ACCOUNTANTS)
-        if not (isinstance(budget, (tuple, list)) and len(budget) == 2):
-            raise fail("budget", "PrivacyLedger.would_exceed", "a pair (epsilon, delta)", budget)
-        b_eps = check_float(budget[0], "budget epsilon", "PrivacyLedger.would_exceed", 0.0, math.inf)
-        b_dl = check_float(budget[1], "budget delta", "PrivacyLedger.would_exceed", 0.0, 1.0, "left")
+        b_eps, b_dl = checked_budget(budget, "PrivacyLedger.would_exceed")
         entries = dict(self._entries[self._name(agent)])
         key = self._item(plan, claim)
         entries[key] = entries.get(key, 0) + checked_count(count, "PrivacyLedger.would_exceed")
@@ -289,8 +294,13 @@ class PrivacyLedger(GuaranteeNotes):
         rounds leaves a total that was itself checked against the budget. The bisection relies on the total growing
         with the count (it does for every accountant; a discretised PLD total is an upper bound at each count).
         """
-        n = checked_count(count, "PrivacyLedger.repeats_within")
-        k_max = check_int(limit, "limit", "PrivacyLedger.repeats_within", 0)
+        owner = "PrivacyLedger.repeats_within"
+        n = checked_count(count, owner)
+        k_max = check_int(limit, "limit", owner, 0)
+        check_choice(accountant, "accountant", owner, ACCOUNTANTS)
+        checked_budget(budget, owner)
+        self._name(agent)
+        self._item(plan, claim)
         if n == 0 or k_max == 0:
             return k_max
 
@@ -394,7 +404,8 @@ class BudgetGuard:
     """
 
     def __init__(self, budget: Claim, accountant: str) -> None:
-        self.budget, self.accountant = budget, accountant
+        self.budget = checked_budget(budget, "BudgetGuard")
+        self.accountant = check_choice(accountant, "accountant", "BudgetGuard", ACCOUNTANTS)
         self.searches = 0  # how many searches ran (benchmarks and tests read it)
         self._fits: dict[tuple[Any, ...], int] = {}  # (records, key, its count, count, limit) -> rounds that fit
         self._charges: tuple[Any, ...] | None = None  # the charges last checked ...
@@ -404,6 +415,8 @@ class BudgetGuard:
                 rounds: int) -> bool:
         """Whether recording round ``round``'s ``charges`` (``(agent, event, count, claim)`` each) would take some
         agent past the budget, in a run of ``rounds`` rounds whose earlier charges are recorded in ``ledger``."""
+        rounds = check_int(rounds, "rounds", "BudgetGuard.exceeds", 1)
+        round = check_int(round, "round", "BudgetGuard.exceeds", 1, rounds)
         key = tuple(charges)
         if key == self._charges and round <= self._last_round:  # the same charges: known to fit until then
             return False

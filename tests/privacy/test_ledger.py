@@ -455,3 +455,34 @@ def test_a_legacy_graph_ledger_is_converted_step_by_step(fresh_warnings, recwarn
 def test_a_malformed_legacy_graph_ledger_is_refused_by_name(d):
     with pytest.raises(InvalidParameterError, match="ledger_from_dict: malformed graph ledger dict"):
         ledger_from_dict(d)
+
+
+@pytest.mark.parametrize("count,limit", [(1, 0), (0, 5)])
+def test_repeats_within_checks_its_arguments_even_when_nothing_is_searched(count, limit):
+    ledger = PrivacyLedger(["a"], target_delta=1e-5)
+    with pytest.raises(InvalidParameterError, match="'agent' parameter of PrivacyLedger"):
+        ledger.repeats_within("nobody", dp_accounting.LaplaceDpEvent(1.0), count, (2.0, 0.0), "basic", limit=limit)
+    with pytest.raises(InvalidParameterError, match=r"'budget' parameter of PrivacyLedger.repeats_within"):
+        ledger.repeats_within("a", dp_accounting.LaplaceDpEvent(1.0), count, "garbage", "basic", limit=limit)
+    with pytest.raises(InvalidParameterError, match="'accountant' parameter of PrivacyLedger.repeats_within"):
+        ledger.repeats_within("a", dp_accounting.LaplaceDpEvent(1.0), count, (2.0, 0.0), "moments", limit=limit)
+    with pytest.raises(InvalidParameterError, match="'event' parameter of PrivacyLedger.record"):
+        ledger.repeats_within("a", "not an event", count, (2.0, 0.0), "basic", limit=limit)
+
+
+def test_the_budget_guard_checks_its_budget_accountant_and_rounds():
+    with pytest.raises(InvalidParameterError, match=r"'budget' parameter of BudgetGuard must be a pair"):
+        BudgetGuard("x", "basic")
+    with pytest.raises(InvalidParameterError, match="'accountant' parameter of BudgetGuard"):
+        BudgetGuard((1.0, 0.0), "moments")
+    guard, ledger = BudgetGuard((1.0, 0.0), "basic"), PrivacyLedger(["a"], target_delta=1e-5)
+    for round in (0, 6):
+        with pytest.raises(InvalidParameterError, match=r"'round' parameter of BudgetGuard.exceeds must be an int "
+                                                        r"in \[1, 5\]"):
+            guard.exceeds(ledger, [], round=round, rounds=5)
+
+
+def test_the_budget_guards_round_and_rounds_are_keyword_only():
+    # two ints that are easy to swap: exceeds(ledger, charges, round=..., rounds=...)
+    with pytest.raises(TypeError):
+        BudgetGuard((1.0, 0.0), "basic").exceeds(PrivacyLedger(["a"], target_delta=1e-5), [], 1, 5)
