@@ -44,8 +44,9 @@ NEIGHBORING = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 #: PLD discretisation: the interval is this fraction of a quick (RDP) estimate of the total epsilon,
 #: clamped to [PLD_MIN_INTERVAL, PLD_MAX_INTERVAL]. It keeps every PLD a few thousand points wide (a few
-#: milliseconds) while the pessimistic estimate stays an upper bound within 1e-3 relative of the exact epsilon
-#: (Gaussian totals within 1e-5; subsampled ones within 2e-3 of a 10x finer grid: tests/privacy/test_pld_accuracy.py).
+#: milliseconds) while the pessimistic estimate stays an upper bound within 1e-3 relative of the exact epsilon at
+#: delta >= 1e-13 (Gaussian totals within 1e-5; subsampled ones within 2e-3 of a grid of 1e-4; at delta 1e-15
+#: dp-accounting's truncated tail adds 6e-3: tests/privacy/test_pld_accuracy.py).
 PLD_RELATIVE_INTERVAL = 2e-4
 PLD_MIN_INTERVAL = 1e-5
 PLD_MAX_INTERVAL = 0.5
