@@ -13,11 +13,12 @@ copy of the repository at HEAD:
    the test command: a tiny client of a test server started here, which has imported the dependencies once
    (numpy, SciPy, CVXPY, dp-accounting, pytest, ...; never cvxdp) and forks one child per mutant that imports the
    mutated cvxdp afresh and runs, with ``pytest -x``, only the row's tests that ran a line of the mutated statement
-   (measured once on the unmutated code with ``sys.settrace``, fastest first; a mutant at module or class level, run
-   at import, runs them all). A mutant that no test reaches survives without a run. A child still running after 30 s
-   plus 3 times the selected tests' unmutated time (times the load per core, when above 1) is stopped and run once
-   more with four times as long; stopped again, the mutant counts as killed (a loop that no longer ends; when
-   survivors run again, a timeout counts as surviving: on a loaded machine it may be the load);
+   (measured once on the unmutated code with ``sys.settrace``, fastest first; a mutant at module or class level or in
+   a function's header (its signature and defaults), run at import, runs them all). A mutant that no test reaches
+   survives without a run. A child still running after 30 s plus 3 times the selected tests' unmutated time (times
+   the load per core, when above 1) is stopped and run once more with four times as long; stopped again, the mutant
+   counts as killed (a loop that no longer ends; when survivors run again, a timeout counts as surviving: on a
+   loaded machine it may be the load);
 4. the survivors are written with their diffs, and each row's score is ``killed / (mutants - skipped - equivalent)``,
    the equivalent ones being the survivors listed in :data:`EQUIVALENT` with the reason each cannot change what the
    module computes (docs/mutation-testing.md shows the last run's scores and every survivor's reason).
@@ -642,10 +643,13 @@ class TestServer:
             line = next((i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
             span = _innermost(self.spans[f], line)
             self.where = f"{f}:{line}"
-            if span is None:  # module level or a class body, run at import: anything may read it
+            first, last = _statement(self.statements[f], line, span) if span else (0, 0)
+            if span is None or first == span[0]:
+                # module level, a class body or a function's header (its decorators, defaults and signature), run
+                # at import: anything may read it, and a test of a signature (an argument refused by position)
+                # never enters the function, so no trace saw it
                 tests = list(self.durations)
             else:  # the tests that ran a line of the statement that holds the mutation
-                first, last = _statement(self.statements[f], line, span)
                 tests = [t for t, lines in self.lines.items()
                          if any((f, k) in lines for k in range(first, last + 1))]
             tests.sort(key=lambda t: self.durations.get(t, 0.0))
