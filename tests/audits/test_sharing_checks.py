@@ -273,29 +273,21 @@ def call(three, **kw):
                                  **args)
 
 
-@pytest.mark.parametrize("index", [3, -1, True, 1.0, 7])
-def test_the_release_audit_refuses_an_index_outside_the_parties(three, index):
-    with pytest.raises(InvalidParameterError, match=message("index", "an int in [0, 2]", index)):
-        call(three, index=index, trials=9)
+OUT_OF_RANGE = [("index", v, "an int in [0, 2]") for v in (3, -1, True, 1.0, 7)] + \
+    [("row", v, "an int in [0, 5]") for v in (6, -1, True, 2.0, 9)]  # 3 parties; 6 samples, 2 features each
 
 
-@pytest.mark.parametrize("index", [0, 1, 2])
-def test_the_release_audit_takes_every_partys_index(three, index):
-    with pytest.raises(InvalidParameterError, match="'trials' parameter"):  # index accepted: the next check refuses
-        call(three, index=index, trials=9)
+@pytest.mark.parametrize(("name", "value", "expected"), OUT_OF_RANGE)
+def test_the_release_audit_refuses_an_index_or_row_out_of_range(three, name, value, expected):
+    with pytest.raises(InvalidParameterError, match=message(name, expected, value)):
+        call(three, **{name: value}, trials=9)
 
 
-@pytest.mark.parametrize("row", [6, -1, True, 2.0, 9])
-def test_the_release_audit_refuses_a_row_outside_the_samples(three, row):
-    # 6 samples, 2 features: the range is the samples'
-    with pytest.raises(InvalidParameterError, match=message("row", "an int in [0, 5]", row)):
-        call(three, row=row, trials=9)
-
-
-@pytest.mark.parametrize("row", [0, 2, 5])
-def test_the_release_audit_takes_every_sample_row(three, row):
-    with pytest.raises(InvalidParameterError, match="'trials' parameter"):
-        call(three, row=row, trials=9)
+@pytest.mark.parametrize(("name", "value"), [("index", 0), ("index", 1), ("index", 2), ("row", 0), ("row", 2),
+                                             ("row", 5)])
+def test_the_release_audit_takes_every_partys_index_and_every_sample_row(three, name, value):
+    with pytest.raises(InvalidParameterError, match="'trials' parameter"):  # accepted: the next check refuses
+        call(three, **{name: value}, trials=9)
 
 
 def test_the_release_audit_refuses_a_neighbour_row_of_another_length(three):
