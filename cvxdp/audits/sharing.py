@@ -62,9 +62,9 @@ def audit_sharing(party: VerticalParty, neighbour: np.ndarray, mechanism: Sharin
     diff = mean - mean_prime
     shift = float(np.linalg.norm(diff))
     if statistic == "projection":
-        u = diff / shift if shift > 0 else np.eye(len(diff))[0]
+        u = diff / shift if shift > 0 else np.eye(1, len(diff), 0)[0]
     elif statistic == "coordinate":
-        u = np.eye(len(diff))[int(np.argmax(np.abs(diff)))]
+        u = np.eye(1, len(diff), int(np.argmax(np.abs(diff))))[0]
     else:
         raise fail("statistic", "audit_sharing", "'projection' or 'coordinate'", statistic)
     n_samples = len(mean)
@@ -127,7 +127,7 @@ def audit_sharing_release(parties: Sequence[VerticalParty], index: int, neighbou
     neighbour = VerticalParty(target.name, features, bound=target.bound)
     inputs = (parties, parties[:index] + [neighbour] + parties[index + 1:], parties)
     algorithm = ADMMSharing(rho=rho, lam=lam, epochs=epochs, labels=labels, record_messages=True)
-    direction = np.eye(target.data.shape[0])[row]
+    direction = np.eye(1, target.data.shape[0], row)[0]
     stats_ = np.empty((3, n))
     claims = []
     for i, child in enumerate(np.random.SeedSequence(s).spawn(n)):

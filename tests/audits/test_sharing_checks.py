@@ -152,6 +152,14 @@ def test_audit_sharing_draws_one_release_per_chunk_beyond_two_million_samples():
     res = audit_sharing(party, D_prime, cvxdp.SharingGaussian(sigma=0.5), y=y, s=s, rho=RHO, lam=LAM, parties=2,
                         trials=2, seed=0)
     assert res.trials == 2 and res.details["realised_shift"] > 0
+    # the unit vectors of the identical-neighbour fallback and of the coordinate statistic are one row, never an
+    # N x N identity (29 TiB at this N: a MemoryError before the fix)
+    res = audit_sharing(party, party.data.copy(), cvxdp.SharingGaussian(sigma=0.5), y=y, s=s, rho=RHO, lam=LAM,
+                        parties=2, trials=2, seed=0)
+    assert res.details["realised_shift"] == 0.0
+    res = audit_sharing(party, D_prime, cvxdp.SharingGaussian(sigma=0.5), y=y, s=s, rho=RHO, lam=LAM, parties=2,
+                        trials=2, seed=0, statistic="coordinate")
+    assert res.statistic == "coordinate"
 
 
 def test_audit_sharing_with_an_identical_neighbour_projects_on_the_first_coordinate():
