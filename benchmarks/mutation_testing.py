@@ -488,6 +488,48 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        "a zero-epsilon charge then reaches the ledger's own check, which composes it to the same total (every "
        "recorded charge passed that check, so the total is inside the budget) and answers no as well"
        for op in ("< 0", "<= -1")},
+    **{("cvxdp/privacy/accounting.py", f"if claim is not None and type(count) is int and count {c}:  # noqa: E721 - "
+        "not bool, not numpy"): "a count of 0 for a charge already recorded: the fast path adds 0, the slow one "
+       "checks the same inputs again and records nothing for a zero count; the ledger is the same"
+       for c in ("> 0", ">= 1")},
+    **{("cvxdp/privacy/accounting.py", f"self._last_round = {v}  # ... and the last round they fit every agent"):
+       "never read before it is set: _charges starts as None, never equal to a tuple of charges, so the first "
+       "exceeds sets _last_round before any comparison" for v in ("1", "-1")},
+    **{("cvxdp/privacy/accounting.py", f"self._charges, fit = key, {e}"):
+       "exceeds checks 1 <= round <= rounds, and each charge's fit is at most rounds - round + 1 (the limit it "
+       "searches), so a larger start is absorbed by the min (with no charges both say False)"
+       for e in ("rounds + round + 1", "rounds - round + 2")},
+    **{("cvxdp/privacy/accounting.py", f"fit = min(fit, self._rounds_that_fit(ledger, agent, event, count, claim, "
+        f"{e}))"): "a larger search limit: repeats_within returns min(rounds that fit, limit), which the outer "
+       "min caps at rounds - round + 1 anyway; only the bisection's work differs"
+       for e in ("rounds + round + 1", "rounds - round + 2")},
+    ("cvxdp/privacy/accounting.py", "cache = (others, position, item, entries.get(item, -1), count, limit)  # agents "
+     "with equal records share it"):
+        "the default marks a charge not recorded yet; a stored count is at least 1 (record stores only n > 0), so 0 "
+        "and -1 both mark it uniquely and the cache keys separate the same cases",
+    ("cvxdp/privacy/accounting.py", "if n == 0 or k_max == -1:"):
+        "the limit is checked to be at least 0, so it is never -1; with a limit of 0 both return 0 (the arguments are "
+        "checked before the early return)",
+    **{("cvxdp/audits/sharing.py", line): "the chunk size of the sampler's draws: one generator stream drawn in "
+       "chunks of a and b values equals one draw of a + b (numpy's normal), so every trial's release is the same"
+       for line in ("chunk = max( 2, 2_000_000 // n_samples)", "chunk = max(1, 2000001 // n_samples)",
+                    "chunk = max(1, 1999999 // n_samples)")},
+    ("cvxdp/audits/sharing.py", "stats_ = np.empty(( 4, n))"): "a fourth row that is never written or read",
+    ("cvxdp/audits/sharing.py", "for j, (which, run_seed) in enumerate(zip(inputs, _run_seeds(int(child.generate_state"
+     "( 2)[0]), b))):"):
+        "the first word of SeedSequence.generate_state(2) is generate_state(1)'s",
+    **{("cvxdp/audits/sharing.py", line): "the last entry of a one-entry array is its first" for line in (
+        "for j, (which, run_seed) in enumerate(zip(inputs, _run_seeds(int(child.generate_state(1)[ -1]), b))):",
+        "stats_[j, i] = transcript_statistic(np.stack(sent)[:, None, :], direction)[ -1]")},
+    **{("cvxdp/audits/sharing.py", line): "which trial's runs give the claim: every run spends exactly epochs charges "
+       "of one plan fixed by public shapes, the bound, b1, the number of parties and the epochs (no stopping rule, "
+       "no budget), and trials are at least 10, so every trial's ledger is the same"
+       for line in ("if not i == 0:", "if i != 0:", "if i == 1:")},
+    ("cvxdp/audits/statistics.py", "safe = np.where(first == 0.0, 2.0, first)"):
+        "the divisor where the first round released 0, whose ratio np.where then discards (0 either way)",
+    ("cvxdp/audits/statistics.py", "if eps_lo < 0.0:"):
+        "eps_lo is the largest log((p_lo - delta) / p'_hi): exactly 0 only when p_lo - delta equals p'_hi to the "
+        "last bit, a tie the Clopper-Pearson quantiles of integer counts do not produce; below it both return 0",
 }
 
 
