@@ -527,6 +527,13 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        for line in ("if not i == 0:", "if i != 0:", "if i == 1:")},
     ("cvxdp/audits/statistics.py", "safe = np.where(first == 0.0, 2.0, first)"):
         "the divisor where the first round released 0, whose ratio np.where then discards (0 either way)",
+    ("cvxdp/audits/statistics.py", "bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), "
+     "not math.inf)"):
+        "a threshold whose lower bound is at most delta scores 0 instead of -inf: a best of 0 or below returns the "
+        "same empty result (epsilon_lower 0, no threshold), and a positive best is the same either way",
+    ("cvxdp/audits/statistics.py", "best = (not math.inf, None, {})"):
+        "the search starts at 0 instead of -inf: only a positive bound replaces it either way, and a best of 0 or "
+        "below returns the same empty result",
     ("cvxdp/audits/statistics.py", "if eps_lo < 0.0:"):
         "eps_lo is the largest log((p_lo - delta) / p'_hi): exactly 0 only when p_lo - delta equals p'_hi to the "
         "last bit, a tie the Clopper-Pearson quantiles of integer counts do not produce; below it both return 0",

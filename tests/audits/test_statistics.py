@@ -133,3 +133,11 @@ def test_two_statistics_names_no_statistic_when_nothing_is_refuted():
     assert res.details == {"k": 1, "statistics": {"output": 0.0, "difference": 0.0}}
     shifted = two_statistics(out, out + 3.0, ref, delta=0.0, alpha=0.05, claimed=1.0, seed=0, details={})
     assert shifted.statistic in ("output", "difference") and shifted.violated
+
+
+def test_one_threshold_is_enough(shifted_samples):
+    x, y = shifted_samples
+    res = empirical_epsilon(fixed_sampler(x), fixed_sampler(y), trials=x.size, thresholds=np.array([2.0]),
+                            rng=np.random.default_rng(0))
+    assert res.best_threshold == 2.0
+    assert res.epsilon_lower == pytest.approx(lower_bound_by_hand(x, y, np.array([2.0]), 0.05, 0.0), rel=1e-10)
