@@ -354,6 +354,19 @@ def test_penalty_audit_default_nodes_is_2000(monkeypatch):
     assert seen["privacy"].alpha == 1.0
 
 
+@pytest.mark.parametrize("algorithm, weight", [("madmm", "theta"), ("mradmm", "eta_i(1)")])
+def test_penalty_audit_refuses_a_setting_outside_the_bounds_condition(algorithm, weight):
+    """The logistic audit runs PP with the dual step theta = eta (MR-ADMM: eta_i(1) = eta) and so inherits the
+    condition ``2 c1 < B/C (reg + 2 eta V)`` of (26) / (32): C = 9, B = 2 gives 2/9 * 2.1 = 0.467 < 0.5 and is
+    refused with the numbers; the linear loss (c1 = 0) meets it at any C."""
+    msg = (f"the parameter condition 2 c1 < B_i/C (rho/N + 2 {weight} V_i) of the privacy bound fails at node 'n0': "
+           f"2 c1 = 0.5 but B_i/C (rho/N + 2 {weight} V_i) = 2/9 * (0.1 + 2 * 0.5 * 2) = 0.466667")
+    with pytest.raises(InvalidParameterError, match=re.escape(msg)):
+        _quiet(audit_penalty_perturbation, algorithm, C=9.0, B=2, nodes=10)
+    assert _quiet(audit_penalty_perturbation, algorithm, C=4.0, B=2, nodes=10).claimed > 0.0
+    assert _quiet(audit_penalty_perturbation, algorithm, C=9.0, B=2, nodes=10, loss="linear").claimed > 0.0
+
+
 def test_penalty_audit_options_are_keyword_only():
     with pytest.raises(TypeError):
         audit_penalty_perturbation("madmm", 1.0)  # type: ignore[misc]
