@@ -527,6 +527,8 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        for line in ("if not i == 0:", "if i != 0:", "if i == 1:")},
     ("cvxdp/audits/statistics.py", "safe = np.where(first == 0.0, 2.0, first)"):
         "the divisor where the first round released 0, whose ratio np.where then discards (0 either way)",
+    ("cvxdp/audits/gamma.py", "return float(-C / B * labels.value.sum() * u[ -1] + 0.5 * reg * u[0] ** 2)"):
+        "f is a cp.Variable(1): u has one entry, its last is its first",
     ("cvxdp/audits/statistics.py", "bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), "
      "not math.inf)"):
         "a threshold whose lower bound is at most delta scores 0 instead of -inf: a best of 0 or below returns the "

@@ -165,9 +165,16 @@ def audit_penalty_perturbation(algorithm: str = "madmm", *, alpha: float = 1.0, 
         claims.append(res.privacy["worst"]["basic"][0])
     details = {"mechanism": "gamma-norm", "mode": "solve", "algorithm": kind, "broken": b, "nodes": n, "loss": kind_loss,
                "alpha": alpha, "C": C, "B": Bi, "declared_B": declared.B, "eta": eta, "seed": s,
-               "run_seeds": seeds, "note": inexact_solve_note([])}
+               "run_seeds": seeds, "note": _solve_note(res.privacy)}
     return two_statistics(outs[0], outs[1], outs[2], delta=0.0, alpha=level, claimed=max(claims), seed=s,
                            details=details)
+
+
+def _solve_note(privacy: dict[str, Any]) -> str:
+    """The run's own note on its inexact local solves (with the tolerance it used), from its ledger's summary."""
+    prefix = inexact_solve_note([]).split(";")[0]
+    return next((n["reason"] for n in privacy.get("notes", []) if n["reason"].startswith(prefix)),
+                inexact_solve_note([]))
 
 
 def _logistic_node(i: int, f: Any, labels: Any, C: float, B: int, reg: float) -> Agent:

@@ -472,3 +472,11 @@ def test_logistic_node_hessian_is_the_closed_form():
         assert agent.gradient.hessian(np.array([u]))[0, 0] == pytest.approx(want, rel=1e-12)
         g = -0.9 / LABELS.size * np.sum(LABELS * special.expit(-LABELS * u)) + 0.3 * u
         assert agent.gradient.gradient(np.array([u]))[0] == pytest.approx(g, rel=1e-12, abs=1e-15)
+
+
+def test_the_audit_note_names_the_tolerance_the_runs_solved_to():
+    # the run's own ledger note (before the fix the audit wrote the note of no solve: "the solver tolerance is ")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = audit_penalty_perturbation(nodes=10, loss="linear")
+    assert res.details["note"].endswith("newton (stationarity ||grad|| <= 1e-11 (1 + ||p||))"), res.details["note"]
