@@ -533,6 +533,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
      "not math.inf)"):
         "a threshold whose lower bound is at most delta scores 0 instead of -inf: a best of 0 or below returns the "
         "same empty result (epsilon_lower 0, no threshold), and a positive best is the same either way",
+    ("cvxdp/audits/statistics.py", "bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, -1.0) / q_hi), "
+     "-math.inf)"):
+        "the floor only guards the entries where p_lo <= delta, whose log np.where discards (-inf there either way; "
+        "the errstate keeps the log of a negative number quiet)",
     ("cvxdp/audits/statistics.py", "best = (not math.inf, None, {})"):
         "the search starts at 0 instead of -inf: only a positive bound replaces it either way, and a best of 0 or "
         "below returns the same empty result",
