@@ -537,6 +537,13 @@ EQUIVALENT: dict[tuple[str, str], str] = {
      "-math.inf)"):
         "the floor only guards the entries where p_lo <= delta, whose log np.where discards (-inf there either way; "
         "the errstate keeps the log of a negative number quiet)",
+    ("cvxdp/audits/statistics.py", "bound = np.where(p_lo >= dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), "
+     "-math.inf)"):
+        "p_lo == delta gives log(1e-300 / p'_hi), below -690 instead of -inf: never the best of a positive bound, and a "
+        "best of 0 or below returns the same empty result",
+    ("cvxdp/audits/statistics.py", "if bound[i] >= best[0]:"):
+        "an exact tie between two events' bounds: the later one is reported as the witness instead of the first, "
+        "with the same epsilon_lower (either is a valid witness of it)",
     ("cvxdp/audits/statistics.py", "best = (not math.inf, None, {})"):
         "the search starts at 0 instead of -inf: only a positive bound replaces it either way, and a best of 0 or "
         "below returns the same empty result",

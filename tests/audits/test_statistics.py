@@ -141,3 +141,20 @@ def test_one_threshold_is_enough(shifted_samples):
                             rng=np.random.default_rng(0))
     assert res.best_threshold == 2.0
     assert res.epsilon_lower == pytest.approx(lower_bound_by_hand(x, y, np.array([2.0]), 0.05, 0.0), rel=1e-10)
+
+
+def test_two_statistics_spends_alpha_over_its_statistics(shifted_samples):
+    x, y = shifted_samples
+    ref = np.random.default_rng(5).laplace(0.0, 1.0, x.size)
+    res = two_statistics(x, y, ref, delta=0.0, alpha=0.1, claimed=0.5, seed=0, details={})
+    for name, (a, b) in {"output": (x, y), "difference": (x - ref, y - ref)}.items():
+        thresholds = np.unique(np.quantile(np.concatenate([a, b]), DEFAULT_QUANTILES))
+        assert res.details["statistics"][name] == pytest.approx(
+            lower_bound_by_hand(a, b, thresholds, 0.1 / 2, 0.0), rel=1e-10)
+    assert res.epsilon_lower == max(res.details["statistics"].values()) and res.alpha == 0.1
+
+
+def test_one_trial_is_enough():
+    res = empirical_epsilon(fixed_sampler(np.zeros(1)), fixed_sampler(np.ones(1)), trials=1,
+                            rng=np.random.default_rng(0))
+    assert res.epsilon_lower == 0.0 and res.trials == 1
