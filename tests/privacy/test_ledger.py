@@ -486,3 +486,11 @@ def test_the_budget_guards_round_and_rounds_are_keyword_only():
     # two ints that are easy to swap: exceeds(ledger, charges, round=..., rounds=...)
     with pytest.raises(TypeError):
         BudgetGuard((1.0, 0.0), "basic").exceeds(PrivacyLedger(["a"], target_delta=1e-5), [], 1, 5)
+
+
+def test_a_one_round_run_is_checked_and_zero_rounds_are_refused_by_name():
+    guard, ledger = BudgetGuard((1.0, 0.0), "basic"), PrivacyLedger(["a"], target_delta=1e-5)
+    assert guard.exceeds(ledger, [], round=1, rounds=1) is False
+    with pytest.raises(InvalidParameterError, match=r"'rounds' parameter of BudgetGuard.exceeds must be an int in "
+                                                    r"\[1, inf\]"):
+        guard.exceeds(ledger, [], round=1, rounds=0)
