@@ -527,8 +527,27 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        for line in ("if not i == 0:", "if i != 0:", "if i == 1:")},
     ("cvxdp/audits/statistics.py", "safe = np.where(first == 0.0, 2.0, first)"):
         "the divisor where the first round released 0, whose ratio np.where then discards (0 either way)",
-    ("cvxdp/audits/gamma.py", "return float(-C / B * labels.value.sum() * u[ -1] + 0.5 * reg * u[0] ** 2)"):
-        "f is a cp.Variable(1): u has one entry, its last is its first",
+    **{("cvxdp/audits/gamma.py", line): "f is a cp.Variable(1): f, u and each node's local solution have one entry, "
+       "the last is the first" for line in (
+           "return float(-C / B * labels.value.sum() * u[ -1] + 0.5 * reg * u[0] ** 2)",
+           "return float(-C / B * labels.value.sum() * u[0] + 0.5 * reg * u[ -1] ** 2)",
+           "return float(C / B * np.logaddexp(0.0, -labels.value * u[ -1]).sum() + 0.5 * reg * u[0] ** 2)",
+           "return np.array([-C / B * float(labels.value.sum()) + reg * u[ -1]])",
+           "return np.array([-C / B * float(labels.value @ (1.0 / (1.0 + np.exp(labels.value * u[ -1]))))",
+           "+ reg * u[ -1]])",
+           "p = 1.0 / (1.0 + np.exp(-labels.value * u[ -1]))",
+           "objective = C / B * cp.sum(cp.logistic(-cp.multiply(labels, f[ -1]))) + 0.5 * reg * cp.sum_squares(f)",
+           "objective = -C / B * cp.sum(labels) * f[ -1] + 0.5 * reg * cp.sum_squares(f)",
+           "outs.append(np.array([res.local[a.name][ -1] for a in agents]))")},
+    **{("cvxdp/audits/gamma.py", line): "the logistic Hessian's p (1 - p) is the same for p and 1 - p, the sigmoid of "
+       "the other sign" for line in ("p = 1.0 / (1.0 + np.exp(labels.value * u[0]))",
+                                     "p = 1.0 / (1.0 + np.exp(+labels.value * u[0]))")},
+    **{("cvxdp/audits/gamma.py", f"y[ {i}] = first"): "every sample is x = 1, so the objective depends on the labels "
+       "as a multiset: which sample carries the flipped label changes nothing" for i in ("1", "-1")},
+    ("cvxdp/audits/gamma.py", "[int(c.generate_state(1)[ -1]) for c in np.random.SeedSequence(s).spawn(3)]"):
+        "the last entry of a one-entry array is its first",
+    ("cvxdp/audits/gamma.py", "[int(c.generate_state( 2)[0]) for c in np.random.SeedSequence(s).spawn(3)]"):
+        "the first word of SeedSequence.generate_state(2) is generate_state(1)'s",
     ("cvxdp/audits/statistics.py", "bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), "
      "not math.inf)"):
         "a threshold whose lower bound is at most delta scores 0 instead of -inf: a best of 0 or below returns the "
