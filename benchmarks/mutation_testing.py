@@ -531,6 +531,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        "the last is the first" for line in (
            "return float(-C / B * labels.value.sum() * u[ -1] + 0.5 * reg * u[0] ** 2)",
            "return float(-C / B * labels.value.sum() * u[0] + 0.5 * reg * u[ -1] ** 2)",
+           "return float(C / B * np.logaddexp(0.0, -labels.value * u[0]).sum() + 0.5 * reg * u[ -1] ** 2)",
            "return float(C / B * np.logaddexp(0.0, -labels.value * u[ -1]).sum() + 0.5 * reg * u[0] ** 2)",
            "return np.array([-C / B * float(labels.value.sum()) + reg * u[ -1]])",
            "return np.array([-C / B * float(labels.value @ (1.0 / (1.0 + np.exp(labels.value * u[ -1]))))",
@@ -539,6 +540,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
            "objective = C / B * cp.sum(cp.logistic(-cp.multiply(labels, f[ -1]))) + 0.5 * reg * cp.sum_squares(f)",
            "objective = -C / B * cp.sum(labels) * f[ -1] + 0.5 * reg * cp.sum_squares(f)",
            "outs.append(np.array([res.local[a.name][ -1] for a in agents]))")},
+    ("cvxdp/audits/gamma.py", "lin = base + C / B / y1 * e1"): "y1 is +1 or -1, its own reciprocal",
     **{("cvxdp/audits/gamma.py", line): "the logistic Hessian's p (1 - p) is the same for p and 1 - p, the sigmoid of "
        "the other sign" for line in ("p = 1.0 / (1.0 + np.exp(labels.value * u[0]))",
                                      "p = 1.0 / (1.0 + np.exp(+labels.value * u[0]))")},
