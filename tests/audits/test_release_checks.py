@@ -10,6 +10,8 @@
   the documented seeds; the claim is the runs' own ledger.
 * :func:`audit_subsampled_update` reduces exactly the documented add/remove-one pair, its Poisson samples and
   Gaussian draws recomputed by hand from the two nodes' generators (children of ``SeedSequence(seed)``).
+* :func:`audit_input_perturbation` reduces exactly ``mechanism.perturb``'s releases drawn from ``default_rng(seed)``
+  through the noise's statistic (Laplace's log-likelihood ratio, Gaussian's projection on ``x - x'``).
 
 Arguments are checked by name with their exact ranges, the options are keyword-only, and a call without an option
 equals a call with its documented value. Instances are tiny and seeded (a few hundred trials, large epsilons
@@ -157,9 +159,13 @@ def test_the_neighbouring_vectors_must_be_1d_of_one_shape():
         _input(values=np.array([[1.0, 2.0]]), values_prime=np.array([[1.1, 2.0]]))
 
 
-def test_the_curvature_problem_names_its_shape():
-    with pytest.raises(InvalidParameterError, match=re.escape("coordinates=1 and rounds >= 2 with problem='curvature'")):
-        _release(rounds=2, coordinates=2, problem="curvature")
+@pytest.mark.parametrize(("rounds", "coordinates"), [(1, 1), (2, 2), (1, 2)])
+def test_the_curvature_problem_needs_one_coordinate_and_two_rounds(rounds, coordinates):
+    expected = (f"The 'coordinates' parameter of audit_release must be coordinates=1 and rounds >= 2 with "
+                f"problem='curvature'. Got {(coordinates, rounds)!r} instead.")
+    with pytest.raises(InvalidParameterError, match=re.escape(expected)):
+        _release(rounds=rounds, coordinates=coordinates, problem="curvature")
+    _release(rounds=rounds, coordinates=coordinates)  # the shift problem takes any shape
 
 
 # --------------------------------------------------------------------------- keyword-only options and defaults
@@ -204,6 +210,13 @@ def test_audit_mechanism_defaults_by_behaviour():
     assert res.trials == 1_000_000 and res.alpha == 0.05
     assert res.details["sensitivity"] == 1.0 and res.details["seed"] == 0 and res.details["broken"] == "none"
     assert res.details["run_seeds"] == fresh_seeds(0)
+
+
+def test_audit_mechanism_draws_100000_opendp_samples_by_default():
+    """OpenDP's sampler is slower: 100,000 draws per input by default (documented)."""
+    pytest.importorskip("opendp", reason="OpenDP is not installed: pip install -e '.[secure]'")
+    res = audit_mechanism(mech("OutL", noise_source="opendp"))
+    assert res.trials == 100_000 and res.details["noise_source"] == "opendp"
 
 
 def test_audit_local_update_defaults_by_behaviour():
@@ -456,3 +469,36 @@ def test_audit_subsampled_update_names_no_statistic_without_a_positive_bound():
     res = audit_subsampled_update(sampled("ObjG"), records=3, trials=50, seed=5)
     assert res.epsilon_lower == 0.0 and res.statistic is None and res.best_threshold is None
     assert res.claimed == pytest.approx(1.0, rel=1e-5)  # the plan's PLD calibration of the whole budget
+
+
+# --------------------------------------------------------------------------- audit_input_perturbation: one release
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_audit_input_perturbation_reduces_the_default_release(noise):
+    """The default release is ``mechanism.perturb`` drawn from ``default_rng(seed)``, D's releases first; the
+    statistic is Laplace's log-likelihood ratio ``sum |y - x'| - |y - x|`` or Gaussian's projection
+    ``<y, x - x'>``, rounded to 12 decimals; the claim is the mechanism's epsilon and its delta (0 for Laplace)."""
+    x, x_prime, l1, l2, n, seed = np.array([1.0, 2.0, 0.5]), np.array([1.1, 2.1, 0.5]), 0.2, 0.15, 300, 4
+    m = InputPerturbation(noise, 4.0, 1e-5 if noise == "gaussian" else None)
+    res = audit_input_perturbation(m, x, x_prime, l1=l1, l2=l2, trials=n, seed=seed)
+    scale = l1 / 4.0 if noise == "laplace" else m.scale(l1, l2)
+    draw = (lambda g: g.laplace(0.0, scale, 3)) if noise == "laplace" else (lambda g: g.normal(0.0, scale, 3))
+
+    def statistic(y):
+        if noise == "laplace":
+            return round(float(np.sum(np.abs(y - x_prime) - np.abs(y - x))), 12)
+        return round(float(y @ (x - x_prime)), 12)
+
+    rng = np.random.default_rng(seed)
+    out = np.array([statistic(x + draw(rng)) for _ in range(n)])
+    out_prime = np.array([statistic(x_prime + draw(rng)) for _ in range(n)])
+    delta = 1e-5 if noise == "gaussian" else 0.0
+    mine = empirical_epsilon(fixed_sampler(out), fixed_sampler(out_prime), trials=n, delta=delta, alpha=0.05,
+                             rng=np.random.default_rng(0), claimed=4.0)
+    assert res.epsilon_lower == mine.epsilon_lower > 0 and res.statistic == "output"
+    assert res.best_threshold == mine.best_threshold and res.counts == mine.counts
+    assert (res.claimed, res.delta, res.trials, res.alpha) == (4.0, delta, n, 0.05)
+    assert res.details == {"mechanism": m.name, "statistic": m.distribution.statistic, "l1": l1, "l2": l2,
+                           "scale": pytest.approx(scale, rel=1e-12), "seed": seed}
+    explicit = audit_input_perturbation(m, x, x_prime, l1=l1, l2=l2, trials=n, seed=seed,
+                                        release=lambda v, g: m.perturb(v, l1=l1, l2=l2, rng=g)[0])
+    assert explicit.to_dict() == res.to_dict()
