@@ -311,11 +311,25 @@ def test_audit_local_update_reduces_the_runs_on_the_documented_problem(name, bro
     d = res.details
     assert d["box"] == [-bound, bound] and d["run_seeds"] == seeds and d["declared_sensitivity"] == declared
     assert d["rho"] == rho and d["eta"] == eta and d["sensitivity"] == sensitivity and d["mode"] == "solve"
-    assert d["boundary_fraction"] == float(np.mean(np.abs(out) >= bound * (1 - 1e-12)))
+    fractions = [float(np.mean(np.abs(o) >= bound * (1 - 1e-12))) for o in (out, out_prime, ref)]
+    assert d["boundary_fraction"] == fractions[0]  # the run on D's
+    if (name, broken) == ("ObjL", None):  # the box is active now and then, on each run a different share
+        assert 0 < fractions[0] < 1 and len(set(fractions)) == 3
     assert (res.claimed, res.delta) == max(r[1] for r in runs) == claim
     mine = statistics_of({"output": (out, out_prime), "difference": (out - ref, out_prime - ref)},
                          delta=res.delta, alpha=0.05, claimed=res.claimed, seed=seed)
     assert_reduces(res, mine)
+
+
+def test_audit_local_update_sizes_its_box_from_one_step_of_a_total_calibration():
+    """``calibrate="total"``: the audited run has one step, so the noise (and the box sized from it) is that of the
+    whole budget spent at once, and the claim is that budget."""
+    res = audit_local_update(make_mechanism("ObjL", epsilon=2.0, calibrate="total"), trials=50, sensitivity=1.5,
+                             rho=0.5, eta=1.0)
+    bound = laplace_box(1.5, 2.0, 1.5)
+    assert res.details["box"] == pytest.approx([-bound, bound], rel=1e-12)
+    assert res.details["noise_scale"] == pytest.approx(1.5 / 2.0, rel=1e-12)
+    assert res.claimed == pytest.approx(2.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", ["ObjL", "OutL"])
@@ -396,8 +410,8 @@ def test_audit_release_reduces_every_message_on_the_shift_problem(name, broken, 
 def test_audit_release_reduces_the_rounds_of_the_curvature_problem(name, broken, epsilon, seed):
     """Four statistics at alpha / 4: the output, the difference, the rounds combination estimated on the reference
     run, and round 2's release over round 1's, each of the run on D against the run on D' (small noise: the rounds
-    and ratio statistics read the draws)."""
-    n, rounds, sensitivity, rho, eta = 400, 2, 1.0, 1.0, 1.0
+    and ratio statistics read the draws). D' has ``s' = Delta / B`` (Delta = 1.5: not ``1 / (Delta B)``)."""
+    n, rounds, sensitivity, rho, eta = 400, 2, 1.5, 1.0, 1.0
     m = mech(name, epsilon=epsilon)
     res = audit_release(m, rounds=rounds, coordinates=1, sensitivity=sensitivity, trials=n, seed=seed,
                         broken=broken, problem="curvature")
