@@ -344,7 +344,9 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     seed, broken, rho, eta, alpha
         As in :func:`audit_local_update`.
     problem : {"shift", "curvature"}
-        What the neighbour's data move: the gradient's offset (default) or its curvature (see above).
+        What the neighbour's data move: the gradient's offset (default) or its curvature (see above). The
+        curvature problem cannot see the half-sensitivity twin (its releases are linear in the noise, so halving
+        the noise rescales D's and D''s runs alike) and refuses it.
 
     Returns
     -------
@@ -360,6 +362,11 @@ def audit_release(mechanism: Any, *, rounds: int = 3, coordinates: int = 2, sens
     kind = check_choice(problem, "problem", owner, AUDIT_PROBLEMS)
     if kind == "curvature" and (k != 1 or R < 2):
         raise fail("coordinates", owner, "coordinates=1 and rounds >= 2 with problem='curvature'", (k, R))
+    if kind == "curvature" and b == "half-sensitivity":
+        # every release there is linear in the noise: halving it rescales the runs on D and D' alike, which no
+        # threshold event sees (ObjL 0.065 against a claim of 1.0, ObjG 0: tests/audits/test_release_checks.py)
+        raise fail("broken", owner, "'none' or 'reused-seed' with problem='curvature' (the half-sensitivity twin "
+                   "is audited on problem='shift')", b)
     r, e, c, bound, declared, honest = _quadratic_setup(mech, owner, d, b, rho, eta)
     # the neighbour's shift: an extreme point of the q-ball (Laplace: one coordinate; Gaussian: all of them)
     w = np.eye(k)[0] if mech.q == 1 else np.full(k, 1.0 / math.sqrt(k))

@@ -5,7 +5,7 @@ realised output of one local update of a whole ``cvxdp.solve`` run
 (:func:`cvxdp.audits.release.audit_local_update`) or, with ``--release-rounds R``, everything one node releases over
 R rounds of a run whose data move the gradient's curvature (:func:`cvxdp.audits.release.audit_release`,
 ``problem="curvature"``: its rounds and ratio statistics catch noise reused across rounds), optionally on a broken
-twin (``--broken``). The exit
+twin (``--broken``; the half-sensitivity twin's release on the shift problem, where a halved noise shows). The exit
 status is 0 whenever the audit ran, whatever its verdict (the verdict is data: read ``violated``).
 """
 
@@ -37,7 +37,8 @@ def _fmt(x: float | None) -> str:
               help="Audit one local update of a whole cvxdp.solve run instead of the bare noise.")
 @click.option("--release-rounds", type=int, default=None,
               help="Audit everything one node releases over this many rounds (>= 2) of cvxdp.solve, on the "
-                   "curvature problem, against the run's composed (PLD) claim [trials default 10000].")
+                   "curvature problem (the half-sensitivity twin on the shift problem), against the run's "
+                   "composed (PLD) claim [trials default 10000].")
 @click.option("--broken", type=click.Choice(["none", "half-sensitivity", "reused-seed"]), default="none",
               show_default=True, help="Audit a broken twin: noise calibrated to half the sensitivity, or "
                                       "one random stream reused by every run.")
@@ -81,9 +82,10 @@ def audit(mechanism: str, epsilon: float, delta: float | None, trials: int | Non
 
     mech = make_mechanism(name, epsilon=epsilon, delta=delta, noise_source=noise_source)
     if release_rounds is not None:
+        # the curvature problem cannot see a halved noise (it rescales both runs alike): that twin on the shift one
         res = audit_release(mech, rounds=release_rounds, coordinates=1, sensitivity=sensitivity,
                             trials=10_000 if trials is None else trials, seed=seed, broken=broken, alpha=alpha,
-                            problem="curvature")
+                            problem="shift" if broken == "half-sensitivity" else "curvature")
     elif through_solve:
         res = audit_local_update(mech, sensitivity=sensitivity, trials=20_000 if trials is None else trials,
                                  seed=seed, broken=broken, alpha=alpha)

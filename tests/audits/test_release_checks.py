@@ -516,3 +516,12 @@ def test_audit_input_perturbation_reduces_the_default_release(noise):
     explicit = audit_input_perturbation(m, x, x_prime, l1=l1, l2=l2, trials=n, seed=seed,
                                         release=lambda v, g: m.perturb(v, l1=l1, l2=l2, rng=g)[0])
     assert explicit.to_dict() == res.to_dict()
+
+
+def test_the_curvature_problem_refuses_the_half_sensitivity_twin():
+    # its releases are linear in the noise: a halved noise rescales D's and D''s runs alike, which no threshold event
+    # sees (before this check it reported ObjL 0.065 and ObjG 0 against claims of 1.0 and 0.68, "not refuted")
+    mech = make_mechanism("ObjL", epsilon=0.5)
+    with pytest.raises(InvalidParameterError, match=r"'broken' parameter of audit_release must be 'none' or "
+                                                    r"'reused-seed' with problem='curvature'"):
+        audit_release(mech, rounds=2, coordinates=1, trials=10, broken="half-sensitivity", problem="curvature")

@@ -51,6 +51,17 @@ def test_release_rounds_audits_the_whole_release():
     assert both.exit_code != 0 and "give one of them" in both.output
 
 
+@pytest.mark.parametrize(("name", "delta"), [("ObjL", None), ("OutG", "1e-3")])
+def test_release_rounds_refutes_the_half_sensitivity_twin_on_the_shift_problem(name, delta):
+    # the curvature problem rescales D's and D''s runs alike under a halved noise and cannot see it (ObjL 0.065
+    # against a claim of 1.0 there); the shift problem refutes it (measured 1.22 and 1.0 against 1.0 and 0.68)
+    args = ["--mechanism", name, "--epsilon", "0.5", "--release-rounds", "2", "--broken", "half-sensitivity",
+            "--trials", "4000", "--json"] + (["--delta", delta] if delta else [])
+    out = last_json(run(*args))
+    assert out["details"]["problem"] == "shift" and out["violated"] is True
+    assert out["epsilon_lower"] > out["claimed"]
+
+
 def test_human_output_puts_the_bound_beside_the_claim():
     res = run("--mechanism", "ObjL", "--epsilon", "0.5", "--trials", "100000")
     assert res.exit_code == 0, res.output
