@@ -443,10 +443,10 @@ def audit_input_perturbation(mechanism: InputPerturbation, values: np.ndarray, v
     delta = noise.claim_delta(mechanism.delta)
     res = empirical_epsilon(sampler(x), sampler(xp), trials=n, delta=delta, alpha=alpha,
                             rng=np.random.default_rng(seed), claimed=mechanism.epsilon)
-    details = {"mechanism": mechanism.name, "statistic": noise.statistic, "l1": float(l1), "l2": float(l2), "scale": mechanism.scale(l1, l2),
-               "seed": seed}
+    details = {"mechanism": mechanism.name, "statistic": noise.statistic, "l1": float(l1), "l2": float(l2),
+               "scale": mechanism.scale(l1, l2), "seed": seed}
     return AuditResult(res.epsilon_lower, res.claimed, res.best_threshold, res.counts, res.trials, res.delta,
-                       res.alpha, statistic="output", details=details)
+                       res.alpha, statistic="output" if res.epsilon_lower > 0 else None, details=details)
 
 
 # --------------------------------------------------------------------------- subsampled local updates (issue 39)

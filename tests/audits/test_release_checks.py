@@ -525,3 +525,10 @@ def test_the_curvature_problem_refuses_the_half_sensitivity_twin():
     with pytest.raises(InvalidParameterError, match=r"'broken' parameter of audit_release must be 'none' or "
                                                     r"'reused-seed' with problem='curvature'"):
         audit_release(mech, rounds=2, coordinates=1, trials=10, broken="half-sensitivity", problem="curvature")
+
+
+def test_an_input_audit_that_refutes_nothing_names_no_statistic():
+    # as every other audit: the statistic of the best bound, None when the bound is 0
+    m = InputPerturbation("laplace", 1.0)
+    same = audit_input_perturbation(m, np.zeros(2), np.zeros(2), l1=1.0, l2=1.0, trials=200, seed=3)
+    assert same.epsilon_lower == 0.0 and same.statistic is None
