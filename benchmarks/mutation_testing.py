@@ -550,6 +550,73 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "the last entry of a one-entry array is its first",
     ("cvxdp/audits/gamma.py", "[int(c.generate_state( 2)[0]) for c in np.random.SeedSequence(s).spawn(3)]"):
         "the first word of SeedSequence.generate_state(2) is generate_state(1)'s",
+    **{("cvxdp/audits/release.py", line): "the audit agent's CVXPY objective is never read: LinearizedADMM's step, "
+       "the box projection and the ledger use its declared gradient (the subsampled agent's step its PerExample "
+       "gradient); the audit results were bitwise the same over 4 mechanisms and 3 twins" for line in (
+           'agent = Agent("audit", 1.5 * cp.sum_squares(x - data), [x >= -bound, x <= bound], shared={"x": x},',
+           'agent = Agent("audit", 0.5 * cp.sum(cp.multiply( 2.0 + data, cp.square(x))), [x >= -bound, x <= bound],',
+           'agent = Agent("audit", 0.5 * cp.sum(cp.multiply( 0.0 + data, cp.square(x))), [x >= -bound, x <= bound],',
+           'agent = Agent("audit", 0.5 * cp.sum_squares(x + data), [x >= -bound, x <= bound], shared={"x": x},',
+           'agent = Agent("audit", 1.5 * cp.sum(cp.multiply(1.0 + data, cp.square(x))), [x >= -bound, x <= bound],',
+           'return Agent("audit", 1.0 * cp.sum(x), [x >= -bound, x <= bound], shared={"x": x},',
+           'return Agent("audit", -1.0 * cp.sum(x), [x >= -bound, x <= bound], shared={"x": x},',
+           'return Agent("audit", 0.0 / cp.sum(x), [x >= -bound, x <= bound], shared={"x": x},')},
+    **{("cvxdp/audits/release.py", f"gradient=lambda u: np.zeros( {n}),"): "the full gradient of a subsampled "
+       "agent is never called (its step reads the per-example gradients; a gradient that raises leaves the audit "
+       "unchanged)" for n in (0, 2)},
+    **{("cvxdp/audits/release.py", line): "a subsampled Gaussian plan reads only the agent's name and its "
+       "PerExample's public part (total, relation), not the bound, records or public gradient; separable matters "
+       "only for OutL, which is never subsampled" for line in (
+           'plan = mech.noise_plan(_sampled_agent(n, False, total, 0.0), min_weight=c, separable=True, steps=1, '
+           'accountant="pld")',
+           'plan = mech.noise_plan(_sampled_agent(n, True, total, 1.0), min_weight=c, separable=True, steps=1, '
+           'accountant="pld")',
+           'plan = mech.noise_plan(_sampled_agent(n, False, total, 1.0), min_weight=c, separable=False, steps=1, '
+           'accountant="pld")',
+           'plan = mech.noise_plan(_sampled_agent(n, False, total, 2.0), min_weight=c, separable=True, steps=1, '
+           'accountant="pld")',
+           "def _sampled_agent(records: int, added: bool, total: int, bound: float, regularizer: float = 1.0) -> "
+           "Agent:",
+           "def _sampled_agent(records: int, added: bool, total: int, bound: float, regularizer: float = -1.0) -> "
+           "Agent:")},
+    **{("cvxdp/audits/release.py", line): "the declared agent's size and separability: read only by OutL on a set "
+       "that is not a box (these are boxes) and by OpenDP's secure scale, which clamps a size of 0 to 1 and gave "
+       "the same scale for sizes 1 and 2 (4 mechanisms, 5 epsilons, 5 sensitivities)" for line in (
+           "plan = mech.noise_plan(_declared_agent(d, 2, b), min_weight=1.0, separable=True, steps=1,",
+           "plan = mech.noise_plan(_declared_agent(d, 0, b), min_weight=1.0, separable=True, steps=1,",
+           'honest = mech.noise_plan(_declared_agent(d, 1, "none"), min_weight=c, separable=False, steps=1,',
+           'honest = mech.noise_plan(_declared_agent(d, 2, "none"), min_weight=c, separable=True, steps=1,',
+           'honest = mech.noise_plan(_declared_agent(d, 0, "none"), min_weight=c, separable=True, steps=1,',
+           "plan = mech.noise_plan(_declared_agent(d, 1, b), min_weight=1.0, separable=False, steps=1,")},
+    **{("cvxdp/audits/release.py", line): "the public gradient is evaluated only at the step's start u = 0: with "
+       "regularizer 0 it adds -0.0 (x + -0.0 == x), and reg / (0 - 1) == reg * (0 - 1)" for line in (
+           "public_gradient=(lambda u: regularizer * (u - 1.0)) if regularizer > -1 else None))",
+           "public_gradient=(lambda u: regularizer * (u - 1.0)) if regularizer >= 0 else None))",
+           "public_gradient=(lambda u: regularizer / (u - 1.0)) if regularizer > 0 else None))")},
+    **{("cvxdp/audits/release.py", f"msg = RoundMessage(round= {r}, bw=np.zeros(1), rho=r, eta=e, plan=plan, "
+        "placement=mech.placement)"): "the round number labels errors and the Release only; the audit reads "
+       "arrays['ez']" for r in (0, 2)},
+    ("cvxdp/audits/release.py", "return np.array([float(np.clip(grads[index], not clip, clip).sum())])"):
+        "the per-example gradients are 0 or +inf, never negative: a lower clip of 0 or -C is the same",
+    **{("cvxdp/audits/release.py", line): "the last entry of a one-entry array (one released coordinate, one agent, "
+       "one word) is its first" for line in (
+           'out[k] = node.step(msg).arrays["ez"][ -1]',
+           "transcript = np.stack([sent[ -1] for sent in backend.sent]).reshape(len(backend.sent), *shape)",
+           "return [int(child.generate_state(1)[ -1]) for child in np.random.SeedSequence(seed).spawn(3)]")},
+    ("cvxdp/audits/release.py", "return [int(child.generate_state( 2)[0]) for child in "
+     "np.random.SeedSequence(seed).spawn(3)]"):
+        "the first word of SeedSequence.generate_state(2) is generate_state(1)'s",
+    ("cvxdp/audits/release.py", "for added, child in zip((False, True), np.random.SeedSequence(s).spawn( 3)):"):
+        "the first two children of spawn(3) are spawn(2)'s, and zip stops after two",
+    ("cvxdp/audits/release.py", "def call(self, method, args=None, /, round=None):  # type: ignore[no-untyped-def]"):
+        "'*' became '/' in the signature: the one caller (cvxdp/run/loop.py) passes method and args by position and "
+        "round by keyword",
+    **{("cvxdp/audits/release.py", line): "which calls the recording backend keeps in declared: nothing reads it "
+       "(the audit reads backend.sent)" for line in ("if not method is Node.declare:",
+                                                      "if method is not Node.declare:")},
+    ("cvxdp/audits/release.py", '"boundary_fraction": float(np.mean(np.abs(outputs[0]) > bound * (1 - 1e-12)))}'):
+        "projected outputs are exactly +-bound, above bound (1 - 1e-12): > and >= differ only at an exact tie with "
+        "bound (1 - 1e-12), which a continuous noise does not produce",
     ("cvxdp/audits/statistics.py", "bound = np.where(p_lo > dl, np.log(np.maximum(p_lo - dl, 1e-300) / q_hi), "
      "not math.inf)"):
         "a threshold whose lower bound is at most delta scores 0 instead of -inf: a best of 0 or below returns the "
