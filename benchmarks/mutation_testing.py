@@ -514,6 +514,14 @@ EQUIVALENT: dict[tuple[str, str], str] = {
        "chunks of a and b values equals one draw of a + b (numpy's normal), so every trial's release is the same"
        for line in ("chunk = max( 2, 2_000_000 // n_samples)", "chunk = max(1, 2000001 // n_samples)",
                     "chunk = max(1, 1999999 // n_samples)")},
+    **{("cvxdp/audits/sharing.py", line): "the unit vector is the first row of np.eye(rows, N, k), the k-th unit "
+       "vector whatever the number of rows (one row: its last is its first)" for line in (
+           "u = diff / shift if shift > 0 else np.eye( 2, len(diff), 0)[0]",
+           "u = diff / shift if shift > 0 else np.eye(1, len(diff), 0)[ -1]",
+           "u = np.eye( 2, len(diff), int(np.argmax(np.abs(diff))))[0]",
+           "u = np.eye(1, len(diff), int(np.argmax(np.abs(diff))))[ -1]",
+           "direction = np.eye( 2, target.data.shape[0], row)[0]",
+           "direction = np.eye(1, target.data.shape[0], row)[ -1]")},
     ("cvxdp/audits/sharing.py", "stats_ = np.empty(( 4, n))"): "a fourth row that is never written or read",
     ("cvxdp/audits/sharing.py", "for j, (which, run_seed) in enumerate(zip(inputs, _run_seeds(int(child.generate_state"
      "( 2)[0]), b))):"):
