@@ -166,6 +166,17 @@ def check_int(value: object, name: str, owner: str, low: int = 1, high: float = 
     return int(value)
 
 
+def check_budget(budget: object, owner: str, *, optional: bool = False) -> tuple[float, float] | None:
+    """``budget`` as ``(epsilon, delta)``: epsilon in (0, inf), delta in [0, 1); else the error naming ``owner``.
+    ``optional``: None is a budget too (no budget), returned as None."""
+    if optional and budget is None:
+        return None
+    if not (isinstance(budget, (tuple, list)) and len(budget) == 2):
+        raise fail("budget", owner, ("None or " if optional else "") + "a pair (epsilon, delta)", budget)
+    return (check_float(budget[0], "budget epsilon", owner, 0.0, math.inf),
+            check_float(budget[1], "budget delta", owner, 0.0, 1.0, "left"))
+
+
 def check_choice(value: object, name: str, owner: str, choices: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``choices`` (strings, compared case-sensitively)."""
     choices = tuple(choices)

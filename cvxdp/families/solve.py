@@ -3,12 +3,11 @@ round loop (:mod:`cvxdp.run.loop`) over a backend."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import check_choice, check_float, check_int, fail
+from ..errors import check_budget, check_choice, check_int, fail
 from ..model import DEFAULT_SOLVERS, Agent, checked_agents
 from ..run import (
     Backend,
@@ -23,16 +22,6 @@ from ..run import (
 from . import Algorithm, LinearizedADMM, family_class
 
 ACCOUNTANTS = ("basic", "rdp", "pld")
-
-
-def _check_budget(budget: Any) -> tuple[float, float] | None:
-    if budget is None:
-        return None
-    if not isinstance(budget, (tuple, list)) or len(budget) != 2:
-        raise fail("budget", "solve", "None or a pair (epsilon, delta)", budget)
-    eps = check_float(budget[0], "budget epsilon", "solve", 0.0, math.inf)
-    delta = check_float(budget[1], "budget delta", "solve", 0.0, 1.0, closed="left")
-    return eps, delta
 
 
 def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privacy: Any = None,
@@ -107,7 +96,7 @@ def solve(agents: Sequence[Agent], *, algorithm: Algorithm | None = None, privac
                    "ADMMSharing)", type(algorithm).__name__)
     algorithm.validate()
     check_choice(accountant, "accountant", "solve", ACCOUNTANTS)
-    budget = _check_budget(budget)
+    budget = check_budget(budget, "solve", optional=True)
     seed, root = root_seed_sequence(seed, "solve")
     checkpoint_every = check_int(checkpoint_every, "checkpoint_every", "solve", 1)
     if checkpoint is not None:

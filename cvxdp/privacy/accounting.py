@@ -16,7 +16,15 @@ from typing import Any
 
 import dp_accounting
 
-from ..errors import InvalidParameterError, PrivacyWarning, check_choice, check_float, check_int, fail
+from ..errors import (
+    InvalidParameterError,
+    PrivacyWarning,
+    check_budget,
+    check_choice,
+    check_float,
+    check_int,
+    fail,
+)
 
 # The events and the composition were this module's first two thirds until issue 49: re-exported here, where the
 # docs and older code find them.
@@ -67,14 +75,6 @@ from .events import (  # noqa: F401
 #: Below this noise multiplier (sigma / sensitivity) the PLD accountant is not run: its grid grows like
 #: 1/multiplier^2 (about a second at 0.01) and the epsilon is in the thousands anyway; RDP (closed form) is reported.
 MIN_PLD_MULTIPLIER = 0.05
-
-
-def checked_budget(budget: object, owner: str) -> Claim:
-    """``budget`` as ``(epsilon, delta)``: epsilon in (0, inf), delta in [0, 1); else the error naming ``owner``."""
-    if not (isinstance(budget, (tuple, list)) and len(budget) == 2):
-        raise fail("budget", owner, "a pair (epsilon, delta)", budget)
-    return (check_float(budget[0], "budget epsilon", owner, 0.0, math.inf),
-            check_float(budget[1], "budget delta", owner, 0.0, 1.0, "left"))
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -276,7 +276,7 @@ class PrivacyLedger(GuaranteeNotes):
         epsilon at the budget's delta is compared (a relative slack ``rtol`` absorbs rounding).
         """
         check_choice(accountant, "accountant", "PrivacyLedger.would_exceed", ACCOUNTANTS)
-        b_eps, b_dl = checked_budget(budget, "PrivacyLedger.would_exceed")
+        b_eps, b_dl = check_budget(budget, "PrivacyLedger.would_exceed")
         entries = dict(self._entries[self._name(agent)])
         key = self._item(plan, claim)
         entries[key] = entries.get(key, 0) + checked_count(count, "PrivacyLedger.would_exceed")
@@ -297,11 +297,11 @@ class PrivacyLedger(GuaranteeNotes):
         owner = "PrivacyLedger.repeats_within"
         n = checked_count(count, owner)
         k_max = check_int(limit, "limit", owner, 0)
-        check_choice(accountant, "accountant", owner, ACCOUNTANTS)
-        checked_budget(budget, owner)
-        self._name(agent)
-        self._item(plan, claim)
-        if n == 0 or k_max == 0:
+        if n == 0 or k_max == 0:  # nothing to search: the arguments would_exceed checks are checked here
+            check_choice(accountant, "accountant", owner, ACCOUNTANTS)
+            check_budget(budget, owner)
+            self._name(agent)
+            self._item(plan, claim)
             return k_max
 
         def fits(k: int) -> bool:
@@ -404,7 +404,7 @@ class BudgetGuard:
     """
 
     def __init__(self, budget: Claim, accountant: str) -> None:
-        self.budget = checked_budget(budget, "BudgetGuard")
+        self.budget = check_budget(budget, "BudgetGuard")
         self.accountant = check_choice(accountant, "accountant", "BudgetGuard", ACCOUNTANTS)
         self.searches = 0  # how many searches ran (benchmarks and tests read it)
         self._fits: dict[tuple[Any, ...], int] = {}  # (records, key, its count, count, limit) -> rounds that fit
